@@ -1,0 +1,78 @@
+"""The scalar region of a linalg op -> an expression tree over its block arguments.
+
+Block argument k becomes `In(k)` (inputs first, then outputs, as linalg orders
+them); the importer later renumbers or removes the output slots.
+"""
+from __future__ import annotations
+
+from ..errors import NotSupported
+from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary, simplify
+
+BINARY_OPS = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "arith.divf": "div",
+              "arith.maximumf": "max", "arith.minimumf": "min", "arith.maxnumf": "max",
+              "arith.minnumf": "min"}
+UNARY_OPS = {"arith.negf": "neg", "math.exp": "exp", "math.sqrt": "sqrt", "math.rsqrt": "rsqrt",
+             "math.tanh": "tanh", "math.erf": "erf", "math.absf": "abs"}
+CASTS = {"arith.extf", "arith.truncf"}
+# arith.cmpf predicates by enum value: false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true
+CMPF = {1: "eq", 2: "gt", 3: "ge", 4: "lt", 5: "le", 6: "ne", 8: "eq", 9: "gt", 10: "ge", 11: "lt",
+        12: "le", 13: "ne"}
+
+
+def region_expression(op, result: int, where_of) -> Expr:
+    """The expression of the op's body that yields result number `result`."""
+    block = op.regions[0].blocks[0]
+    slots = {arg: In(k) for k, arg in enumerate(block.arguments)}
+    terminator = list(block.operations)[-1]
+    return simplify(_convert(terminator.operands[result], slots, {}, where_of))
+
+
+def _float_constant(op, where) -> float:
+    from torch_mlir import ir
+
+    attr = op.attributes["value"]
+    if isinstance(attr, ir.FloatAttr) or str(op.result.type).startswith(("f", "bf")):
+        return float(ir.FloatAttr(attr).value)
+    if isinstance(attr, ir.IntegerAttr):
+        return float(ir.IntegerAttr(attr).value)
+    raise NotSupported(f"scalar constant {attr}", where)
+
+
+def _convert(value, slots, memo, where_of) -> Expr:
+    from torch_mlir import ir
+
+    if value in slots:
+        return slots[value]
+    if value in memo:
+        return memo[value]
+    owner = value.owner
+    if isinstance(owner, ir.Block) or not hasattr(owner, "name"):
+        raise NotSupported("a block argument from an enclosing region in a linalg body", None)
+    op = owner.operation if hasattr(owner, "operation") else owner
+    where = where_of(op)
+    args = [lambda k=k: _convert(op.operands[k], slots, memo, where_of) for k in range(len(op.operands))]
+    name = op.name
+    if name in BINARY_OPS:
+        expr: Expr = Binary(BINARY_OPS[name], args[0](), args[1]())
+    elif name in UNARY_OPS:
+        expr = Unary(UNARY_OPS[name], args[0]())
+    elif name in CASTS:
+        expr = args[0]()
+    elif name == "arith.constant":
+        expr = Const(_float_constant(op, where))
+    elif name == "arith.cmpf":
+        pred = ir.IntegerAttr(op.attributes["predicate"]).value
+        if pred not in CMPF:
+            raise NotSupported(f"arith.cmpf predicate {pred} (ordered/unordered tests)", where)
+        expr = Compare(CMPF[pred], args[0](), args[1]())
+    elif name == "arith.select":
+        expr = Select(args[0](), args[1](), args[2]())
+    elif name == "math.powf":
+        base, exponent = args[0](), args[1]()
+        if exponent != Const(2.0):
+            raise NotSupported("math.powf with an exponent other than the constant 2", where)
+        expr = Binary("mul", base, base)
+    else:
+        raise NotSupported(f"operation {name} in a linalg body", where)
+    memo[value] = expr
+    return expr

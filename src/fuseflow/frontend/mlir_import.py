@@ -1,0 +1,350 @@
+"""MLIR (linalg + tensor + sparse_tensor) -> Program.
+
+    >>> p = from_mlir('''
+    ... #csr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+    ... func.func @spmm(%A: tensor<8x8xf32, #csr>, %X: tensor<8x4xf32>) -> tensor<8x4xf32> {
+    ...   %z = arith.constant 0.0 : f32
+    ...   %e = tensor.empty() : tensor<8x4xf32>
+    ...   %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+    ...   %Y = linalg.matmul ins(%A, %X : tensor<8x8xf32, #csr>, tensor<8x4xf32>) outs(%f : tensor<8x4xf32>) -> tensor<8x4xf32>
+    ...   return %Y : tensor<8x4xf32>
+    ... }''')
+    >>> print(p.ops[0])
+    Y(i,j) = sum[k] A(i,k) * X(k,j)
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ..errors import NotSupported, UserError
+from ..ir.expr import Binary, Const, Expr, In, renumber_inputs
+from ..ir.formats import TensorFormat
+from ..ir.program import Access, IndexOp, Program, ReshapeOp, Tensor
+from ..ir.verify import verify
+from .mlir_body import region_expression
+from .mlir_types import constant_data, element_dtype, format_of, parse_location, resource_blobs, shape_of
+
+VAR_NAMES = "ijklmnpqrstuvw"
+REDUCERS = {"add": "sum", "max": "max", "min": "min"}
+
+
+def from_mlir(source: str | os.PathLike, func: str | None = None, formats: dict | None = None,
+              arg_names: list[str] | None = None) -> Program:
+    """Parse MLIR text or a `.mlir` file into a Program.
+
+    `formats` overrides the storage format of inputs by name ("compressed,compressed");
+    `arg_names` renames the function arguments in order.
+    """
+    text, source_name = _read(source)
+    from torch_mlir import ir
+
+    with ir.Context(), ir.Location.unknown():
+        try:
+            module = ir.Module.parse(text)
+        except ir.MLIRError as err:
+            raise UserError(_diagnostic(err, source_name), None,
+                            "check the MLIR text (it must parse with upstream MLIR)") from None
+        func_op = _pick_function(module, func, source_name)
+        importer = _Importer(func_op, source_name, resource_blobs(text), arg_names or [])
+        program = importer.run()
+    if formats:
+        apply_formats(program, formats)
+    verify(program)
+    return program
+
+
+def apply_formats(program: Program, formats: dict) -> None:
+    """Replace the declared formats of inputs: {name: "dense,compressed" | TensorFormat}."""
+    for name, fmt in formats.items():
+        if name not in program.tensors or name not in program.inputs:
+            raise UserError(f"format given for {name!r}, which is not an input", f"program {program.name}",
+                            f"inputs are {', '.join(program.inputs)}")
+        tensor = program.tensors[name]
+        if not isinstance(fmt, TensorFormat):
+            fmt = TensorFormat.parse(str(fmt), tensor.rank, where=f"format of {name}")
+        fmt.check(tensor.rank, f"format of {name}")
+        program.tensors[name] = Tensor(tensor.name, tensor.shape, tensor.dtype, fmt)
+
+
+def _read(source) -> tuple[str, str]:
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
+                                           and source.strip().endswith(".mlir")):
+        path = Path(source)
+        if not path.is_file():
+            raise UserError(f"no such MLIR file: {path}", None, "give the path of a .mlir file")
+        return path.read_text(), str(path)
+    return str(source), "<mlir>"
+
+
+def _diagnostic(err, source_name: str) -> str:
+    diags = getattr(err, "error_diagnostics", None) or []
+    if diags:
+        d = diags[0]
+        return f"{parse_location(str(d.location), source_name)}: {d.message.splitlines()[0]}"
+    return f"{source_name}: {str(err).splitlines()[-1]}"
+
+
+def _pick_function(module, wanted: str | None, source_name: str):
+    funcs = [op for op in module.body.operations if op.operation.name == "func.func"
+             and len(op.regions[0].blocks) > 0]
+    names = [str(op.attributes["sym_name"]).strip('"') for op in funcs]
+    if not funcs:
+        raise UserError("the module has no function with a body", source_name)
+    if wanted is not None:
+        if wanted not in names:
+            raise UserError(f"no function @{wanted}", source_name, f"functions are {', '.join(names)}")
+        return funcs[names.index(wanted)]
+    if len(funcs) == 1:
+        return funcs[0]
+    for preferred in ("main", "forward"):
+        if preferred in names:
+            return funcs[names.index(preferred)]
+    raise UserError(f"the module has {len(funcs)} functions", source_name,
+                    f"choose one of {', '.join(names)}")
+
+
+def _clean_name(ssa: str) -> str:
+    name = re.sub(r"\W", "_", ssa.lstrip("%"))
+    return "t" + name if not name or name[0].isdigit() else name
+
+
+class _Importer:
+    """Converts one function lazily, from its return values back to its arguments."""
+
+    def __init__(self, func_op, source_name: str, blobs: dict, arg_names: list[str]):
+        from torch_mlir import ir
+
+        self.ir = ir
+        self.func = func_op
+        self.source = source_name
+        self.blobs = blobs
+        self.dynamic = ir.ShapedType.get_dynamic_size()
+        name = str(func_op.attributes["sym_name"]).strip('"')
+        self.program = Program(name)
+        self.names: dict = {}  # ir.Value -> tensor name
+        self.taken: set[str] = set()
+        self.arg_names = arg_names
+
+    # -- helpers ---------------------------------------------------------------
+    def where(self, op) -> str:
+        return parse_location(str(op.location), self.source)
+
+    def fresh(self, wanted: str) -> str:
+        name, k = wanted, 1
+        while name in self.taken:
+            name, k = f"{wanted}_{k}", k + 1
+        self.taken.add(name)
+        return name
+
+    def tensor_type(self, value, where: str):
+        if not isinstance(value.type, self.ir.RankedTensorType):
+            raise NotSupported(f"value of type {value.type} (only ranked tensors)", where)
+        return self.ir.RankedTensorType(value.type)
+
+    def declare(self, value, where: str, role: str | None = None, name: str | None = None) -> str:
+        rt = self.tensor_type(value, where)
+        tensor = Tensor(self.fresh(name or _clean_name(value.get_name())), shape_of(rt, self.dynamic),
+                        element_dtype(rt.element_type, where), format_of(rt, where))
+        self.program.add_tensor(tensor, role)
+        self.names[value] = tensor.name
+        return tensor.name
+
+    # -- driver ----------------------------------------------------------------
+    def run(self) -> Program:
+        block = self.func.regions[0].blocks[0]
+        where = self.where(self.func)
+        if self.arg_names and len(self.arg_names) != len(block.arguments):
+            raise UserError(f"{len(self.arg_names)} argument names for {len(block.arguments)} arguments", where)
+        for k, arg in enumerate(block.arguments):
+            name = self.arg_names[k] if self.arg_names else None
+            self.declare(arg, where, role="input", name=name)
+        terminator = list(block.operations)[-1]
+        for value in terminator.operands:
+            name = self.tensor_of(value)
+            if name in self.program.inputs:  # returning an argument: make the output a copy
+                name = self.copy_of(value, name, self.where(terminator))
+            self.program.outputs.append(name)
+        return self.program
+
+    def copy_of(self, value, source: str, where: str) -> str:
+        tensor = self.program.tensors[source]
+        out = self.fresh(source + "_out")
+        self.program.add_tensor(Tensor(out, tensor.shape, tensor.dtype))
+        vars_ = tuple(VAR_NAMES[:tensor.rank])
+        self.program.add_op(IndexOp(Access(out, vars_), (Access(source, vars_),), In(0), loc=where))
+        return out
+
+    def tensor_of(self, value) -> str:
+        """Name of the tensor holding `value`, converting its producer on first use."""
+        if value in self.names:
+            return self.names[value]
+        op = value.owner
+        where = self.where(op)
+        name = op.name
+        if name == "arith.constant":
+            return self.constant(value, op, where)
+        if name == "linalg.fill":
+            return self.fill(value, op, where)
+        if name == "linalg.transpose":
+            return self.transpose(value, op, where)
+        if name == "linalg.broadcast":
+            return self.broadcast(value, op, where)
+        if name in ("tensor.expand_shape", "tensor.collapse_shape"):
+            return self.reshape(value, op, where)
+        if name == "tensor.cast":
+            self.names[value] = self.tensor_of(op.operands[0])
+            return self.names[value]
+        if name.startswith("linalg.") and len(op.regions) == 1 and self.maps_of(op) is not None:
+            return self.structured(value, op, where)
+        if name == "tensor.empty":
+            raise NotSupported("reading an uninitialised tensor.empty as data", where,
+                               "fill it first (linalg.fill)")
+        raise NotSupported(f"operation {name}", where)
+
+    # -- producers -------------------------------------------------------------
+    def constant(self, value, op, where) -> str:
+        rt = self.tensor_type(value, where)
+        data = constant_data(op.attributes["value"], rt, self.blobs, where)
+        name = self.declare(value, where, role="input")
+        if data is not None:
+            self.program.constants[name] = data
+        return name
+
+    def fill(self, value, op, where) -> str:
+        scalar = self.scalar_constant(op.operands[0], where)
+        name = self.declare(value, where)
+        rank = self.program.tensors[name].rank
+        vars_ = tuple(VAR_NAMES[:rank])
+        self.program.add_op(IndexOp(Access(name, vars_), (), Const(scalar), loc=where))
+        return name
+
+    def scalar_constant(self, value, where) -> float:
+        owner = value.owner
+        if not hasattr(owner, "name") or owner.name != "arith.constant":
+            raise NotSupported("linalg.fill with a non-constant value", where)
+        return float(self.ir.FloatAttr(owner.attributes["value"]).value)
+
+    def init_of(self, value, where) -> float | str | None:
+        """The starting value a reduction accumulates into."""
+        owner = value.owner
+        if hasattr(owner, "name"):
+            if owner.name == "tensor.empty":
+                return None
+            if owner.name == "linalg.fill":
+                return self.scalar_constant(owner.operands[0], self.where(owner))
+        return self.tensor_of(value)
+
+    def transpose(self, value, op, where) -> str:
+        perm = list(op.attributes["permutation"])
+        source = self.tensor_of(op.operands[0])
+        name = self.declare(value, where)
+        out_vars = tuple(VAR_NAMES[:len(perm)])
+        in_vars = [""] * len(perm)
+        for k, p in enumerate(perm):  # out[k] = in[perm[k]]
+            in_vars[p] = out_vars[k]
+        self.program.add_op(IndexOp(Access(name, out_vars), (Access(source, tuple(in_vars)),), In(0), loc=where))
+        return name
+
+    def broadcast(self, value, op, where) -> str:
+        added = set(op.attributes["dimensions"])
+        source = self.tensor_of(op.operands[0])
+        name = self.declare(value, where)
+        out_vars = tuple(VAR_NAMES[:self.program.tensors[name].rank])
+        in_vars = tuple(v for k, v in enumerate(out_vars) if k not in added)
+        self.program.add_op(IndexOp(Access(name, out_vars), (Access(source, in_vars),), In(0), loc=where))
+        return name
+
+    def reshape(self, value, op, where) -> str:
+        ir = self.ir
+        groups = [[ir.IntegerAttr(x).value for x in g] for g in op.attributes["reassociation"]]
+        source = self.tensor_of(op.operands[0])
+        name = self.declare(value, where)
+        src, dst = self.program.tensors[source], self.program.tensors[name]
+        expanding = op.name == "tensor.expand_shape"
+        big, small = (dst, src) if expanding else (src, dst)
+        big_idx: list = [0] * big.rank
+        small_idx: list = []
+        next_var = iter(VAR_NAMES)
+        for g, group in enumerate(groups):
+            wide = [d for d in group if big.shape[d] != 1]
+            if len(wide) > 1:  # a real reshape, not just unit dimensions
+                self.program.add_op(ReshapeOp(name, source, tuple(tuple(g) for g in groups), where))
+                return name
+            if wide or small.shape[g] != 1:
+                var = next(next_var)
+                big_idx[wide[0] if wide else group[0]] = var
+                small_idx.append(var)
+            else:
+                small_idx.append(0)
+        out_idx, in_idx = (big_idx, small_idx) if expanding else (small_idx, big_idx)
+        self.program.add_op(IndexOp(Access(name, tuple(out_idx)), (Access(source, tuple(in_idx)),), In(0),
+                                    loc=where))
+        return name
+
+    # -- structured linalg ops ---------------------------------------------------
+    def maps_of(self, op):
+        for key in ("indexing_maps", "linalg.memoized_indexing_maps"):
+            if key in op.attributes:
+                return [self.ir.AffineMapAttr(m).value for m in op.attributes[key]]
+        return None
+
+    def indices(self, amap, where) -> tuple:
+        out = []
+        for expr in amap.results:
+            if isinstance(expr, self.ir.AffineDimExpr):
+                out.append(VAR_NAMES[expr.position] if expr.position < len(VAR_NAMES) else f"d{expr.position}")
+            elif isinstance(expr, self.ir.AffineConstantExpr) and expr.value == 0:
+                out.append(0)
+            else:
+                raise NotSupported(f"indexing expression {expr} (only dimensions and constant 0)", where)
+        return tuple(out)
+
+    def structured(self, value, op, where) -> str:
+        view = op.opview
+        ins, outs = list(view.inputs), list(view.outputs)
+        maps = self.maps_of(op)
+        result_index = list(op.results).index(value)
+        body = region_expression(op, result_index, self.where)
+        n_in = len(ins)
+        out_slot = n_in + result_index
+        out_indices = self.indices(maps[n_in + result_index], where)
+        all_vars = {v for m in maps for v in self.indices(m, where) if isinstance(v, str)}
+        reduce_vars = tuple(sorted(all_vars - set(out_indices), key=_var_key))
+        init = None
+        kind = None
+        used = body.inputs_used()
+        if reduce_vars:
+            body, kind = self.split_reduction(body, out_slot, where)
+            init = self.init_of(outs[result_index], where)
+        elif out_slot in used:  # a parallel op reading its output operand: an ordinary input
+            init = None
+        elif any(n_in <= s for s in used):
+            raise NotSupported("a linalg body reading another result's output operand", where)
+        name = self.declare(value, where)
+        operands = ins + [outs[result_index]]
+        operand_maps = maps[:n_in] + [maps[n_in + result_index]]
+        slots = sorted(s for s in body.inputs_used())
+        slot_of = {n_in + result_index: n_in}
+        accesses, renumber = [], {}
+        for s in slots:
+            k = slot_of.get(s, s)
+            renumber[s] = len(accesses)
+            accesses.append(Access(self.tensor_of(operands[k]), self.indices(operand_maps[k], where)))
+        body = renumber_inputs(body, renumber)
+        self.program.add_op(IndexOp(Access(name, out_indices), tuple(accesses), body, reduce_vars, kind,
+                                    init, where))
+        return name
+
+    def split_reduction(self, body: Expr, out_slot: int, where) -> tuple[Expr, str]:
+        """`combine(x, out)` -> (x, kind); anything else is not a supported reduction."""
+        if isinstance(body, Binary) and body.op in REDUCERS:
+            for acc, term in ((body.lhs, body.rhs), (body.rhs, body.lhs)):
+                if acc == In(out_slot) and out_slot not in term.inputs_used():
+                    return term, REDUCERS[body.op]
+        raise NotSupported("a reduction body that is not add/max/min of a term and the accumulator", where)
+
+
+def _var_key(v: str):
+    return (VAR_NAMES.index(v), "") if v in VAR_NAMES else (len(VAR_NAMES), v)

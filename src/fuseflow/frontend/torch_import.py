@@ -1,0 +1,108 @@
+"""PyTorch module -> MLIR (torch-mlir's FX importer) -> Program.
+
+Parameters and buffers become named program inputs (with their data kept as
+constants), so a sparse weight can be declared with `formats`. Sparse example
+inputs are traced as dense copies and their layout is re-attached as a per-level
+format: PyTorch's eager sparse kernels cover too few ops (e.g. softmax of a
+masked product) to trace real models, while the linalg is the same.
+
+    >>> import torch
+    >>> class Lin(torch.nn.Module):
+    ...     def forward(self, A, x):
+    ...         return A @ x
+    >>> p = from_torch(Lin(), torch.eye(3).to_sparse_csr(), torch.ones(3, 2))
+    >>> print(p.tensors["A"].describe(), "|", p.ops[-1])
+    A: f32[3,3] {dense,compressed} | t1(i,j) = sum[k] A(i,k) * x(k,j)
+"""
+from __future__ import annotations
+
+import inspect
+import re
+import warnings
+
+import numpy as np
+
+from ..errors import NotSupported, UserError
+from ..ir.formats import TensorFormat
+from ..ir.program import Program
+from .mlir_import import apply_formats, from_mlir
+
+
+def layout_format(tensor) -> TensorFormat | None:
+    """The per-level format that a torch tensor's layout stands for (None if strided)."""
+    import torch
+
+    rank = tensor.dim()
+    if tensor.layout == torch.strided:
+        return None
+    if tensor.layout == torch.sparse_coo:
+        return TensorFormat.all_compressed(rank)
+    if rank != 2:
+        raise NotSupported(f"{tensor.layout} tensors of rank {rank} as inputs", "from_torch")
+    if tensor.layout == torch.sparse_csr:
+        return TensorFormat.parse("dense,compressed")
+    if tensor.layout == torch.sparse_csc:
+        return TensorFormat.parse("dense,compressed;order=1,0")
+    if tensor.layout in (torch.sparse_bsr, torch.sparse_bsc):
+        block = tuple(int(b) for b in tensor.values().shape[1:3])
+        order = "" if tensor.layout == torch.sparse_bsr else ";order=1,0"
+        return TensorFormat.parse(f"dense,compressed{order};block={block[0]}x{block[1]}")
+    raise NotSupported(f"input layout {tensor.layout}", "from_torch")
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+def from_torch(module, *example_inputs, formats: dict | None = None, name: str | None = None) -> Program:
+    """Import `module(*example_inputs)`; returns a Program whose inputs are the example
+    inputs (named after `forward`'s parameters) followed by parameters and buffers."""
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        raise UserError(f"from_torch needs a torch.nn.Module, got {type(module).__name__}")
+    for k, x in enumerate(example_inputs):
+        if not isinstance(x, torch.Tensor):
+            raise UserError(f"example input {k} is a {type(x).__name__}, not a tensor")
+    input_names = _input_names(module, len(example_inputs))
+    state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+    state_names = list(state)
+    dense_inputs = [x.to_dense() if x.layout != torch.strided else x for x in example_inputs]
+    values = [v.detach() for v in state.values()]
+
+    class _Functional(torch.nn.Module):
+        def forward(self, *tensors):
+            n = len(dense_inputs)
+            return torch.func.functional_call(module, dict(zip(state_names, tensors[n:])), tuple(tensors[:n]))
+
+    from torch_mlir import fx
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            mlir_module = fx.export_and_import(_Functional().eval(), *dense_inputs, *values,
+                                               output_type="linalg-on-tensors")
+        except Exception as err:  # torch.export / torch-mlir failures are the user's model
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise NotSupported(f"exporting {type(module).__name__} with torch-mlir failed: {first}",
+                               "from_torch") from None
+    arg_names = input_names + [_safe(n) for n in state_names]
+    program = from_mlir(str(mlir_module), arg_names=arg_names)
+    program.name = name or type(module).__name__
+    declared = {n: f for n, x in zip(input_names, example_inputs) if (f := layout_format(x)) is not None}
+    for key, fmt in (formats or {}).items():
+        declared[input_names[key] if isinstance(key, int) else _safe(key)] = fmt
+    apply_formats(program, declared)
+    for n, v in zip(state_names, values):
+        program.constants[_safe(n)] = v.to(torch.float64).numpy().astype(np.float64)
+    return program
+
+
+def _input_names(module, count: int) -> list[str]:
+    try:
+        params = [p for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names = [_safe(p.name) for p in params[:count]]
+    return names + [f"arg{k}" for k in range(len(names), count)]
