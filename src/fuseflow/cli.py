@@ -1,0 +1,100 @@
+"""The `fuseflow` command.
+
+    fuseflow inspect model.mlir [--json] [--format A=compressed,compressed]
+    fuseflow inspect --torch models.py:GCN --input 34x34:csr --input 34x34 [--init '{"features": 34}']
+    fuseflow demo
+
+Bad input prints one line `fuseflow: error: ...` and exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import FuseflowError, UserError
+
+
+def _parse_formats(items: list[str] | None) -> dict:
+    formats = {}
+    for item in items or []:
+        name, sep, fmt = item.partition("=")
+        if not sep or not name or not fmt:
+            raise UserError(f"--format {item!r} is not NAME=LEVELS", "command line",
+                            "write e.g. --format A=dense,compressed")
+        formats[name] = fmt
+    return formats
+
+
+def _cmd_inspect(args) -> int:
+    from .frontend import from_mlir
+
+    if args.torch:
+        from .frontend.torch_loader import program_from_torch_spec
+
+        program = program_from_torch_spec(args.torch, args.input, args.init, args.density, args.seed,
+                                          _parse_formats(args.format))
+    else:
+        if not args.file:
+            raise UserError("inspect needs an MLIR file or --torch FILE.py:Class", "command line")
+        program = from_mlir(args.file, func=args.func, formats=_parse_formats(args.format))
+    if args.json:
+        print(program.to_json_text())
+    else:
+        print(program)
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    return run_demo(seed=args.seed)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fuseflow", description=__doc__.split("\n")[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("inspect", help="print the tensor program of an MLIR file or PyTorch model")
+    p.add_argument("file", nargs="?", help="an .mlir file (linalg + sparse_tensor)")
+    p.add_argument("--func", help="function to import when the module has several")
+    p.add_argument("--torch", metavar="FILE.py:CLASS", help="import a PyTorch module class instead")
+    p.add_argument("--input", action="append", metavar="SHAPE[:LAYOUT]",
+                   help="example input for --torch, in forward() order, e.g. 34x34:csr (layouts: "
+                        "dense, csr, csc, coo, bsrB); default: the file's example_inputs()")
+    p.add_argument("--init", metavar="JSON", help="keyword arguments for the model constructor")
+    p.add_argument("--format", action="append", metavar="NAME=LEVELS",
+                   help="declare an input's storage, e.g. W=compressed,compressed (repeatable)")
+    p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=_cmd_inspect)
+
+    p = sub.add_parser("demo", help="import the built-in GCN on the karate club and check the reference")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=_cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except FuseflowError as err:
+        print(f"fuseflow: error: {err.one_line()}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fuseflow: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # an internal bug: one line unless --debug
+        if args.debug:
+            raise
+        print(f"fuseflow: internal error: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+              " (rerun with --debug for the traceback and please report it)", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
