@@ -63,15 +63,18 @@ def _convert(value, slots, memo, where_of) -> Expr:
     elif name == "arith.cmpf":
         pred = ir.IntegerAttr(op.attributes["predicate"]).value
         if pred not in CMPF:
-            raise NotSupported(f"arith.cmpf predicate {pred} (ordered/unordered tests)", where)
+            names = "false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true".split()
+            raise NotSupported(f"arith.cmpf predicate {names[pred] if 0 <= pred < 16 else pred}", where)
         expr = Compare(CMPF[pred], args[0](), args[1]())
     elif name == "arith.select":
         expr = Select(args[0](), args[1](), args[2]())
-    elif name == "math.powf":
+    elif name in ("math.powf", "math.fpowi"):  # x**n for a small constant n (GELU's tanh form has x**3)
         base, exponent = args[0](), args[1]()
-        if exponent != Const(2.0):
-            raise NotSupported("math.powf with an exponent other than the constant 2", where)
-        expr = Binary("mul", base, base)
+        if not (isinstance(exponent, Const) and exponent.value in (1.0, 2.0, 3.0, 4.0)):
+            raise NotSupported(f"{name} with an exponent other than a constant 1, 2, 3 or 4", where)
+        expr = base
+        for _ in range(int(exponent.value) - 1):
+            expr = Binary("mul", expr, base)
     else:
         raise NotSupported(f"operation {name} in a linalg body", where)
     memo[value] = expr

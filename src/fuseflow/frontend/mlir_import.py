@@ -47,7 +47,7 @@ def from_mlir(source: str | os.PathLike, func: str | None = None, formats: dict 
             raise UserError(_diagnostic(err, source_name), None,
                             "check the MLIR text (it must parse with upstream MLIR)") from None
         func_op = _pick_function(module, func, source_name)
-        importer = _Importer(func_op, source_name, resource_blobs(text), arg_names or [])
+        importer = _Importer(func_op, source_name, resource_blobs(text), arg_names or [], text)
         program = importer.run()
     if formats:
         apply_formats(program, formats)
@@ -110,10 +110,70 @@ def _clean_name(ssa: str) -> str:
     return "t" + name if not name or name[0].isdigit() else name
 
 
+_SSA = r"%[\w$.\-]+"
+
+
+class _SourceNames:
+    """SSA names as written in the source text (the MLIR parser renumbers them to %0, %arg0, ...).
+
+    A value's name is found from its defining op's parse location (`loc("-":line:col)`),
+    so only ops parsed from `text` itself are named this way; others keep the printed name.
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.args: dict = {}
+
+    def offset(self, op) -> int | None:
+        match = re.fullmatch(r'loc\("-":(\d+):(\d+)\)', str(op.location))
+        if not match or not self.text or int(match.group(1)) > len(self.line_starts):
+            return None
+        return self.line_starts[int(match.group(1)) - 1] + int(match.group(2)) - 1
+
+    def of(self, value, func_op) -> str | None:
+        from torch_mlir import ir
+
+        if isinstance(value, ir.BlockArgument) or isinstance(value.owner, ir.Block):
+            arg = ir.BlockArgument(value)
+            if arg.owner != func_op.regions[0].blocks[0]:
+                return None
+            names = self.function_args(func_op)
+            return names[arg.arg_number] if names and len(names) == len(arg.owner.arguments) else None
+        start = self.offset(value.owner)
+        if start is None:
+            return None
+        results = rf"((?:{_SSA}(?::\d+)?\s*,\s*)*{_SSA}(?::\d+)?)"  # `%a`, `%a:2`, `%a, %b`
+        lhs = re.search(results + r"\s*=\s*$", self.text[max(0, start - 2000):start])
+        if not lhs:
+            return None
+        names = []
+        for item in lhs.group(1).split(","):
+            name, _, count = item.strip().partition(":")
+            names += [name] if not count else [f"{name}_{k}" for k in range(int(count))]
+        index = list(value.owner.results).index(value)
+        return names[index] if len(names) == len(value.owner.results) else None
+
+    def function_args(self, func_op) -> list[str] | None:
+        """`%A`, `%x`, ... from `func.func @f(%A: ..., %x: ...)`."""
+        if func_op not in self.args:
+            self.args[func_op] = None
+            start = self.offset(func_op)
+            open_paren = self.text.find("(", start) if start is not None else -1
+            if open_paren >= 0:
+                depth, pos = 0, open_paren
+                for pos in range(open_paren, len(self.text)):
+                    depth += {"(": 1, ")": -1}.get(self.text[pos], 0)
+                    if depth == 0:
+                        break
+                self.args[func_op] = re.findall(rf"({_SSA})\s*:", self.text[open_paren:pos])
+        return self.args[func_op]
+
+
 class _Importer:
     """Converts one function lazily, from its return values back to its arguments."""
 
-    def __init__(self, func_op, source_name: str, blobs: dict, arg_names: list[str]):
+    def __init__(self, func_op, source_name: str, blobs: dict, arg_names: list[str], text: str = ""):
         from torch_mlir import ir
 
         self.ir = ir
@@ -126,6 +186,7 @@ class _Importer:
         self.names: dict = {}  # ir.Value -> tensor name
         self.taken: set[str] = set()
         self.arg_names = arg_names
+        self.source_names = _SourceNames(text)
 
     # -- helpers ---------------------------------------------------------------
     def where(self, op) -> str:
@@ -145,7 +206,8 @@ class _Importer:
 
     def declare(self, value, where: str, role: str | None = None, name: str | None = None) -> str:
         rt = self.tensor_type(value, where)
-        tensor = Tensor(self.fresh(name or _clean_name(value.get_name())), shape_of(rt, self.dynamic),
+        ssa = self.source_names.of(value, self.func) or value.get_name()
+        tensor = Tensor(self.fresh(name or _clean_name(ssa)), shape_of(rt, self.dynamic),
                         element_dtype(rt.element_type, where), format_of(rt, where))
         self.program.add_tensor(tensor, role)
         self.names[value] = tensor.name
@@ -290,7 +352,7 @@ class _Importer:
                 return [self.ir.AffineMapAttr(m).value for m in op.attributes[key]]
         return None
 
-    def indices(self, amap, where) -> tuple:
+    def indices(self, amap, where, op_name: str = "a linalg op") -> tuple:
         out = []
         for expr in amap.results:
             if isinstance(expr, self.ir.AffineDimExpr):
@@ -298,7 +360,8 @@ class _Importer:
             elif isinstance(expr, self.ir.AffineConstantExpr) and expr.value == 0:
                 out.append(0)
             else:
-                raise NotSupported(f"indexing expression {expr} (only dimensions and constant 0)", where)
+                raise NotSupported(f"indexing expression {expr} in {op_name} (only dimensions and constant 0)",
+                                   where)
         return tuple(out)
 
     def structured(self, value, op, where) -> str:
@@ -309,8 +372,8 @@ class _Importer:
         body = region_expression(op, result_index, self.where)
         n_in = len(ins)
         out_slot = n_in + result_index
-        out_indices = self.indices(maps[n_in + result_index], where)
-        all_vars = {v for m in maps for v in self.indices(m, where) if isinstance(v, str)}
+        out_indices = self.indices(maps[n_in + result_index], where, op.name)
+        all_vars = {v for m in maps for v in self.indices(m, where, op.name) if isinstance(v, str)}
         reduce_vars = tuple(sorted(all_vars - set(out_indices), key=_var_key))
         init = None
         kind = None

@@ -89,7 +89,7 @@ def constant_data(attr, ranked_type, blobs: dict[str, str], where: str) -> np.nd
     dtype = DTYPES.get(str(ranked_type.element_type), np.float32)
     text = str(attr)
     if text.startswith("dense_resource<"):
-        key = text[len("dense_resource<"):-1]
+        key = text[len("dense_resource<"):].split(">", 1)[0]  # the text goes on with " : tensor<..>"
         if key == "__elided__" or key not in blobs:
             return None
         raw = bytes.fromhex(blobs[key])[4:]  # the first 4 bytes hold the blob's alignment

@@ -11,8 +11,8 @@ masked product) to trace real models, while the linalg is the same.
     ...     def forward(self, A, x):
     ...         return A @ x
     >>> p = from_torch(Lin(), torch.eye(3).to_sparse_csr(), torch.ones(3, 2))
-    >>> print(p.tensors["A"].describe(), "|", p.ops[-1])
-    A: f32[3,3] {dense,compressed} | t1(i,j) = sum[k] A(i,k) * x(k,j)
+    >>> print(p.tensors["A"].describe(), "|", str(p.ops[-1]).split(" = ")[1])
+    A: f32[3,3] {dense,compressed} | sum[k] A(i,k) * x(k,j)
 """
 from __future__ import annotations
 
@@ -65,6 +65,10 @@ def from_torch(module, *example_inputs, formats: dict | None = None, name: str |
         if not isinstance(x, torch.Tensor):
             raise UserError(f"example input {k} is a {type(x).__name__}, not a tensor")
     input_names = _input_names(module, len(example_inputs))
+    for key in formats or {}:
+        if isinstance(key, int) and not 0 <= key < len(input_names):
+            raise UserError(f"format given for example input {key}, but there are only {len(input_names)}",
+                            "from_torch", "key formats by example-input index or by name")
     state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
     state_names = list(state)
     dense_inputs = [x.to_dense() if x.layout != torch.strided else x for x in example_inputs]

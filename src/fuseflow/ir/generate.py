@@ -3,7 +3,7 @@
     >>> from fuseflow.frontend import from_mlir
     >>> p = from_mlir('''
     ... #dcsr = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>
-    ... func.func @f(%A: tensor<100x100xf32, #dcsr>) -> tensor<100x100xf32> {
+    ... func.func @f(%A: tensor<100x100xf32, #dcsr>) -> tensor<100x100xf32, #dcsr> {
     ...   return %A : tensor<100x100xf32, #dcsr>
     ... }''')
     >>> A = random_inputs(p, density=0.05, seed=1)["A"]

@@ -1,0 +1,103 @@
+"""The `fuseflow` command: output forms, and one-line errors with exit status 2."""
+import json
+import textwrap
+
+import pytest
+
+from fuseflow.cli import main
+
+SPMV = textwrap.dedent("""
+    #csr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+    func.func @spmv(%A: tensor<4x4xf32, #csr>, %x: tensor<4xf32>) -> tensor<4xf32> {
+      %z = arith.constant 0.0 : f32
+      %e = tensor.empty() : tensor<4xf32>
+      %f = linalg.fill ins(%z : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+      %y = linalg.matvec ins(%A, %x : tensor<4x4xf32, #csr>, tensor<4xf32>) outs(%f : tensor<4xf32>) -> tensor<4xf32>
+      return %y : tensor<4xf32>
+    }
+""")
+
+MODEL = textwrap.dedent("""
+    import torch
+    class Net(torch.nn.Module):
+        def __init__(self, width=3):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, width)
+        def forward(self, A, X):
+            return torch.relu(self.lin(A @ X))
+    def example_inputs():
+        return (torch.eye(5).to_sparse_csr(), torch.ones(5, 4))
+""")
+
+
+@pytest.fixture
+def spmv_file(tmp_path):
+    path = tmp_path / "spmv.mlir"
+    path.write_text(SPMV)
+    return path
+
+
+def test_inspect_prints_index_notation(spmv_file, capsys):
+    assert main(["inspect", str(spmv_file)]) == 0
+    out = capsys.readouterr().out
+    assert "y(i) = sum[j] A(i,j) * x(j)" in out
+    assert "A: f32[4,4] {dense,compressed}" in out
+
+
+def test_inspect_json_and_format_override(spmv_file, capsys):
+    assert main(["inspect", str(spmv_file), "--json", "--format", "A=compressed,compressed"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    levels = {t["name"]: t["levels"] for t in data["tensors"]}
+    assert levels["A"] == ["compressed", "compressed"]
+    assert data["ops"][-1]["reduce_vars"] == ["j"]
+
+
+def test_inspect_torch_with_inputs_and_init(tmp_path, capsys):
+    path = tmp_path / "net.py"
+    path.write_text(MODEL)
+    assert main(["inspect", "--torch", f"{path}:Net", "--input", "5x5:csr", "--input", "5x4",
+                 "--init", '{"width": 2}']) == 0
+    out = capsys.readouterr().out
+    assert "A: f32[5,5] {dense,compressed}" in out
+    assert "lin_weight: f32[2,4]" in out
+
+
+def test_inspect_torch_uses_example_inputs(tmp_path, capsys):
+    path = tmp_path / "net.py"
+    path.write_text(MODEL)
+    assert main(["inspect", "--torch", f"{path}:Net"]) == 0
+    assert "X: f32[5,4]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["inspect", "/no/such/file.mlir"], "no such MLIR file"),
+    (["inspect", "--torch", "/no/such.py:Net"], "no such Python file"),
+    (["inspect", "--torch", "nocolon"], "is not FILE.py:CLASS"),
+    (["inspect", "--torch", "x.py:Net", "--input", "5by5"], None),
+])
+def test_errors_are_one_line_exit_2(argv, needle, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fuseflow: error: ")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    if needle:
+        assert needle in err
+
+
+def test_bad_mlir_names_line(tmp_path, capsys):
+    path = tmp_path / "bad.mlir"
+    path.write_text("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %b : tensor<4xf32>\n}\n")
+    assert main(["inspect", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:2:" in err and err.count("\n") == 1
+
+
+def test_bad_format_flag(spmv_file, capsys):
+    assert main(["inspect", str(spmv_file), "--format", "A=sparse,dense"]) == 2
+    assert "unknown level format 'sparse'" in capsys.readouterr().err
+
+
+def test_demo_checks_reference(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "reference check: PASSED" in out and "karate: 34 nodes, 156 stored edges" in out
