@@ -1,0 +1,116 @@
+"""Compile a Program under a Schedule into kernels: one SamGraph per fused group.
+
+    >>> from fuseflow.frontend import from_mlir
+    >>> c = compile_schedule(from_mlir("tests/mlir/matmul_chain.mlir"), "unfused")
+    >>> [(k.group, ",".join(k.order)) for k in c.kernels]
+    [(['T'], 'i,k,j'), (['O'], 'i,k,j')]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import UserError
+from ..ir.canonicalize import inline_copies
+from ..ir.formats import LEVEL_FORMATS, TensorFormat
+from ..ir.program import IndexOp, Program, op_output
+from ..ir.verify import infer_shapes
+from ..sam.graph import SamGraph
+from ..schedule.schedule import Schedule
+from .lower import lower
+from .nesting import order_problem, valid_orders
+from .region import Region
+from .table import FusionTable
+
+
+@dataclass
+class Kernel:
+    index: int
+    group: list[str]
+    region: Region | None = None
+    order: list[str] = field(default_factory=list)
+    table: FusionTable | None = None
+    graph: SamGraph | None = None  # None for a reshape kernel (a view of dense data)
+
+    @property
+    def is_reshape(self) -> bool:
+        return self.graph is None
+
+
+@dataclass
+class Compiled:
+    program: Program
+    schedule: Schedule
+    kernels: list[Kernel]
+    formats: dict[str, TensorFormat]  # storage of every tensor a kernel writes or reads
+
+
+def prepare(program: Program) -> Program:
+    """The canonical form that schedules name ops in (copies inlined)."""
+    return inline_copies(program)
+
+
+def _format_of(meta: dict) -> TensorFormat:
+    return TensorFormat(tuple(LEVEL_FORMATS[x] for x in meta["levels"]), tuple(meta["mode_order"]))
+
+
+def _choose(region: Region, wanted: str | None, k: int) -> list[str]:
+    if wanted is None or wanted.startswith("#"):
+        index = int(wanted[1:]) if wanted else 0
+        for n, order in enumerate(valid_orders(region)):
+            if n == index:
+                return order
+        raise UserError(f"group {k} has no valid order #{index}", "schedule",
+                        "list them with `fuseflow orders`")
+    order = [v.strip() for v in wanted.split(",")]
+    if sorted(order) != sorted(region.vars):
+        raise UserError(f"order {wanted} of group {k} must list each of {','.join(region.vars)} once", "schedule")
+    problem = order_problem(region, order)
+    if problem:
+        raise UserError(problem, f"schedule group {k}")
+    return order
+
+
+def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | None = None,
+                     canonical: bool = False) -> Compiled:
+    """Kernels for every group of `schedule`, lowered in dependency order."""
+    if isinstance(schedule, str):
+        schedule = Schedule.parse(schedule)
+    prog = program if canonical else prepare(program)
+    all_shapes = infer_shapes(prog, shapes or {})
+    formats: dict[str, TensorFormat] = {}
+    for name, text in schedule.formats.items():
+        if name not in prog.tensors:
+            raise UserError(f"format given for {name!r}, which the program does not have", "schedule")
+        formats[name] = TensorFormat.parse(text, prog.tensors[name].rank, where=f"format.{name}")
+    for name in prog.inputs:
+        formats.setdefault(name, prog.tensors[name].format)
+    kernels = []
+    groups = schedule.partition(prog)
+    unknown = [k for k in schedule.orders if k >= len(groups)]
+    if unknown:
+        raise UserError(f"order given for group {unknown[0]}, but there are {len(groups)} groups", "schedule")
+    ops = {op_output(op): op for op in prog.ops}
+    for k, group in enumerate(groups):
+        kernel = Kernel(k, group)
+        if not isinstance(ops[group[0]], IndexOp):
+            op = ops[group[0]]
+            formats.setdefault(op.output, TensorFormat.dense(prog.tensors[op.output].rank))
+            kernels.append(kernel)
+            continue
+        free = set(prog.inputs) - set(schedule.formats) if schedule.layout == "induced" else set()
+        region = Region.build(prog, group, formats=formats, shapes=all_shapes, free=free)
+        kernel.region = region
+        kernel.order = _choose(region, schedule.orders.get(k), k)
+        kernel.table = FusionTable(region, kernel.order)
+        kernel.graph = lower(kernel.table, {n: formats[n] for n in region.outputs if n in formats})
+        kernel.graph.name = f"k{k}:" + "+".join(region.outputs)
+        for name in region.outputs:
+            formats[name] = _format_of(kernel.graph.tensors[name])
+        kernels.append(kernel)
+    return Compiled(prog, schedule, kernels, formats)
+
+
+def group_regions(program: Program, schedule: Schedule | str, shapes: dict | None = None):
+    """(group, region) pairs with earlier groups compiled as the schedule says (for listing orders)."""
+    compiled = compile_schedule(program, schedule, shapes)
+    return [(k.group, k.region) for k in compiled.kernels]

@@ -1,0 +1,328 @@
+"""Lowering a fusion table to a SamGraph.
+
+Variables are processed in dataflow order. At each variable, op instances merge their operands'
+coordinate streams (producers first); every stream that must stay aligned with a coordinate
+stream rides through the joiner as a payload (tensor references, values of finished
+intermediates). Instances nested in a consumer's loop then repeat their references along it
+(consumers first). An instance computes its values after its last variable (ALUs, then
+`reduce`, or `spacc` when a variable follows the reduction variable), and the region's outputs
+get level and value writers, with `crd_drop` where an intersection may empty a written fiber.
+
+    >>> from fuseflow.frontend import from_mlir
+    >>> from fuseflow.fusion.region import Region
+    >>> p = from_mlir("tests/mlir/spmv.mlir")
+    >>> g = lower(FusionTable(Region.build(p, ["y"]), ["i", "j"]))
+    >>> sorted({n.kind for n in g.nodes})
+    ['alu', 'array', 'broadcast', 'intersect', 'level_write', 'reduce', 'repeat', 'repsig', 'root', 'scan', 'value_write']
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import NotSupported
+from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary
+from ..ir.formats import COMPRESSED, DENSE, TensorFormat
+from ..sam.graph import SamGraph, Stream
+from .patterns import Intersect, Merge, Nothing, Operand, Union, Universe
+from .table import FusionTable
+
+
+@dataclass(frozen=True)
+class Coord:
+    """A coordinate stream with the keys of the payload streams aligned with it."""
+
+    crd: Stream
+    keys: tuple
+    universe: bool  # every fiber holds every coordinate of the variable
+
+
+IDENTITY = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}
+
+
+class _Lowering:
+    def __init__(self, table: FusionTable, formats: dict[str, TensorFormat] | None):
+        self.t = table
+        self.r = table.region
+        self.n = table.nesting
+        self.formats = formats or {}
+        self.g = SamGraph("+".join(self.r.outputs) or "region")
+        self.root = self.g.add("root").out("ref")
+        self.env: dict = {("ref", leaf.id): self.root for leaf in self.r.leaves}
+        self.box_parent: dict = {}
+        self.box_value: dict = {}
+        self.universe: dict = {}
+        self.finished: set[int] = set()
+        self.spacc_coord: dict[int, Coord] = {}
+        self.spacc_mid: dict[int, Coord] = {}  # order-2 accumulators: coordinates of the middle level
+        for leaf in self.r.leaves:
+            self.g.tensors.setdefault(leaf.storage, {
+                "role": "input", "source": leaf.tensor, "shape": list(leaf.shape),
+                "levels": [str(x) for x in leaf.format.levels], "mode_order": list(leaf.format.mode_order)})
+
+    # -- boxes: the final coordinate stream of an instance at a variable ------------------
+    def _find(self, key):
+        while self.box_parent.get(key, key) != key:
+            key = self.box_parent[key]
+        return key
+
+    def crd(self, inst_id: int, v: str) -> Stream:
+        return self.box_value[self._find((inst_id, v))]
+
+    def set_box(self, inst_id: int, v: str, crd: Stream, universe: bool) -> None:
+        root = self._find((inst_id, v))
+        self.box_value[root] = crd
+        self.universe[root] = universe
+
+    def alias(self, inst_id: int, v: str, into: int) -> None:
+        a, b = self._find((inst_id, v)), self._find((into, v))
+        if a != b:
+            self.box_parent[a] = b
+
+    def is_universe(self, inst_id: int, v: str) -> bool:
+        return self.universe.get(self._find((inst_id, v)), False)
+
+    # -- helpers ----------------------------------------------------------------------------
+    def add(self, kind, params=None, arity=0, label="", **inputs):
+        return self.g.add(kind, params, arity, label, **inputs)
+
+    def repeat(self, stream: Stream, signal: Stream) -> Stream:
+        sig = self.add("repsig", crd=signal).out("repsig")
+        return self.add("repeat", **{"in": stream, "sig": sig}).out("out")
+
+    def level_ref(self, inst_id: int, v: str) -> Stream:
+        """A reference stream with one element per coordinate of the level above `v`."""
+        ref = self.root
+        for u in self.n.nest[inst_id]:
+            if u == v:
+                break
+            ref = self.repeat(ref, self.crd(inst_id, u))
+        return ref
+
+    # -- coordinate streams -----------------------------------------------------------------
+    def view(self, inst_id: int, v: str, touched: list[int]) -> Coord:
+        """Instance `inst_id`'s coordinates at `v` as its consumer sees them."""
+        if inst_id in self.spacc_coord and v == self.n.last[inst_id]:
+            return self.spacc_coord[inst_id]
+        if inst_id in self.finished:
+            return Coord(self.crd(inst_id, v), (("val", inst_id),), self.is_universe(inst_id, v))
+        touched.append(inst_id)
+        return Coord(self.crd(inst_id, v), tuple(self.live_keys(inst_id, v, touched)),
+                     self.is_universe(inst_id, v))
+
+    def live_keys(self, inst_id: int, v: str, touched: list[int]) -> list:
+        inst = self.r.instance(inst_id)
+        keys: list = []
+        for k, (kind, ref) in enumerate(inst.operands):
+            if kind == "leaf":
+                keys.append(("ref", ref))
+            elif v in inst.access(k):
+                keys.extend(self.view(ref, v, touched).keys)
+        return list(dict.fromkeys(keys))
+
+    def operand_coord(self, inst, k: int, v: str, touched: list[int]) -> Coord:
+        kind, ref = inst.operands[k]
+        if kind == "inst":
+            return self.view(ref, v, touched)
+        leaf = self.r.leaves[ref]
+        level = leaf.level_vars().index(v)
+        fmt = leaf.format.levels[level]
+        dim = leaf.shape[leaf.format.mode_order[level]]
+        if leaf.format.block:
+            raise NotSupported(f"block-sparse input {leaf.tensor} in a fused graph")
+        scan = self.add("scan", {"tensor": leaf.storage, "level": level, "format": str(fmt), "dim": dim},
+                        ref=self.env[("ref", ref)])
+        self.env[("ref", ref)] = scan.out("ref")
+        return Coord(scan.out("crd"), (("ref", ref),), fmt is DENSE)
+
+    def build(self, inst, v: str, merge: Merge, touched: list[int], memo: dict | None = None) -> Coord:
+        memo = {} if memo is None else memo
+        if isinstance(merge, Operand):
+            if merge.index not in memo:  # an operand appearing twice in the tree is scanned once
+                memo[merge.index] = self.operand_coord(inst, merge.index, v, touched)
+            return memo[merge.index]
+        if isinstance(merge, Universe):
+            scan = self.add("scan", {"tensor": "", "level": 0, "format": "dense", "dim": self.r.extent[v]},
+                            label=f"universe {v}", ref=self.level_ref(inst.id, v))
+            key = ("void", scan.id)
+            self.env[key] = scan.out("ref")
+            return Coord(scan.out("crd"), (key,), True)
+        if isinstance(merge, Nothing):
+            raise NotSupported(f"{inst.tensor} is identically zero at {v}")
+        parts = [self.build(inst, v, p, touched, memo) for p in merge.parts]
+        parts = list({(c.crd, c.keys): c for c in parts}.values())
+        if isinstance(merge, Union) and any(c.universe for c, p in zip(parts, merge.parts)
+                                            if not isinstance(p, Universe)):
+            parts = [c for c in parts if not c.keys or c.keys[0][0] != "void"] or parts
+        if len(parts) == 1:
+            return parts[0]
+        inputs = [(c.crd, key) for c in parts for key in c.keys]
+        kind = "intersect" if isinstance(merge, Intersect) else "union"
+        ports = {}
+        for k, (crd, key) in enumerate(inputs):
+            ports[f"crd{k}"], ports[f"pay{k}"] = crd, self.env[key]
+        node = self.add(kind, arity=len(inputs), label=v, **ports)
+        for k, (_, key) in enumerate(inputs):
+            self.env[key] = node.out(f"pay{k}")
+        universe = any(c.universe for c in parts) if kind == "union" else all(c.universe for c in parts)
+        return Coord(node.out("crd"), tuple(dict.fromkeys(k for _, k in inputs)), universe)
+
+    # -- the three steps per variable -----------------------------------------------------------
+    def merge(self, inst, v: str) -> None:
+        touched: list[int] = []
+        coord = self.build(inst, v, self.t.merge(inst, v), touched)
+        self.set_box(inst.id, v, coord.crd, coord.universe)
+        for other in touched:
+            if other not in self.finished:
+                self.alias(other, v, inst.id)
+        for k, (kind, ref) in enumerate(inst.operands):
+            if kind == "leaf" and v not in inst.access(k):
+                self.env[("ref", ref)] = self.repeat(self.env[("ref", ref)], coord.crd)
+
+    def nest(self, inst, v: str) -> None:
+        consumer = next(c for c, _ in inst.consumers if v in self.n.nest[c])
+        self.alias(inst.id, v, consumer)
+        signal = self.crd(consumer, v)
+        for kind, ref in inst.operands:
+            if kind == "leaf":
+                self.env[("ref", ref)] = self.repeat(self.env[("ref", ref)], signal)
+
+    def ready(self, inst, v: str) -> bool:
+        if inst.id in self.finished or self.n.pos[v] < self.n.pos[self.n.last[inst.id]]:
+            return False
+        return all(kind == "leaf" or ref in self.finished for kind, ref in inst.operands)
+
+    def finish(self, inst) -> None:
+        values = []
+        for k, (kind, ref) in enumerate(inst.operands):
+            if kind == "leaf":
+                leaf = self.r.leaves[ref]
+                values.append(self.add("array", {"tensor": leaf.storage}, ref=self.env[("ref", ref)]).out("val"))
+                continue
+            value = self.env[("val", ref)]
+            done = self.n.value_vars[ref]
+            start = self.n.pos[done[-1]] if done else -1
+            for w in self.n.nest[inst.id]:
+                if self.n.pos[w] > start:
+                    value = self.repeat(value, self.crd(inst.id, w))
+            values.append(value)
+        value = self.alu_tree(inst.op.body, values, inst.tensor)
+        op = inst.op
+        if op.init is not None and (isinstance(op.init, str) or op.init != IDENTITY.get(op.reduce_kind, 0.0)):
+            raise NotSupported(f"{inst.tensor}: a reduction starting from {op.init} (not the identity)")
+        plan = self.n.plan[inst.id]
+        if plan[0] == "reduce":
+            for r in sorted(inst.reduce_vars, key=self.n.pos.get, reverse=True):
+                value = self.add("reduce", {"kind": op.reduce_kind}, val=value).out("val")
+        elif plan[0] == "spacc":
+            last, r = self.n.last[inst.id], plan[1]
+            node = self.add("spacc", {"kind": op.reduce_kind}, crd_inner=self.crd(inst.id, last),
+                            crd_outer=self.crd(inst.id, r), val=value)
+            value = node.out("val")
+            self.spacc_coord[inst.id] = Coord(node.out("crd"), (("val", inst.id),),
+                                              self.is_universe(inst.id, last) and self.is_universe(inst.id, r))
+        elif plan[0] == "spacc2":
+            r, (mid, last) = plan[1], plan[2]
+            node = self.add("spacc2", {"kind": op.reduce_kind}, crd_inner=self.crd(inst.id, last),
+                            crd_mid=self.crd(inst.id, mid), crd_outer=self.crd(inst.id, r), val=value)
+            value = node.out("val")
+            r_full = self.is_universe(inst.id, r)
+            self.spacc_coord[inst.id] = Coord(node.out("crd"), (("val", inst.id),),
+                                              self.is_universe(inst.id, last) and r_full)
+            self.spacc_mid[inst.id] = Coord(node.out("crd_mid"), (), self.is_universe(inst.id, mid) and r_full)
+        self.env[("val", inst.id)] = value
+        self.finished.add(inst.id)
+
+    def alu_tree(self, e: Expr, values: list[Stream], where: str) -> Stream:
+        if isinstance(e, In):
+            return values[e.index]
+        if isinstance(e, Const):
+            raise NotSupported(f"{where}: a value that is a bare constant in a fused graph")
+        if isinstance(e, Unary):
+            return self.add("alu", {"op": e.op, "arity": 1, "scalar": None, "scalar_pos": 1},
+                            a=self.alu_tree(e.arg, values, where)).out("val")
+        if isinstance(e, (Binary, Compare)):
+            op = e.op if isinstance(e, Binary) else e.pred
+            if isinstance(e.rhs, Const) or isinstance(e.lhs, Const):
+                const, other, pos = (e.rhs, e.lhs, 1) if isinstance(e.rhs, Const) else (e.lhs, e.rhs, 0)
+                return self.add("alu", {"op": op, "arity": 1, "scalar": const.value, "scalar_pos": pos},
+                                a=self.alu_tree(other, values, where)).out("val")
+            return self.add("alu", {"op": op, "arity": 2, "scalar": None, "scalar_pos": 1},
+                            a=self.alu_tree(e.lhs, values, where), b=self.alu_tree(e.rhs, values, where)).out("val")
+        if isinstance(e, Select):
+            cond = self.alu_tree(e.cond, values, where)
+            branches = []
+            for branch in (e.if_true, e.if_false):
+                if isinstance(branch, Const):
+                    branches.append(self.add("alu", {"op": "const", "arity": 1, "scalar": branch.value,
+                                                     "scalar_pos": 1}, a=cond).out("val"))
+                else:
+                    branches.append(self.alu_tree(branch, values, where))
+            return self.add("alu", {"op": "select", "arity": 3, "scalar": None, "scalar_pos": 1},
+                            a=cond, b=branches[0], c=branches[1]).out("val")
+        raise TypeError(e)
+
+    # -- outputs --------------------------------------------------------------------------------
+    def write(self, name: str) -> None:
+        inst = self.r.instance(self.r.output_instance[name])
+        out = inst.out_indices
+        level_vars = sorted((v for v in out if isinstance(v, str)), key=self.n.pos.get)
+        mode_order = [out.index(v) for v in level_vars] + [d for d, v in enumerate(out) if not isinstance(v, str)]
+        crds, universe = [], []
+        plan = self.n.plan[inst.id]
+        for v in level_vars:
+            coord = self.spacc_coord.get(inst.id) if v == self.n.last[inst.id] else None
+            if plan[0] == "spacc2" and v == plan[2][0]:
+                coord = self.spacc_mid[inst.id]
+            crds.append(coord.crd if coord else self.crd(inst.id, v))
+            universe.append(coord.universe if coord else self.is_universe(inst.id, v))
+        declared = self.formats.get(name)
+        if declared is not None:
+            if list(declared.mode_order) != mode_order:
+                raise NotSupported(f"{name} is produced in mode order {mode_order}, declared "
+                                   f"{list(declared.mode_order)}")
+            levels = list(declared.levels)
+        else:
+            levels = [DENSE if u else COMPRESSED for u in universe] + [DENSE] * (len(out) - len(level_vars))
+        for k, v in enumerate(level_vars):
+            if levels[k] is DENSE and not universe[k]:
+                raise NotSupported(f"{name} level {k} ({v}) has sparse coordinates and cannot be stored dense")
+        for k in range(len(crds) - 1, 0, -1):  # drop coordinates whose fibers an intersection emptied
+            if levels[k - 1] is COMPRESSED and not universe[k]:
+                node = self.add("crd_drop", outer=crds[k - 1], inner=crds[k])
+                crds[k - 1], crds[k] = node.out("outer"), node.out("inner")
+                universe[k - 1] = False
+        shape = tuple(self.r.shapes[name])
+        for k, crd in enumerate(crds):
+            self.add("level_write", {"tensor": name, "level": k, "format": str(levels[k]),
+                                     "dim": shape[mode_order[k]]}, crd=crd)
+        self.add("value_write", {"tensor": name}, val=self.env[("val", inst.id)])
+        self.g.tensors[name] = {"role": "output", "shape": list(shape), "levels": [str(x) for x in levels],
+                                "mode_order": mode_order}
+
+    def run(self) -> SamGraph:
+        if not self.n.valid:
+            raise NotSupported(f"order {','.join(self.n.order)}: {self.n.problem}")
+        instances = self.r.instances
+        for v in self.n.order:
+            for inst in instances:
+                if self.t.cells[(v, self.t.inst_key(inst.id))].kind == "merge":
+                    self.merge(inst, v)
+                if self.ready(inst, v):
+                    self.finish(inst)
+            for inst in reversed(instances):
+                if self.t.cells[(v, self.t.inst_key(inst.id))].kind == "nest":
+                    self.nest(inst, v)
+        for inst in instances:
+            if inst.id not in self.finished:
+                self.finish(inst)
+        for name in self.r.outputs:
+            self.write(name)
+        graph = self.g.insert_broadcasts()
+        graph.verify()
+        graph.verify_single_consumers()
+        return graph
+
+
+def lower(table: FusionTable, formats: dict[str, TensorFormat] | None = None) -> SamGraph:
+    """The SamGraph of a fusion table; `formats` fixes the storage of written tensors."""
+    return _Lowering(table, formats).run()

@@ -1,0 +1,147 @@
+"""How each op instance of a region nests in a dataflow (loop) order.
+
+An instance iterates its own variables plus the variables of its consumers that come before
+its last variable in the order (`nest`): a producer placed inside a consumer's extra loop is
+recomputed for every iteration of it. Reductions become `reduce` nodes when the reduction
+variables are innermost in the nest, or an order-1 sparse accumulator when exactly one
+non-reduction variable follows the reduction variable (order 2 with two, for written outputs).
+
+    >>> from fuseflow.frontend import from_mlir
+    >>> from fuseflow.fusion.region import Region
+    >>> p = from_mlir("tests/mlir/matmul_chain.mlir")
+    >>> r = Region.build(p, ["T", "O"])
+    >>> n = Nesting(r, ["i", "l", "k", "j"])
+    >>> [(r.instances[k].tensor, n.nest[r.instances[k].id], n.plan[r.instances[k].id]) for k in range(2)]
+    [('T', ['i', 'l', 'k'], ('spacc', 'l')), ('O', ['i', 'k', 'j'], ('spacc', 'k'))]
+"""
+from __future__ import annotations
+
+from ..errors import UserError
+from .region import Region
+
+
+class Nesting:
+    def __init__(self, region: Region, order: list[str]):
+        self.region = region
+        self.order = list(order)
+        if sorted(order) != sorted(region.vars):
+            raise UserError(f"order {','.join(order)} must list each of {','.join(region.vars)} once")
+        self.pos = {v: k for k, v in enumerate(order)}
+        by_id = {inst.id: inst for inst in region.instances}
+        self.scope: dict[int, set[str]] = {}
+        for inst in reversed(region.instances):  # consumers first
+            scope = set(inst.local_vars)
+            for consumer, _ in inst.consumers:
+                scope |= self.scope[consumer]
+            self.scope[inst.id] = scope
+        self.last: dict[int, str] = {}
+        self.nest: dict[int, list[str]] = {}
+        self.plan: dict[int, tuple] = {}
+        self.value_vars: dict[int, list[str]] = {}
+        self.problem: str | None = None
+        for inst in region.instances:
+            last = max(inst.local_vars, key=self.pos.get) if inst.local_vars else None
+            self.last[inst.id] = last
+            limit = self.pos[last] if last is not None else -1
+            nest = sorted((v for v in self.scope[inst.id] if self.pos[v] <= limit), key=self.pos.get)
+            self.nest[inst.id] = nest
+            self.plan[inst.id] = self._plan(inst, nest)
+            self.value_vars[inst.id] = [v for v in nest if v not in inst.reduce_vars]
+        if self.problem is None:
+            self._check_values(by_id)
+
+    def _fail(self, why: str) -> None:
+        if self.problem is None:
+            self.problem = why
+
+    def _plan(self, inst, nest: list[str]) -> tuple:
+        red = inst.reduce_vars
+        if not red:
+            return ("none",)
+        first = min(self.pos[v] for v in red)
+        after = [v for v in nest if self.pos[v] > first]
+        if all(v in red for v in after):
+            return ("reduce",)
+        if len(red) == 1 and len(after) == 1:
+            return ("spacc", red[0])
+        if len(red) == 1 and len(after) == 2:
+            if inst.consumers:
+                self._fail(f"{inst.tensor} needs an order-2 sparse accumulator, whose outer output "
+                           "cannot feed a fused consumer")
+            return ("spacc2", red[0], tuple(after))
+        self._fail(f"{inst.tensor} reduces {','.join(red)} with {','.join(v for v in after if v not in red)} "
+                   "inside it (needs a sparse accumulator of order >= 3)")
+        return ("unsupported",)
+
+    def _check_values(self, by_id) -> None:
+        for inst in self.region.instances:
+            vs = self.value_vars[inst.id]
+            for consumer_id, _ in inst.consumers:
+                consumer = by_id[consumer_id]
+                nest = self.nest[consumer_id]
+                if not set(vs) <= set(nest):
+                    self._fail(f"{inst.tensor} iterates {','.join(sorted(set(vs) - set(nest)))} that "
+                               f"{consumer.tensor} does not")
+                    continue
+                if vs:
+                    limit = self.pos[vs[-1]]
+                    inner = [v for v in nest if self.pos[v] <= limit and v not in vs]
+                    if inner:
+                        self._fail(f"the values of {inst.tensor} would have to be replayed inside "
+                                   f"{','.join(inner)} for {consumer.tensor}")
+        for name, inst_id in self.region.output_instance.items():
+            inst = by_id[inst_id]
+            out_vars = [v for v in inst.out_indices if isinstance(v, str)]
+            if sorted(self.value_vars[inst_id]) != sorted(out_vars):
+                extra = sorted(set(self.value_vars[inst_id]) - set(out_vars))
+                self._fail(f"output {name} is recomputed inside {','.join(extra)} and cannot be written")
+
+    @property
+    def valid(self) -> bool:
+        return self.problem is None
+
+
+def topological_orders(region: Region):
+    """Every order of the region's variables that respects its storage constraints, generated
+    by backtracking over the variables in first-use order (index 0 is the most natural order)."""
+    names = list(region.vars)
+    preds = {v: {a for a, b in region.before if b == v} for v in names}
+    chosen: list[str] = []
+    used: set[str] = set()
+
+    def extend():
+        if len(chosen) == len(names):
+            yield list(chosen)
+            return
+        for v in names:
+            if v not in used and preds[v] <= used:
+                chosen.append(v)
+                used.add(v)
+                yield from extend()
+                chosen.pop()
+                used.discard(v)
+
+    yield from extend()
+
+
+def valid_orders(region: Region):
+    """Topological orders that the lowering supports (see `Nesting.problem` for the others)."""
+    for order in topological_orders(region):
+        if Nesting(region, order).valid:
+            yield order
+
+
+def order_problem(region: Region, order: list[str]) -> str | None:
+    """Why `order` cannot be used for `region`, or None."""
+    bad = [(a, b) for a, b in region.before if order.index(a) > order.index(b)] if sorted(order) == sorted(
+        region.vars) else []
+    if bad:
+        a, b = sorted(bad)[0]
+        holders = [str(leaf) for leaf in region.leaves
+                   if a in leaf.level_vars() and b in leaf.level_vars()]
+        what = f"mode order of {holders[0].split('(')[0]}" if holders else "the declared output format"
+        return f"order {','.join(order)} violates the {what} ({a} before {b})"
+    return Nesting(region, order).problem
+
+
+__all__ = ["Nesting", "topological_orders", "valid_orders", "order_problem"]

@@ -1,0 +1,137 @@
+"""Which coordinates an op must visit: the sparsity pattern of its body.
+
+Multiplication keeps only coordinates where both operands are stored (intersection),
+addition those where either is (union), and a function that is nonzero at zero (exp, a
+subtraction of a broadcast value, a max reduction over implicit zeros) must visit every
+coordinate (the universe). This keeps fused graphs exact with respect to dense semantics.
+
+    >>> from fuseflow.ir.expr import Binary, In, Unary, Const
+    >>> merge_at(Binary("mul", In(0), In(1)), [True, True])
+    Intersect(parts=(Operand(index=0), Operand(index=1)))
+    >>> merge_at(Binary("sub", In(0), In(1)), [True, False])   # x - rowmax: dense
+    Union(parts=(Operand(index=0), Universe()))
+    >>> merge_at(Binary("max", Binary("mul", In(0), Const(2.0)), Const(0.0)), [True])
+    Operand(index=0)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary
+
+ZERO_PRESERVING = {"neg", "sqrt", "tanh", "erf", "abs"}  # f(0) == 0
+
+
+class Merge:
+    """A merge tree over an op's operands at one variable."""
+
+
+@dataclass(frozen=True)
+class Operand(Merge):
+    index: int
+
+
+@dataclass(frozen=True)
+class Universe(Merge):
+    pass
+
+
+@dataclass(frozen=True)
+class Nothing(Merge):
+    pass
+
+
+@dataclass(frozen=True)
+class Intersect(Merge):
+    parts: tuple
+
+
+@dataclass(frozen=True)
+class Union(Merge):
+    parts: tuple
+
+
+def _and(parts) -> Merge:
+    flat = []
+    for p in parts:
+        if isinstance(p, Nothing):
+            return Nothing()
+        if isinstance(p, Universe):
+            continue
+        flat.extend(p.parts if isinstance(p, Intersect) else [p])
+    flat = list(dict.fromkeys(flat))
+    # absorption: a ∩ (a ∪ b) = a
+    flat = [p for p in flat if not (isinstance(p, Union) and any(q in p.parts for q in flat if q is not p))]
+    if not flat:
+        return Universe()
+    return flat[0] if len(flat) == 1 else Intersect(tuple(flat))
+
+
+def _or(parts) -> Merge:
+    flat = []
+    for p in parts:
+        if isinstance(p, Nothing):
+            continue
+        flat.extend(p.parts if isinstance(p, Union) else [p])
+    flat = list(dict.fromkeys(flat))
+    # absorption: a ∪ (a ∩ b) = a
+    flat = [p for p in flat if not (isinstance(p, Intersect) and any(q in p.parts for q in flat if q is not p))]
+    if any(isinstance(p, Universe) for p in flat):
+        flat = [p for p in flat if not isinstance(p, Universe)] + [Universe()]
+        if len(flat) == 1:
+            return Universe()
+    if not flat:
+        return Nothing()
+    return flat[0] if len(flat) == 1 else Union(tuple(flat))
+
+
+def pattern(expr: Expr, indexes: list[bool]) -> Merge:
+    """Merge tree of `expr` at one variable; `indexes[k]` says whether operand k has the variable
+    (an operand without it is broadcast along it, so it is nonzero everywhere there)."""
+    if isinstance(expr, In):
+        return Operand(expr.index) if indexes[expr.index] else Universe()
+    if isinstance(expr, Const):
+        return Nothing() if expr.value == 0 else Universe()
+    if isinstance(expr, Unary):
+        inner = pattern(expr.arg, indexes)
+        return inner if expr.op in ZERO_PRESERVING else _or([inner, Universe()])
+    if isinstance(expr, Binary):
+        a, b = pattern(expr.lhs, indexes), pattern(expr.rhs, indexes)
+        if expr.op == "mul":
+            return _and([a, b])
+        return _or([a, b])  # add, sub, max, min, div: a result can be nonzero where either is  # add, sub, max, min: zero where both are zero
+    if isinstance(expr, Compare):
+        a, b = pattern(expr.lhs, indexes), pattern(expr.rhs, indexes)
+        return _or([a, b]) if expr.pred in ("gt", "lt", "ne") else Universe()
+    if isinstance(expr, Select):
+        return _or([pattern(expr.if_true, indexes), pattern(expr.if_false, indexes)])
+    raise TypeError(expr)
+
+
+def merge_at(expr: Expr, indexes: list[bool], dense: bool = False) -> Merge:
+    """The merge at one variable; `dense` forces the universe (max/min reductions see zeros)."""
+    merged = pattern(expr, indexes)
+    present = set(_operands(merged))
+    missing = [Operand(k) for k, has in enumerate(indexes) if has and k not in present]
+    if missing:  # every operand with the variable must join, so its stream stays aligned
+        merged = _or([merged, *missing])
+    return _or([merged, Universe()]) if dense else merged
+
+
+def _operands(merge: Merge):
+    if isinstance(merge, Operand):
+        yield merge.index
+    elif isinstance(merge, (Intersect, Union)):
+        for part in merge.parts:
+            yield from _operands(part)
+
+
+def describe(merge: Merge, names: list[str]) -> str:
+    if isinstance(merge, Operand):
+        return names[merge.index]
+    if isinstance(merge, Universe):
+        return "U"
+    if isinstance(merge, Nothing):
+        return "∅"
+    sym = " ∩ " if isinstance(merge, Intersect) else " ∪ "
+    return "(" + sym.join(describe(p, names) for p in merge.parts) + ")"

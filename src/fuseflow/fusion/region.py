@@ -1,0 +1,277 @@
+"""A fused region: the ops of one schedule group as op *instances* over shared index variables.
+
+Index variables are unified across expressions: a consumer's access `T(i,k)` of an intermediate
+binds the producer's output variables to `i` and `k` (union-find over per-instance variables).
+When binding would force two different variables of one op to be equal (e.g. GraphSAGE's
+`h(i,f)` and `A(i,k)·h(k,f)` in one group), the consumer gets its own copy of the producer:
+the intermediate is recomputed for that use.
+
+    >>> from fuseflow.frontend import from_mlir
+    >>> p = from_mlir("tests/mlir/matmul_chain.mlir")
+    >>> r = Region.build(p, [op.output.tensor for op in p.ops])
+    >>> r.vars, [str(i) for i in r.instances]
+    (['i', 'j', 'k', 'l'], ['T(i,k) = sum[l] A(i,l) * B(l,k)', 'O(i,j) = sum[k] T(i,k) * C(k,j)'])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import NotSupported, UserError
+from ..ir.formats import TensorFormat
+from ..ir.program import Access, IndexOp, Program, op_output
+
+
+@dataclass
+class Leaf:
+    """One access of a tensor that the region reads from memory."""
+
+    id: int
+    tensor: str
+    indices: tuple  # logical variable names, or 0 for a constant index
+    format: TensorFormat
+    shape: tuple
+    free: bool = False  # layout follows the dataflow order (data is laid out to match it)
+    storage: str = ""  # name of the stored copy the graph reads (tensor, or tensor@order)
+
+    def __post_init__(self):
+        self.storage = self.storage or self.tensor
+
+    def induce(self, pos: dict[str, int]) -> None:
+        """Store the levels in the order the dataflow order visits the dimensions."""
+        dims = sorted(range(len(self.indices)),
+                      key=lambda d: (pos[self.indices[d]] if isinstance(self.indices[d], str) else len(pos), d))
+        self.format = TensorFormat(self.format.levels, tuple(dims), self.format.block)
+        natural = tuple(range(len(dims)))
+        self.storage = self.tensor if tuple(dims) == natural else f"{self.tensor}@{','.join(map(str, dims))}"
+
+    def level_vars(self) -> list:
+        """Variables (or 0) of the stored levels, outermost first."""
+        return [self.indices[d] for d in self.format.mode_order]
+
+    def __str__(self) -> str:
+        return f"{self.tensor}({','.join(str(i) for i in self.indices)})"
+
+
+@dataclass
+class Instance:
+    id: int
+    op: IndexOp
+    var_of: dict[str, str] = field(default_factory=dict)  # op-local variable -> logical variable
+    operands: list = field(default_factory=list)  # per input: ("leaf", id) or ("inst", id)
+    consumers: list = field(default_factory=list)  # (instance id, input index)
+
+    @property
+    def tensor(self) -> str:
+        return self.op.output.tensor
+
+    @property
+    def local_vars(self) -> list[str]:
+        return [self.var_of[v] for v in self.op.vars]
+
+    @property
+    def out_indices(self) -> tuple:
+        return tuple(self.var_of[i] if isinstance(i, str) else i for i in self.op.output.indices)
+
+    @property
+    def reduce_vars(self) -> list[str]:
+        return [self.var_of[v] for v in self.op.reduce_vars]
+
+    def access(self, k: int) -> tuple:
+        return tuple(self.var_of[i] if isinstance(i, str) else i for i in self.op.inputs[k].indices)
+
+    def __str__(self) -> str:
+        renamed = IndexOp(Access(self.tensor, self.out_indices),
+                          tuple(Access(a.tensor, self.access(k)) for k, a in enumerate(self.op.inputs)),
+                          self.op.body, tuple(self.reduce_vars), self.op.reduce_kind, self.op.init)
+        return str(renamed)
+
+
+class _UnionFind:
+    def __init__(self):
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+    def copy(self) -> "_UnionFind":
+        other = _UnionFind()
+        other.parent = dict(self.parent)
+        return other
+
+
+@dataclass
+class Region:
+    program: Program
+    group: list[str]  # output tensor names of the group's ops
+    outputs: list[str]  # tensors the region writes to memory
+    instances: list[Instance]
+    leaves: list[Leaf]
+    vars: list[str]
+    extent: dict[str, int]
+    output_instance: dict[str, int]
+    before: set[tuple[str, str]]  # partial order: (a, b) means a must come before b
+    shapes: dict = field(default_factory=dict)  # resolved shapes of the program's tensors
+
+    @staticmethod
+    def build(program: Program, group: list[str], outputs: list[str] | None = None,
+              formats: dict[str, TensorFormat] | None = None, shapes: dict | None = None,
+              free: set[str] | frozenset = frozenset()) -> "Region":
+        """Instances, logical variables and ordering constraints for the ops producing `group`.
+
+        `outputs` defaults to the group's tensors read outside the group or returned by the program;
+        `formats` gives the storage of tensors that differs from the program's declaration;
+        tensors in `free` are laid out in whatever mode order the dataflow order needs.
+        """
+        ops = {op_output(op): op for op in program.ops}
+        for name in group:
+            if name not in ops:
+                raise UserError(f"{name} is not computed by an op of program {program.name}")
+            if not isinstance(ops[name], IndexOp):
+                raise NotSupported(f"fusing the reshape producing {name} (a reshape must be its own group)")
+        members = set(group)
+        if outputs is None:
+            read_outside = {t for op in program.ops if op_output(op) not in members for t in op.tensors_read}
+            outputs = [n for n in group if n in read_outside or n in program.outputs]
+        formats = formats or {}
+        shapes = shapes or {n: t.shape for n, t in program.tensors.items()}
+        uf = _UnionFind()
+        instances: list[Instance] = []
+        by_op: dict[str, list[int]] = {}
+
+        def new_instance(name: str) -> Instance:
+            inst = Instance(len(instances), ops[name])
+            inst.var_of = {v: f"{inst.id}:{v}" for v in inst.op.vars}
+            for v in inst.var_of.values():
+                uf.find(v)
+            instances.append(inst)
+            by_op.setdefault(name, []).append(inst.id)
+            return inst
+
+        def conflict_free(u: _UnionFind) -> bool:
+            for inst in instances:
+                roots = [u.find(v) for v in inst.var_of.values()]
+                if len(set(roots)) != len(roots):
+                    return False
+            return True
+
+        output_instance = {name: new_instance(name).id for name in outputs}
+        work = 0
+        while work < len(instances):
+            inst = instances[work]
+            work += 1
+            for k, access in enumerate(inst.op.inputs):
+                if access.tensor not in members:
+                    inst.operands.append(("leaf", access.tensor))
+                    continue
+                chosen = None
+                # a tensor the region writes out is never shared with in-region consumers, whose
+                # intersections would otherwise filter what gets written
+                shared = [c for c in by_op.get(access.tensor, []) if c not in output_instance.values()]
+                for candidate in shared + [None]:
+                    producer = instances[candidate] if candidate is not None else new_instance(access.tensor)
+                    trial = uf.copy()
+                    for index, theirs in zip(access.indices, producer.op.output.indices):
+                        if isinstance(index, str) and isinstance(theirs, str):
+                            trial.union(inst.var_of[index], producer.var_of[theirs])
+                    if conflict_free(trial) or candidate is None:
+                        if not conflict_free(trial):
+                            raise NotSupported(f"{access} binds two different index variables of one op "
+                                               "to the same dimension (a diagonal access)")
+                        uf.parent = trial.parent
+                        chosen = producer
+                        break
+                inst.operands.append(("inst", chosen.id))
+                chosen.consumers.append((inst.id, k))
+        # logical variable names: the op-local name of the first instance that uses the class
+        names: dict[str, str] = {}
+        taken: set[str] = set()
+        for inst in instances:
+            for v in inst.op.vars:
+                root = uf.find(inst.var_of[v])
+                if root not in names:
+                    name = v
+                    if name in taken:
+                        unused = [c for c in "ijklmnpqrstuvwabcdefgh" if c not in taken]
+                        name = unused[0] if unused else f"{v}{len(taken)}"
+                    names[root] = name
+                    taken.add(name)
+        for inst in instances:
+            inst.var_of = {v: names[uf.find(x)] for v, x in inst.var_of.items()}
+        order_seen = []
+        for inst in instances:
+            for v in inst.local_vars:
+                if v not in order_seen:
+                    order_seen.append(v)
+        # leaves
+        leaves: list[Leaf] = []
+        for inst in instances:
+            for k, (kind, ref) in enumerate(inst.operands):
+                if kind == "leaf":
+                    tensor = program.tensors[ref]
+                    leaf = Leaf(len(leaves), ref, inst.access(k), formats.get(ref, tensor.format),
+                                tuple(shapes[ref]), free=ref in free)
+                    leaves.append(leaf)
+                    inst.operands[k] = ("leaf", leaf.id)
+        extent: dict[str, int] = {}
+        for inst in instances:
+            dims = [(inst.access(k), shapes[a.tensor]) for k, a in enumerate(inst.op.inputs)]
+            dims.append((inst.out_indices, shapes[inst.tensor]))
+            for idx, shape in dims:
+                for v, d in zip(idx, shape):
+                    if isinstance(v, str) and d is not None:
+                        extent.setdefault(v, d)
+        missing = [v for v in order_seen if v not in extent]
+        if missing:
+            raise UserError(f"the size of index variable {missing[0]} is unknown", f"group {group}",
+                            "supply data for inputs with dynamic dimensions")
+        before: set[tuple[str, str]] = set()
+        for leaf in leaves:
+            level_vars = [v for v in leaf.level_vars() if isinstance(v, str)]
+            if len(set(level_vars)) != len(level_vars):
+                raise NotSupported(f"{leaf} indexes two of its levels with one variable (a diagonal)")
+            if not leaf.free:
+                before |= set(zip(level_vars, level_vars[1:]))
+        for name in outputs:
+            if name in formats:
+                inst = instances[output_instance[name]]
+                level_vars = [inst.out_indices[d] for d in formats[name].mode_order]
+                level_vars = [v for v in level_vars if isinstance(v, str)]
+                before |= set(zip(level_vars, level_vars[1:]))
+        # topological order of instances: producers before consumers
+        ordered = _topological(instances)
+        return Region(program, list(group), list(outputs), ordered, leaves, order_seen, extent,
+                      output_instance, before, dict(shapes))
+
+    def instance(self, inst_id: int) -> Instance:
+        return self._by_id[inst_id]
+
+    def __post_init__(self):
+        self._by_id = {inst.id: inst for inst in self.instances}
+
+
+def _topological(instances: list[Instance]) -> list[Instance]:
+    done: set[int] = set()
+    out: list[Instance] = []
+    by_id = {i.id: i for i in instances}
+
+    def visit(inst: Instance):
+        if inst.id in done:
+            return
+        done.add(inst.id)
+        for kind, ref in inst.operands:
+            if kind == "inst":
+                visit(by_id[ref])
+        out.append(inst)
+
+    for inst in sorted(instances, key=lambda i: i.id):
+        visit(inst)
+    return out

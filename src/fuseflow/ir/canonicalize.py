@@ -1,0 +1,75 @@
+"""Program-to-program cleanups run before fusion.
+
+`inline_copies` removes pure data-movement ops (transposes, broadcasts, unit-dimension
+reshapes: `T(j,i) = W(i,j)`) by rewriting each consumer's access, so `t6 = sum[k] t2(i,k)*T(k,j)`
+reads `W(j,k)` directly, as a dataflow graph reads a weight in whatever order it is stored.
+
+    >>> from fuseflow.frontend import from_mlir
+    >>> p = from_mlir('''
+    ... func.func @f(%x: tensor<2x3xf32>, %w: tensor<4x3xf32>) -> tensor<2x4xf32> {
+    ...   %z = arith.constant 0.0 : f32
+    ...   %e = tensor.empty() : tensor<3x4xf32>
+    ...   %t = linalg.transpose ins(%w : tensor<4x3xf32>) outs(%e : tensor<3x4xf32>) permutation = [1, 0]
+    ...   %o = tensor.empty() : tensor<2x4xf32>
+    ...   %f = linalg.fill ins(%z : f32) outs(%o : tensor<2x4xf32>) -> tensor<2x4xf32>
+    ...   %y = linalg.matmul ins(%x, %t : tensor<2x3xf32>, tensor<3x4xf32>) outs(%f : tensor<2x4xf32>) -> tensor<2x4xf32>
+    ...   return %y : tensor<2x4xf32>
+    ... }''')
+    >>> print(inline_copies(p).ops[0])
+    y(i,j) = sum[k] x(i,k) * w(j,k)
+"""
+from __future__ import annotations
+
+import copy
+
+from .expr import In
+from .program import Access, IndexOp, Program, op_output
+from .verify import verify
+
+
+def _is_copy(op) -> bool:
+    return (isinstance(op, IndexOp) and op.body == In(0) and len(op.inputs) == 1 and not op.reduce_vars
+            and op.init is None and len(set(op.output.vars)) == len(op.output.vars))
+
+
+def _compose(copy_op: IndexOp, use: Access) -> Access:
+    """The copy's source access seen through the consumer's access of the copy's output."""
+    binding = {}
+    for out_index, use_index in zip(copy_op.output.indices, use.indices):
+        if isinstance(out_index, str):
+            binding[out_index] = use_index
+    src = copy_op.inputs[0]
+    return Access(src.tensor, tuple(binding[i] if isinstance(i, str) else i for i in src.indices))
+
+
+def inline_copies(program: Program) -> Program:
+    """A new Program without copy ops whose outputs are read only by other ops."""
+    result = copy.deepcopy(program)
+    pinned = set(result.outputs)  # outputs, init tensors and reshape sources stay materialized
+    for op in result.ops:
+        if isinstance(op, IndexOp) and isinstance(op.init, str):
+            pinned.add(op.init)
+        elif not isinstance(op, IndexOp):
+            pinned.add(op.input)
+    copies = {op_output(op): op for op in result.ops if _is_copy(op) and op_output(op) not in pinned}
+    if not copies:
+        return result
+
+    def resolve(access: Access) -> Access:
+        while access.tensor in copies:
+            access = _compose(copies[access.tensor], access)
+        return access
+
+    ops = []
+    for op in result.ops:
+        if op_output(op) in copies:
+            continue
+        if isinstance(op, IndexOp):
+            op = IndexOp(op.output, tuple(resolve(a) for a in op.inputs), op.body, op.reduce_vars,
+                         op.reduce_kind, op.init, op.loc)
+        ops.append(op)
+    result.ops = ops
+    for name in copies:
+        del result.tensors[name]
+    verify(result)
+    return result

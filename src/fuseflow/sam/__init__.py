@@ -1,0 +1,5 @@
+"""Sparse Abstract Machine dataflow graphs: primitives, graph, verifier, exporters."""
+from .graph import SamGraph, Node, Stream
+from .primitives import PRIMITIVES, Primitive
+
+__all__ = ["SamGraph", "Node", "Stream", "PRIMITIVES", "Primitive"]

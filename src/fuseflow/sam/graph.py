@@ -1,0 +1,197 @@
+"""SamGraph: primitives (nodes) with named, typed ports connected by streams.
+
+    >>> g = SamGraph("spmv")
+    >>> root = g.add("root")
+    >>> scan = g.add("scan", {"tensor": "A", "level": 0, "format": "dense", "dim": 4}, ref=root.out("ref"))
+    >>> g.add("level_write", {"tensor": "y", "level": 0, "format": "dense", "dim": 4}, crd=scan.out("crd")).kind
+    'level_write'
+    >>> g.verify(); print(g.to_text().splitlines()[2])
+    n1 = scan A.0 dense dim=4 (ref=n0.ref)
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from .primitives import ANY, PAYLOAD, PRIMITIVES
+
+
+class GraphError(AssertionError):
+    """A malformed graph: a bug in whatever built it (or a corrupt JSON file)."""
+
+
+@dataclass(frozen=True)
+class Stream:
+    node: int
+    port: str
+
+    def __str__(self) -> str:
+        return f"n{self.node}.{self.port}"
+
+    @staticmethod
+    def parse(text: str) -> "Stream":
+        node, _, port = text.partition(".")
+        return Stream(int(node.lstrip("n")), port)
+
+
+@dataclass
+class Node:
+    id: int
+    kind: str
+    params: dict = field(default_factory=dict)
+    inputs: dict[str, Stream] = field(default_factory=dict)
+    arity: int = 0
+    label: str = ""
+
+    def out(self, port: str) -> Stream:
+        outs = PRIMITIVES[self.kind].ports(self.arity)[1]
+        if port not in outs:
+            raise GraphError(f"{self.kind} n{self.id} has no output port {port!r}")
+        return Stream(self.id, port)
+
+    def describe(self) -> str:
+        p = self.params
+        bits = [self.kind]
+        if "tensor" in p:
+            bits.append(f"{p['tensor']}.{p['level']}" if "level" in p else p["tensor"])
+        for key in ("format", "op", "kind", "lanes"):
+            if key in p:
+                bits.append(str(p[key]))
+        if p.get("dim") is not None and self.kind in ("scan", "locate", "level_write"):
+            bits.append(f"dim={p['dim']}")
+        if p.get("scalar") is not None:
+            bits.append(f"scalar={p['scalar']}@{p.get('scalar_pos', 1)}")
+        if self.label:
+            bits.append(f"[{self.label}]")
+        ins = ", ".join(f"{port}={s}" for port, s in self.inputs.items())
+        return f"n{self.id} = {' '.join(bits)} ({ins})"
+
+
+class SamGraph:
+    def __init__(self, name: str = "graph"):
+        self.name = name
+        self.nodes: list[Node] = []
+        self.tensors: dict[str, dict] = {}  # tensor metadata for scanners, arrays and writers
+        self._cse: dict = {}
+
+    # -- construction ------------------------------------------------------------
+    def add(self, kind: str, params: dict | None = None, arity: int = 0, label: str = "",
+            cse: bool = True, **inputs: Stream) -> Node:
+        """Add a node (or return an identical existing one: same kind, params and inputs)."""
+        if kind not in PRIMITIVES:
+            raise GraphError(f"unknown primitive {kind!r}")
+        params = dict(params or {})
+        key = (kind, json.dumps(params, sort_keys=True, default=str), arity,
+               tuple(sorted((k, str(v)) for k, v in inputs.items())))
+        if cse and kind not in ("root", "level_write", "value_write") and key in self._cse:
+            return self.nodes[self._cse[key]]
+        for port, stream in inputs.items():
+            if not isinstance(stream, Stream) or stream.node >= len(self.nodes):
+                raise GraphError(f"{kind} input {port} is not an existing stream: {stream!r}")
+        node = Node(len(self.nodes), kind, params, dict(inputs), arity, label)
+        self.nodes.append(node)
+        self._cse[key] = node.id
+        return node
+
+    # -- queries -------------------------------------------------------------------
+    def stream_kind(self, stream: Stream) -> str:
+        node = self.nodes[stream.node]
+        kind = PRIMITIVES[node.kind].ports(node.arity)[1][stream.port]
+        if kind not in (PAYLOAD, ANY):
+            return kind
+        if node.kind in ("intersect", "union"):
+            return self.stream_kind(node.inputs["pay" + stream.port[3:]])
+        if node.kind == "join":
+            return self.stream_kind(node.inputs["in0"])
+        return self.stream_kind(node.inputs["in"])
+
+    def consumers(self) -> dict[Stream, list[tuple[int, str]]]:
+        found: dict[Stream, list[tuple[int, str]]] = {}
+        for node in self.nodes:
+            for port, stream in node.inputs.items():
+                found.setdefault(stream, []).append((node.id, port))
+        return found
+
+    def count(self, kind: str) -> int:
+        return sum(1 for n in self.nodes if n.kind == kind)
+
+    # -- passes --------------------------------------------------------------------
+    def insert_broadcasts(self) -> "SamGraph":
+        """Give every stream with several consumers an explicit broadcast node."""
+        uses = self.consumers()
+        new = SamGraph(self.name)
+        new.tensors = self.tensors
+        pending: dict[Stream, list[Stream]] = {}
+        for node in self.nodes:
+            inputs = {}
+            for port, stream in node.inputs.items():
+                copies = pending[stream]
+                inputs[port] = copies.pop(0) if len(copies) > 1 else copies[0]
+            clone = new.add(node.kind, node.params, node.arity, node.label, cse=False, **inputs)
+            for port in PRIMITIVES[node.kind].ports(node.arity)[1]:
+                s = Stream(clone.id, port)
+                n_uses = len(uses.get(Stream(node.id, port), []))
+                if n_uses > 1:
+                    b = new.add("broadcast", arity=n_uses, cse=False, **{"in": s})
+                    pending[Stream(node.id, port)] = [b.out(f"out{k}") for k in range(n_uses)]
+                else:
+                    pending[Stream(node.id, port)] = [s]
+        return new
+
+    def verify(self) -> None:
+        """Port kinds match, every input is connected to an earlier node (acyclic), and unless
+        broadcasts are missing each stream has at most one consumer."""
+        for node in self.nodes:
+            prim = PRIMITIVES.get(node.kind)
+            if prim is None:
+                raise GraphError(f"n{node.id}: unknown primitive {node.kind!r}")
+            ins, _ = prim.ports(node.arity)
+            if prim.variadic and node.arity < 1:
+                raise GraphError(f"n{node.id} {node.kind}: needs arity >= 1")
+            missing = [p for p in ins if p not in node.inputs and not (node.kind == "alu" and p in "bc")]
+            if node.kind == "alu":
+                missing = [p for p in "abc"[:node.params.get("arity", 1)] if p not in node.inputs]
+            if missing:
+                raise GraphError(f"n{node.id} {node.kind}: input ports {missing} are not connected")
+            for port, stream in node.inputs.items():
+                if port not in ins:
+                    raise GraphError(f"n{node.id} {node.kind}: no input port {port!r}")
+                if stream.node >= node.id:
+                    raise GraphError(f"n{node.id} {node.kind}: input {port} from n{stream.node} "
+                                     "is not an earlier node (cycle or bad order)")
+                producer = self.nodes[stream.node]
+                if stream.port not in PRIMITIVES[producer.kind].ports(producer.arity)[1]:
+                    raise GraphError(f"n{node.id}: n{stream.node} has no output {stream.port!r}")
+                want, got = ins[port], self.stream_kind(stream)
+                if want not in (PAYLOAD, ANY) and want != got:
+                    raise GraphError(f"n{node.id} {node.kind}.{port} expects a {want} stream, "
+                                     f"gets {got} from {stream}")
+                if want == PAYLOAD and got not in ("ref", "val"):
+                    raise GraphError(f"n{node.id} {node.kind}.{port} expects ref or val, gets {got}")
+
+    def verify_single_consumers(self) -> None:
+        for stream, users in self.consumers().items():
+            if len(users) > 1:
+                raise GraphError(f"stream {stream} has {len(users)} consumers and no broadcast")
+
+    # -- exporters -----------------------------------------------------------------
+    def to_text(self) -> str:
+        return "\n".join([f"graph {self.name}"] + [n.describe() for n in self.nodes])
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "tensors": self.tensors,
+                "nodes": [{"id": n.id, "kind": n.kind, "params": n.params, "arity": n.arity,
+                           "label": n.label, "inputs": {p: str(s) for p, s in n.inputs.items()}}
+                          for n in self.nodes]}
+
+    @staticmethod
+    def from_json(data: dict) -> "SamGraph":
+        g = SamGraph(data["name"])
+        g.tensors = data.get("tensors", {})
+        for item in data["nodes"]:
+            node = g.add(item["kind"], item["params"], item.get("arity", 0), item.get("label", ""), cse=False,
+                         **{p: Stream.parse(s) for p, s in item["inputs"].items()})
+            if node.id != item["id"]:
+                raise GraphError(f"node ids must be 0..n-1 in order (found {item['id']} at {node.id})")
+        g.verify()
+        return g

@@ -1,0 +1,130 @@
+"""Schedules: fusion granularity, dataflow order per group, formats of materialized tensors.
+
+A schedule is a printable, parsable string of whitespace-separated items:
+
+- `unfused` (each op its own kernel), `full` (one kernel, split only at reshapes), or
+  `fusion=[t2,t6][t9,t13]` (explicit groups, named by the tensors their ops produce; ops not
+  listed get a group each);
+- `order=i,k,j` or `order=#3` for group 0, `order.1=...` for group 1 (by name, or an index into
+  the group's valid orders); the default is the first valid order;
+- `format.T=compressed,compressed` or `format.T=dense,dense;order=1,0` for a tensor that is
+  written between kernels (or an input's storage);
+- `layout=induced`: store every program input in the mode order the dataflow order visits it
+  (its data is laid out to match, so every order of the variables is open); the default
+  `layout=declared` keeps each input's declared mode order and so constrains the orders.
+
+    >>> s = Schedule.parse("fusion=[a,b][c] order.1=j,i format.b=dense,compressed")
+    >>> s.groups, s.orders, str(s)
+    ([['a', 'b'], ['c']], {1: 'j,i'}, 'fusion=[a,b][c] order.1=j,i format.b=dense,compressed')
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..errors import UserError
+from ..ir.formats import TensorFormat
+from ..ir.program import IndexOp, Program, op_output
+
+
+@dataclass
+class Schedule:
+    fusion: str = "full"  # unfused | full | groups
+    groups: list[list[str]] = field(default_factory=list)
+    orders: dict[int, str] = field(default_factory=dict)
+    formats: dict[str, str] = field(default_factory=dict)
+    layout: str = "declared"
+
+    def __str__(self) -> str:
+        items = ["fusion=" + "".join("[" + ",".join(g) + "]" for g in self.groups)
+                 if self.fusion == "groups" else self.fusion]
+        for k in sorted(self.orders):
+            items.append(f"order={self.orders[k]}" if k == 0 and len(self.orders) == 1 and self.fusion != "groups"
+                         else f"order.{k}={self.orders[k]}")
+        items += [f"format.{name}={fmt}" for name, fmt in sorted(self.formats.items())]
+        if self.layout != "declared":
+            items.append(f"layout={self.layout}")
+        return " ".join(items)
+
+    @staticmethod
+    def parse(text: str) -> "Schedule":
+        s = Schedule()
+        for item in text.split():
+            key, sep, value = item.partition("=")
+            if item in ("unfused", "full"):
+                s.fusion = item
+            elif key == "fusion" and sep:
+                if value in ("unfused", "full"):
+                    s.fusion = value
+                    continue
+                groups = re.findall(r"\[([^\]]*)\]", value)
+                if not groups or "".join(f"[{g}]" for g in groups) != value:
+                    raise UserError(f"cannot read groups {value!r}", "schedule", "write fusion=[t1,t2][t3]")
+                s.fusion, s.groups = "groups", [[n for n in g.split(",") if n] for g in groups]
+            elif key == "order" or key.startswith("order."):
+                index = 0 if key == "order" else key[6:]
+                try:
+                    s.orders[int(index)] = value
+                except ValueError:
+                    raise UserError(f"bad group number in {item!r}", "schedule", "write order.1=i,j,k") from None
+            elif key == "layout" and value in ("declared", "induced"):
+                s.layout = value
+            elif key.startswith("format.") and sep:
+                TensorFormat.parse(value, where=f"schedule item {item}")
+                s.formats[key[7:]] = value
+            else:
+                raise UserError(f"unknown schedule item {item!r}", "schedule",
+                                "use unfused, full, fusion=[..][..], order[.N]=..., format.T=..., layout=induced")
+        return s
+
+    def partition(self, program: Program) -> list[list[str]]:
+        """The groups (op output names), in an order where producers come first."""
+        names = [op_output(op) for op in program.ops]
+        reshapes = {op_output(op) for op in program.ops if not isinstance(op, IndexOp)}
+        if self.fusion == "unfused":
+            groups = [[n] for n in names]
+        elif self.fusion == "full":
+            groups, current = [], []
+            for n in names:
+                if n in reshapes:
+                    groups += [current, [n]] if current else [[n]]
+                    current = []
+                else:
+                    current.append(n)
+            groups += [current] if current else []
+        else:
+            seen: dict[str, int] = {}
+            for k, g in enumerate(self.groups):
+                for n in g:
+                    if n not in names:
+                        raise UserError(f"schedule group {k} names {n!r}, which no op produces",
+                                        "schedule", f"ops produce {', '.join(names)}")
+                    if n in seen:
+                        raise UserError(f"{n} is in groups {seen[n]} and {k}", "schedule")
+                    seen[n] = k
+                if any(n in reshapes for n in g) and len(g) > 1:
+                    raise UserError(f"group {k} fuses a reshape ({[n for n in g if n in reshapes][0]})",
+                                    "schedule", "put each reshape in a group of its own")
+            groups = [list(g) for g in self.groups if g] + [[n] for n in names if n not in seen]
+        return _dependency_order(program, groups)
+
+
+def _dependency_order(program: Program, groups: list[list[str]]) -> list[list[str]]:
+    owner = {n: k for k, g in enumerate(groups) for n in g}
+    needs: dict[int, set[int]] = {k: set() for k in range(len(groups))}
+    for op in program.ops:
+        for t in op.tensors_read:
+            if t in owner and owner[t] != owner[op_output(op)]:
+                needs[owner[op_output(op)]].add(owner[t])
+    ordered, done = [], set()
+    while len(ordered) < len(groups):
+        ready = [k for k in range(len(groups)) if k not in done and needs[k] <= done]
+        if not ready:
+            cycle = [k for k in range(len(groups)) if k not in done]
+            raise UserError(f"groups {cycle} depend on each other in a cycle", "schedule",
+                            "regroup so that no group needs a result of a later one")
+        k = ready[0]
+        done.add(k)
+        order_in_program = [op_output(op) for op in program.ops]
+        ordered.append(sorted(groups[k], key=order_in_program.index))
+    return ordered
