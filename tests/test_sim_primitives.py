@@ -105,8 +105,9 @@ def test_scan_empty_fibers_inner_and_outer():
 
 def test_scan_dense():
     crd, ref = o.scan("0 2 S0 N S0 S1 D", dim=3)
-    assert F(crd) == "0 1 2 S0 0 1 2 S0 S1 S0 S1 S2 D"
-    assert F(ref) == "0 1 2 S0 6 7 8 S0 S1 S0 S1 S2 D"
+    # a missing parent (N) still has every coordinate of a dense level, with no data (N positions)
+    assert F(crd) == "0 1 2 S0 0 1 2 S0 S1 0 1 2 S0 S1 S2 D"
+    assert F(ref) == "0 1 2 S0 6 7 8 S0 S1 N N N S0 S1 S2 D"
 
 
 def test_empty_tokens_through_array_alu_reduce():

@@ -2,6 +2,8 @@
 
     fuseflow inspect model.mlir [--json] [--format A=compressed,compressed]
     fuseflow inspect --torch models.py:GCN --input 34x34:csr --input 34x34 [--init '{"features": 34}']
+    fuseflow compile model.mlir --schedule "full order=i,k,j" [--table] [-o graph.json] [--svg graph.svg]
+    fuseflow orders model.mlir [--schedule unfused] [--group 1]
     fuseflow demo
 
 Bad input prints one line `fuseflow: error: ...` and exits with status 2.
@@ -45,6 +47,66 @@ def _cmd_inspect(args) -> int:
     return 0
 
 
+def _load_program(args):
+    from .frontend import from_mlir
+
+    return from_mlir(args.file, func=args.func, formats=_parse_formats(args.format))
+
+
+def _cmd_compile(args) -> int:
+    from .fusion.compile import compile_schedule
+    from .sam.export import render
+
+    compiled = compile_schedule(_load_program(args), args.schedule)
+    graphs = [k.graph for k in compiled.kernels if k.graph is not None]
+    for kernel in compiled.kernels:
+        if kernel.graph is None:
+            print(f"kernel {kernel.index}: reshape {kernel.group[0]} (a view, no graph)")
+            continue
+        counts = {}
+        for node in kernel.graph.nodes:
+            counts[node.kind] = counts.get(node.kind, 0) + 1
+        summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        print(f"kernel {kernel.index}: ops {','.join(kernel.group)}  order {','.join(kernel.order)}  "
+              f"{len(kernel.graph.nodes)} nodes ({summary})")
+        if args.table:
+            print(kernel.table.dump())
+        if args.text:
+            print(kernel.graph.to_text())
+    if args.output:
+        data = {"schedule": str(compiled.schedule), "kernels": [g.to_json() for g in graphs]}
+        with open(args.output, "w") as handle:
+            json.dump(data if len(graphs) != 1 else graphs[0].to_json(), handle, indent=1)
+        print(f"wrote {args.output}")
+    if args.svg:
+        for k, graph in enumerate(graphs):
+            path = args.svg if len(graphs) == 1 else args.svg.replace(".", f".k{k}.", 1)
+            print(f"wrote {render(graph, path)}")
+    return 0
+
+
+def _cmd_orders(args) -> int:
+    from .fusion.compile import compile_schedule
+    from .fusion.nesting import Nesting, topological_orders
+
+    compiled = compile_schedule(_load_program(args), args.schedule)
+    for kernel in compiled.kernels:
+        if kernel.region is None or (args.group is not None and kernel.index != args.group):
+            continue
+        valid, invalid = [], []
+        for order in topological_orders(kernel.region):
+            problem = Nesting(kernel.region, order).problem
+            (invalid if problem else valid).append((order, problem))
+        print(f"group {kernel.index} ({','.join(kernel.group)}): {len(valid)} valid orders of "
+              f"{','.join(kernel.region.vars)}" + (f" ({len(invalid)} more unsupported)" if invalid else ""))
+        for n, (order, _) in enumerate(valid):
+            print(f"  #{n} {','.join(order)}")
+        if args.verbose:
+            for order, problem in invalid:
+                print(f"  -- {','.join(order)}: {problem}")
+    return 0
+
+
 def _cmd_demo(args) -> int:
     from .demo import run_demo
 
@@ -70,6 +132,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(run=_cmd_inspect)
+
+    def mlir_command(name, help_text, run):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("file", help="an .mlir file (linalg + sparse_tensor)")
+        p.add_argument("--func", help="function to import when the module has several")
+        p.add_argument("--format", action="append", metavar="NAME=LEVELS", help="declare an input's storage")
+        p.add_argument("--schedule", default="full", help='e.g. "unfused", "full order=i,k,j", '
+                       '"fusion=[t1,t2][t3] order.1=#2 layout=induced"')
+        p.set_defaults(run=run)
+        return p
+
+    p = mlir_command("compile", "lower a schedule to dataflow graphs", _cmd_compile)
+    p.add_argument("--table", action="store_true", help="print each group's fusion table")
+    p.add_argument("--text", action="store_true", help="print each graph as text")
+    p.add_argument("-o", "--output", help="write the graph(s) as JSON")
+    p.add_argument("--svg", help="draw the graph(s) (needs Graphviz)")
+    p = mlir_command("orders", "list the valid dataflow orders of each group", _cmd_orders)
+    p.add_argument("--group", type=int, help="only this group")
+    p.add_argument("-v", "--verbose", action="store_true", help="also list unsupported orders and why")
 
     p = sub.add_parser("demo", help="import the built-in GCN on the karate club and check the reference")
     p.add_argument("--seed", type=int, default=0)

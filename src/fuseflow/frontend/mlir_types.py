@@ -59,7 +59,7 @@ def format_of(ranked_type, where: str) -> TensorFormat:
             order.append(ir.AffineDimExpr(expr.lhs).position)
             block[ir.AffineDimExpr(expr.lhs).position] = ir.AffineConstantExpr(expr.rhs).value
         elif isinstance(expr, ir.AffineModExpr):
-            if level is not DENSE:
+            if level.is_compressed:
                 raise NotSupported("sparse levels inside a block (block tiles must be dense)", where)
             tile.append(ir.AffineDimExpr(expr.lhs).position)
         else:

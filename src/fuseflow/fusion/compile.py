@@ -7,17 +7,18 @@
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from ..errors import UserError
-from ..ir.canonicalize import inline_copies
+from ..ir.canonicalize import drop_unit_variables, inline_copies
 from ..ir.formats import LEVEL_FORMATS, TensorFormat
 from ..ir.program import IndexOp, Program, op_output
 from ..ir.verify import infer_shapes
 from ..sam.graph import SamGraph
 from ..schedule.schedule import Schedule
 from .lower import lower
-from .nesting import order_problem, valid_orders
+from .nesting import Nesting, order_problem, topological_orders, valid_orders
 from .region import Region
 from .table import FusionTable
 
@@ -44,9 +45,10 @@ class Compiled:
     formats: dict[str, TensorFormat]  # storage of every tensor a kernel writes or reads
 
 
-def prepare(program: Program) -> Program:
-    """The canonical form that schedules name ops in (copies inlined)."""
-    return inline_copies(program)
+def prepare(program: Program, shapes: dict | None = None) -> Program:
+    """The canonical form that schedules name ops in: unit-extent variables become constant
+    indices, then copies (transposes, broadcasts, unit reshapes) are inlined."""
+    return inline_copies(drop_unit_variables(program, infer_shapes(program, shapes or {}, allow_dynamic=True)))
 
 
 def _format_of(meta: dict) -> TensorFormat:
@@ -55,12 +57,23 @@ def _format_of(meta: dict) -> TensorFormat:
 
 def _choose(region: Region, wanted: str | None, k: int) -> list[str]:
     if wanted is None or wanted.startswith("#"):
-        index = int(wanted[1:]) if wanted else 0
+        try:
+            index = int(wanted[1:]) if wanted else 0
+        except ValueError:
+            raise UserError(f"order {wanted!r} of group {k} is not #N or a list of variables", "schedule") from None
+        count = 0
         for n, order in enumerate(valid_orders(region)):
             if n == index:
                 return order
-        raise UserError(f"group {k} has no valid order #{index}", "schedule",
-                        "list them with `fuseflow orders`")
+            count += 1
+        if count:
+            raise UserError(f"group {k} has {count} valid orders, not #{index}", "schedule",
+                            "list them with `fuseflow orders`")
+        orders = list(itertools.islice(topological_orders(region), 1))
+        why = (Nesting(region, orders[0]).problem if orders else
+               "the storage orders of its inputs conflict")
+        raise UserError(f"group {k} ({','.join(region.group)}) has no valid order: {why}", "schedule",
+                        "change the grouping, an earlier group's order, or use layout=induced")
     order = [v.strip() for v in wanted.split(",")]
     if sorted(order) != sorted(region.vars):
         raise UserError(f"order {wanted} of group {k} must list each of {','.join(region.vars)} once", "schedule")
@@ -75,7 +88,7 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
     """Kernels for every group of `schedule`, lowered in dependency order."""
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule)
-    prog = program if canonical else prepare(program)
+    prog = program if canonical else prepare(program, shapes)
     all_shapes = infer_shapes(prog, shapes or {})
     formats: dict[str, TensorFormat] = {}
     for name, text in schedule.formats.items():

@@ -52,34 +52,41 @@ class _Lowering:
         self.box_value: dict = {}
         self.universe: dict = {}
         self.finished: set[int] = set()
-        self.spacc_coord: dict[int, Coord] = {}
-        self.spacc_mid: dict[int, Coord] = {}  # order-2 accumulators: coordinates of the middle level
         for leaf in self.r.leaves:
             self.g.tensors.setdefault(leaf.storage, {
                 "role": "input", "source": leaf.tensor, "shape": list(leaf.shape),
                 "levels": [str(x) for x in leaf.format.levels], "mode_order": list(leaf.format.mode_order)})
 
     # -- boxes: the final coordinate stream of an instance at a variable ------------------
+    # Key (inst, v): the instance's own iteration at v. Key ("out", inst, v): the coordinates a
+    # consumer sees for a finished instance's values (an accumulator's output, or its own).
+    # A joiner that filters a stream aliases the stream's box to the joiner's output.
     def _find(self, key):
         while self.box_parent.get(key, key) != key:
             key = self.box_parent[key]
         return key
 
-    def crd(self, inst_id: int, v: str) -> Stream:
-        return self.box_value[self._find((inst_id, v))]
+    def box(self, key) -> Stream:
+        return self.box_value[self._find(key)]
 
-    def set_box(self, inst_id: int, v: str, crd: Stream, universe: bool) -> None:
-        root = self._find((inst_id, v))
+    def crd(self, inst_id: int, v: str) -> Stream:
+        return self.box((inst_id, v))
+
+    def set_box(self, key, crd: Stream, universe: bool) -> None:
+        root = self._find(key)
         self.box_value[root] = crd
         self.universe[root] = universe
 
-    def alias(self, inst_id: int, v: str, into: int) -> None:
-        a, b = self._find((inst_id, v)), self._find((into, v))
+    def alias(self, key, into) -> None:
+        a, b = self._find(key), self._find(into)
         if a != b:
             self.box_parent[a] = b
 
+    def key_universe(self, key) -> bool:
+        return self.universe.get(self._find(key), False)
+
     def is_universe(self, inst_id: int, v: str) -> bool:
-        return self.universe.get(self._find((inst_id, v)), False)
+        return self.key_universe((inst_id, v))
 
     # -- helpers ----------------------------------------------------------------------------
     def add(self, kind, params=None, arity=0, label="", **inputs):
@@ -99,13 +106,15 @@ class _Lowering:
         return ref
 
     # -- coordinate streams -----------------------------------------------------------------
-    def view(self, inst_id: int, v: str, touched: list[int]) -> Coord:
+    def view(self, inst_id: int, v: str, touched: list) -> Coord:
         """Instance `inst_id`'s coordinates at `v` as its consumer sees them."""
-        if inst_id in self.spacc_coord and v == self.n.last[inst_id]:
-            return self.spacc_coord[inst_id]
         if inst_id in self.finished:
-            return Coord(self.crd(inst_id, v), (("val", inst_id),), self.is_universe(inst_id, v))
-        touched.append(inst_id)
+            key = ("out", inst_id, v)
+            if self._find(key) not in self.box_value:  # its values are aligned with its own iteration
+                self.alias(key, (inst_id, v))
+            touched.append(key)
+            return Coord(self.box(key), (("val", inst_id),), self.key_universe(key))
+        touched.append((inst_id, v))
         return Coord(self.crd(inst_id, v), tuple(self.live_keys(inst_id, v, touched)),
                      self.is_universe(inst_id, v))
 
@@ -132,7 +141,7 @@ class _Lowering:
         scan = self.add("scan", {"tensor": leaf.storage, "level": level, "format": str(fmt), "dim": dim},
                         ref=self.env[("ref", ref)])
         self.env[("ref", ref)] = scan.out("ref")
-        return Coord(scan.out("crd"), (("ref", ref),), fmt is DENSE)
+        return Coord(scan.out("crd"), (("ref", ref),), not fmt.is_compressed)
 
     def build(self, inst, v: str, merge: Merge, touched: list[int], memo: dict | None = None) -> Coord:
         memo = {} if memo is None else memo
@@ -149,10 +158,10 @@ class _Lowering:
         if isinstance(merge, Nothing):
             raise NotSupported(f"{inst.tensor} is identically zero at {v}")
         parts = [self.build(inst, v, p, touched, memo) for p in merge.parts]
+        real = [c for c, p in zip(parts, merge.parts) if not isinstance(p, Universe)]
+        if isinstance(merge, Union) and any(c.universe for c in real):
+            parts = real  # a dense universe adds nothing to a part that already has every coordinate
         parts = list({(c.crd, c.keys): c for c in parts}.values())
-        if isinstance(merge, Union) and any(c.universe for c, p in zip(parts, merge.parts)
-                                            if not isinstance(p, Universe)):
-            parts = [c for c in parts if not c.keys or c.keys[0][0] != "void"] or parts
         if len(parts) == 1:
             return parts[0]
         inputs = [(c.crd, key) for c in parts for key in c.keys]
@@ -168,19 +177,18 @@ class _Lowering:
 
     # -- the three steps per variable -----------------------------------------------------------
     def merge(self, inst, v: str) -> None:
-        touched: list[int] = []
+        touched: list = []
         coord = self.build(inst, v, self.t.merge(inst, v), touched)
-        self.set_box(inst.id, v, coord.crd, coord.universe)
-        for other in touched:
-            if other not in self.finished:
-                self.alias(other, v, inst.id)
+        self.set_box((inst.id, v), coord.crd, coord.universe)
+        for key in touched:
+            self.alias(key, (inst.id, v))
         for k, (kind, ref) in enumerate(inst.operands):
             if kind == "leaf" and v not in inst.access(k):
                 self.env[("ref", ref)] = self.repeat(self.env[("ref", ref)], coord.crd)
 
     def nest(self, inst, v: str) -> None:
         consumer = next(c for c, _ in inst.consumers if v in self.n.nest[c])
-        self.alias(inst.id, v, consumer)
+        self.alias((inst.id, v), (consumer, v))
         signal = self.crd(consumer, v)
         for kind, ref in inst.operands:
             if kind == "leaf":
@@ -218,17 +226,16 @@ class _Lowering:
             node = self.add("spacc", {"kind": op.reduce_kind}, crd_inner=self.crd(inst.id, last),
                             crd_outer=self.crd(inst.id, r), val=value)
             value = node.out("val")
-            self.spacc_coord[inst.id] = Coord(node.out("crd"), (("val", inst.id),),
-                                              self.is_universe(inst.id, last) and self.is_universe(inst.id, r))
+            self.set_box(("out", inst.id, last), node.out("crd"),
+                         self.is_universe(inst.id, last) and self.is_universe(inst.id, r))
         elif plan[0] == "spacc2":
             r, (mid, last) = plan[1], plan[2]
             node = self.add("spacc2", {"kind": op.reduce_kind}, crd_inner=self.crd(inst.id, last),
                             crd_mid=self.crd(inst.id, mid), crd_outer=self.crd(inst.id, r), val=value)
             value = node.out("val")
             r_full = self.is_universe(inst.id, r)
-            self.spacc_coord[inst.id] = Coord(node.out("crd"), (("val", inst.id),),
-                                              self.is_universe(inst.id, last) and r_full)
-            self.spacc_mid[inst.id] = Coord(node.out("crd_mid"), (), self.is_universe(inst.id, mid) and r_full)
+            self.set_box(("out", inst.id, last), node.out("crd"), self.is_universe(inst.id, last) and r_full)
+            self.set_box(("out", inst.id, mid), node.out("crd_mid"), self.is_universe(inst.id, mid) and r_full)
         self.env[("val", inst.id)] = value
         self.finished.add(inst.id)
 
@@ -269,12 +276,11 @@ class _Lowering:
         mode_order = [out.index(v) for v in level_vars] + [d for d, v in enumerate(out) if not isinstance(v, str)]
         crds, universe = [], []
         plan = self.n.plan[inst.id]
+        accumulated = set(plan[2]) if plan[0] == "spacc2" else {self.n.last[inst.id]} if plan[0] == "spacc" else set()
         for v in level_vars:
-            coord = self.spacc_coord.get(inst.id) if v == self.n.last[inst.id] else None
-            if plan[0] == "spacc2" and v == plan[2][0]:
-                coord = self.spacc_mid[inst.id]
-            crds.append(coord.crd if coord else self.crd(inst.id, v))
-            universe.append(coord.universe if coord else self.is_universe(inst.id, v))
+            key = ("out", inst.id, v) if v in accumulated else (inst.id, v)
+            crds.append(self.box(key))
+            universe.append(self.key_universe(key))
         declared = self.formats.get(name)
         if declared is not None:
             if list(declared.mode_order) != mode_order:
@@ -284,10 +290,10 @@ class _Lowering:
         else:
             levels = [DENSE if u else COMPRESSED for u in universe] + [DENSE] * (len(out) - len(level_vars))
         for k, v in enumerate(level_vars):
-            if levels[k] is DENSE and not universe[k]:
+            if not levels[k].is_compressed and not universe[k]:
                 raise NotSupported(f"{name} level {k} ({v}) has sparse coordinates and cannot be stored dense")
         for k in range(len(crds) - 1, 0, -1):  # drop coordinates whose fibers an intersection emptied
-            if levels[k - 1] is COMPRESSED and not universe[k]:
+            if levels[k - 1].is_compressed and not universe[k]:
                 node = self.add("crd_drop", outer=crds[k - 1], inner=crds[k])
                 crds[k - 1], crds[k] = node.out("outer"), node.out("inner")
                 universe[k - 1] = False

@@ -49,6 +49,8 @@ class Nesting:
             self.value_vars[inst.id] = [v for v in nest if v not in inst.reduce_vars]
         if self.problem is None:
             self._check_values(by_id)
+        if self.problem is None:
+            self._check_accumulators(by_id)
 
     def _fail(self, why: str) -> None:
         if self.problem is None:
@@ -95,6 +97,18 @@ class Nesting:
             if sorted(self.value_vars[inst_id]) != sorted(out_vars):
                 extra = sorted(set(self.value_vars[inst_id]) - set(out_vars))
                 self._fail(f"output {name} is recomputed inside {','.join(extra)} and cannot be written")
+
+    def _check_accumulators(self, by_id) -> None:
+        """A consumer reads an accumulator's output at the accumulator's innermost variable, so the
+        accumulator's inputs must be complete by then (not only after a later variable)."""
+        done: dict[int, int] = {}
+        for inst in self.region.instances:  # producers first
+            ends = [self.pos[self.last[inst.id]]] + [done[ref] for kind, ref in inst.operands if kind == "inst"]
+            done[inst.id] = max(ends)
+            if self.plan[inst.id][0].startswith("spacc") and inst.consumers and done[inst.id] > ends[0]:
+                late = self.order[done[inst.id]]
+                self._fail(f"the accumulated {inst.tensor} is read at {self.last[inst.id]} but its inputs "
+                           f"complete only at {late}")
 
     @property
     def valid(self) -> bool:

@@ -143,54 +143,66 @@ class Region:
             outputs = [n for n in group if n in read_outside or n in program.outputs]
         formats = formats or {}
         shapes = shapes or {n: t.shape for n, t in program.tensors.items()}
-        uf = _UnionFind()
-        instances: list[Instance] = []
-        by_op: dict[str, list[int]] = {}
 
-        def new_instance(name: str) -> Instance:
-            inst = Instance(len(instances), ops[name])
-            inst.var_of = {v: f"{inst.id}:{v}" for v in inst.op.vars}
-            for v in inst.var_of.values():
-                uf.find(v)
-            instances.append(inst)
-            by_op.setdefault(name, []).append(inst.id)
-            return inst
+        def bind(no_share: set):
+            uf = _UnionFind()
+            instances: list[Instance] = []
+            by_op: dict[str, list[int]] = {}
 
-        def conflict_free(u: _UnionFind) -> bool:
-            for inst in instances:
-                roots = [u.find(v) for v in inst.var_of.values()]
-                if len(set(roots)) != len(roots):
-                    return False
-            return True
+            def new_instance(name: str) -> Instance:
+                inst = Instance(len(instances), ops[name])
+                inst.var_of = {v: f"{inst.id}:{v}" for v in inst.op.vars}
+                for v in inst.var_of.values():
+                    uf.find(v)
+                instances.append(inst)
+                by_op.setdefault(name, []).append(inst.id)
+                return inst
 
-        output_instance = {name: new_instance(name).id for name in outputs}
-        work = 0
-        while work < len(instances):
-            inst = instances[work]
-            work += 1
-            for k, access in enumerate(inst.op.inputs):
-                if access.tensor not in members:
-                    inst.operands.append(("leaf", access.tensor))
-                    continue
-                chosen = None
-                # a tensor the region writes out is never shared with in-region consumers, whose
-                # intersections would otherwise filter what gets written
-                shared = [c for c in by_op.get(access.tensor, []) if c not in output_instance.values()]
-                for candidate in shared + [None]:
-                    producer = instances[candidate] if candidate is not None else new_instance(access.tensor)
-                    trial = uf.copy()
-                    for index, theirs in zip(access.indices, producer.op.output.indices):
-                        if isinstance(index, str) and isinstance(theirs, str):
-                            trial.union(inst.var_of[index], producer.var_of[theirs])
-                    if conflict_free(trial) or candidate is None:
-                        if not conflict_free(trial):
-                            raise NotSupported(f"{access} binds two different index variables of one op "
-                                               "to the same dimension (a diagonal access)")
-                        uf.parent = trial.parent
-                        chosen = producer
-                        break
-                inst.operands.append(("inst", chosen.id))
-                chosen.consumers.append((inst.id, k))
+            def conflict_free(u: _UnionFind) -> bool:
+                for inst in instances:
+                    roots = [u.find(v) for v in inst.var_of.values()]
+                    if len(set(roots)) != len(roots):
+                        return False
+                return True
+
+            output_instance = {name: new_instance(name).id for name in outputs}
+            work = 0
+            while work < len(instances):
+                inst = instances[work]
+                work += 1
+                for k, access in enumerate(inst.op.inputs):
+                    if access.tensor not in members:
+                        inst.operands.append(("leaf", access.tensor))
+                        continue
+                    chosen = None
+                    # a tensor the region writes out is never shared with in-region consumers, whose
+                    # intersections would otherwise filter what gets written
+                    shared = [c for c in by_op.get(access.tensor, []) if c not in output_instance.values()
+                              and (inst.id, k) not in no_share]
+                    for candidate in shared + [None]:
+                        producer = instances[candidate] if candidate is not None else new_instance(access.tensor)
+                        trial = uf.copy()
+                        for index, theirs in zip(access.indices, producer.op.output.indices):
+                            if isinstance(index, str) and isinstance(theirs, str):
+                                trial.union(inst.var_of[index], producer.var_of[theirs])
+                        if conflict_free(trial) or candidate is None:
+                            if not conflict_free(trial):
+                                raise NotSupported(f"{access} binds two different index variables of one op "
+                                                   "to the same dimension (a diagonal access)")
+                            uf.parent = trial.parent
+                            chosen = producer
+                            break
+                    inst.operands.append(("inst", chosen.id))
+                    chosen.consumers.append((inst.id, k))
+            return instances, uf, output_instance
+
+        no_share: set = set()
+        while True:
+            instances, uf, output_instance = bind(no_share)
+            unsafe = _filtered_shared_uses(instances)
+            if not unsafe:
+                break
+            no_share |= unsafe
         # logical variable names: the op-local name of the first instance that uses the class
         names: dict[str, str] = {}
         taken: set[str] = set()
@@ -256,6 +268,52 @@ class Region:
 
     def __post_init__(self):
         self._by_id = {inst.id: inst for inst in self.instances}
+
+
+def _filtered_uses(inst: Instance, k: int) -> set[str]:
+    """Variables at which consumer `inst` may drop coordinates of its operand k (an intersection)."""
+    from .patterns import Intersect, Operand, merge_at
+
+    def under_intersect(merge, inside=False) -> bool:
+        if isinstance(merge, Operand):
+            return inside and merge.index == k
+        parts = getattr(merge, "parts", ())
+        return any(under_intersect(p, inside or isinstance(merge, Intersect)) for p in parts)
+
+    found = set()
+    for v in set(x for x in inst.op.inputs[k].indices if isinstance(x, str)):
+        indexes = [v in a.indices for a in inst.op.inputs]
+        if under_intersect(merge_at(inst.op.body, indexes)):
+            found.add(v)
+    return found
+
+
+def _filtered_shared_uses(instances: list[Instance]) -> set:
+    """Uses (consumer id, input) that filter an instance another consumer also reads; such a use
+    gets its own copy of the producer, since the filtering would otherwise reach the other reader.
+    Filtering is transitive: a filtered consumer filters the operands it streams through."""
+    by_id = {i.id: i for i in instances}
+    filtered: dict[int, set[str]] = {}  # instance -> local-variable names of its op it may lose
+    order = _topological(instances)
+    for inst in reversed(order):  # consumers first
+        lost = set()
+        for c_id, k in inst.consumers:
+            consumer = by_id[c_id]
+            via = _filtered_uses(consumer, k) | filtered.get(c_id, set())
+            access = consumer.op.inputs[k].indices
+            mine = inst.op.output.indices
+            lost |= {theirs for index, theirs in zip(access, mine) if isinstance(theirs, str) and index in via}
+        filtered[inst.id] = lost
+    unsafe = set()
+    for inst in instances:
+        if len(inst.consumers) < 2:
+            continue
+        for c_id, k in inst.consumers:
+            consumer = by_id[c_id]
+            via = _filtered_uses(consumer, k) | filtered.get(c_id, set())
+            if set(consumer.op.inputs[k].indices) & via:
+                unsafe.add((c_id, k))
+    return unsafe
 
 
 def _topological(instances: list[Instance]) -> list[Instance]:

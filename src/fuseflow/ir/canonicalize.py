@@ -73,3 +73,35 @@ def inline_copies(program: Program) -> Program:
         del result.tensors[name]
     verify(result)
     return result
+
+
+def drop_unit_variables(program: Program, shapes: dict | None = None) -> Program:
+    """Replace index variables of extent 1 by the constant index 0 (`t(i,l) = u(i,l)/6` over a
+    5x1 tensor becomes `t(i,0) = u(i,0)/6`), so ops agree on which dimensions they iterate."""
+    from .reference import _is_identity_init
+    from .verify import infer_shapes
+
+    shapes = shapes or infer_shapes(program, {}, allow_dynamic=True)
+    result = copy.deepcopy(program)
+    ops = []
+    for op in result.ops:
+        if not isinstance(op, IndexOp):
+            ops.append(op)
+            continue
+        extent: dict[str, int | None] = {}
+        for access in (op.output, *op.inputs):
+            for index, dim in zip(access.indices, shapes[access.tensor]):
+                if isinstance(index, str) and dim is not None:
+                    extent[index] = dim
+        unit = {v for v, d in extent.items() if d == 1}
+        if op.reduce_vars and not _is_identity_init(op.init, op.reduce_kind):
+            unit -= set(op.reduce_vars)
+        if unit:
+            fix = lambda a: Access(a.tensor, tuple(0 if i in unit else i for i in a.indices))
+            reduce_vars = tuple(v for v in op.reduce_vars if v not in unit)
+            op = IndexOp(fix(op.output), tuple(fix(a) for a in op.inputs), op.body, reduce_vars,
+                         op.reduce_kind if reduce_vars else None, op.init if reduce_vars else None, op.loc)
+        ops.append(op)
+    result.ops = ops
+    verify(result)
+    return result

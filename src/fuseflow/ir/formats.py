@@ -28,6 +28,9 @@ class LevelFormat:
     def __str__(self) -> str:
         return self.name
 
+    def __deepcopy__(self, memo):  # level formats are shared constants
+        return self
+
 
 DENSE = LevelFormat("dense", has_locate=True, is_compressed=False)
 COMPRESSED = LevelFormat("compressed", has_locate=False, is_compressed=True)

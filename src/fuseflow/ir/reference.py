@@ -154,3 +154,12 @@ def _evaluate_general(op: IndexOp, env, dtype) -> np.ndarray:
         result = np.concatenate(pieces, axis=0)
     kept = [v for v in vars_ if v not in op.reduce_vars]
     return np.transpose(result, [kept.index(v) for v in out_vars])
+
+
+def _is_identity_init(init, kind) -> bool:
+    """True when a reduction's starting value changes nothing (None, 0 for sum, -inf for max)."""
+    if init is None:
+        return True
+    if isinstance(init, str):
+        return False
+    return {"sum": 0.0, "max": -np.inf, "min": np.inf}.get(kind, 0.0) == init

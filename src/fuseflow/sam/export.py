@@ -25,6 +25,8 @@ NODE_STYLE = {"root": "ellipse", "scan": "box", "locate": "box", "array": "box3d
 
 def _label(node) -> str:
     p = node.params
+    if node.kind == "scan" and not p.get("tensor"):
+        return f"{node.label or 'universe'}\\ndense {p['dim']}"
     if node.kind in ("scan", "level_write"):
         return f"{node.kind} {p['tensor']}.{p['level']}\\n{p.get('format', '')}"
     if node.kind in ("array", "value_write", "locate"):

@@ -17,8 +17,9 @@ Steps of each primitive ("reads" = the heads whose visible times count for the s
 * root: 2 steps: emit `0`; emit `D`.
 * scan: one step per emitted token (crd and ref are emitted together). For a `Val(r)` fiber with
   m coordinates: m+1 steps, the first consumes `r` and emits the first coordinate (or `S0` if
-  m = 0), the last emits `S0`; the steps after the first read nothing. `N`, `Sn`, `D`: one step
-  consuming it and emitting `S0`, `S(n+1)`, `D`.
+  m = 0), the last emits `S0`; the steps after the first read nothing. `N` on a dense level is
+  the full fiber with `N` positions (dim+1 steps), on a compressed level one step emitting `S0`.
+  `Sn`, `D`: one step consuming it and emitting `S(n+1)`, `D`.
 * locate, alu: one step per aligned input tuple, consuming one token of every input.
 * repsig, array, broadcast, fork, level_write, value_write: one step per input token.
 * repeat: one step per signal token: consumes it, reads the head of `in` (consuming it on `Sn`/`D`).
@@ -200,6 +201,8 @@ class _Ctx:
         self.steps = 0
         self._read_t = 0
         self._pending: list = []
+        self._popped: list = []
+        self.consumed: dict[str, list[int]] = {p: [] for p in inputs}  # step time of each input token
         self.counters = {"flops": 0, "mem_reads": 0, "mem_writes": 0}
         self.written_level: Level | None = None
         self.written_vals: list[float] | None = None
@@ -225,6 +228,7 @@ class _Ctx:
     def pop(self, port: str):
         tok = self.peek(port)
         self.inputs[port].pos += 1
+        self._popped.append(port)
         return tok
 
     def emit(self, port: str, tok) -> None:
@@ -240,6 +244,9 @@ class _Ctx:
             self.outs[port].append(tok)
             self.out_times[port].append(t + self.lat)
         self._pending.clear()
+        for port in self._popped:
+            self.consumed[port].append(t)
+        self._popped.clear()
         self._read_t = 0
         self.t = t
         self.steps += 1
@@ -295,6 +302,11 @@ def _scan(c: _Ctx) -> None:
             c.emit_all(Stop(0))
             c.step()
         elif tok is Empty:
+            if not level.is_compressed:  # a dense level under a missing parent: every coordinate, no data
+                for crd in range(level.dim):
+                    c.emit("crd", Val(crd))
+                    c.emit("ref", Empty)
+                    c.step()
             c.emit_all(Stop(0))
             c.step()
         elif isinstance(tok, Stop):
@@ -828,6 +840,7 @@ class NodeRun:
     counters: dict[str, int]
     written_level: Level | None = None
     written_vals: list[float] | None = None
+    consumed: dict[str, list[int]] | None = None  # step time at which each input token was consumed
 
 
 def _run_node(node_id, kind, params, arity, inputs: dict[str, tuple[list, list]], tensors, hw,
@@ -838,7 +851,8 @@ def _run_node(node_id, kind, params, arity, inputs: dict[str, tuple[list, list]]
     for port, ch in chans.items():
         if ch.pos != len(ch.toks):
             c.fail(f"input {port} ({ch.name}) has tokens after its D", ch.toks[ch.pos])
-    return NodeRun(c.outs, c.out_times, c.steps, c.t, c.counters, c.written_level, c.written_vals)
+    return NodeRun(c.outs, c.out_times, c.steps, c.t, c.counters, c.written_level, c.written_vals,
+                   c.consumed)
 
 
 def apply(kind: str, inputs: dict, params: dict | None = None, *, tensors: dict | None = None,
@@ -865,6 +879,18 @@ class GraphRun:
     counters: dict[str, int]
     streams: dict[Stream, list[Token]] | None = None
     stream_times: dict[Stream, list[int]] | None = None
+    max_occupancy: dict[Stream, int] | None = None  # most tokens waiting in each channel at once
+
+
+def channel_occupancy(sent: list[int], consumed: list[int]) -> int:
+    """Most tokens in a channel at once: a token occupies it from its send time until the step
+    that consumes it (a consume and a send at the same time free the slot first)."""
+    best, j, n = 0, 0, len(consumed)
+    for k, t in enumerate(sent):
+        while j < n and consumed[j] <= t:
+            j += 1
+        best = max(best, k + 1 - j)
+    return best
 
 
 def run_graph(graph: SamGraph, tensors: dict[str, StoredTensor], hw: HwConfig | None = None,
@@ -875,6 +901,7 @@ def run_graph(graph: SamGraph, tensors: dict[str, StoredTensor], hw: HwConfig | 
     written: dict[str, WrittenTensor] = {}
     node_steps: dict[int, int] = {}
     counters = {"flops": 0, "mem_reads": 0, "mem_writes": 0}
+    occupancy: dict[Stream, int] = {}
     cycles = 0
     for node in graph.nodes:
         if node.kind not in IMPLS:
@@ -889,6 +916,10 @@ def run_graph(graph: SamGraph, tensors: dict[str, StoredTensor], hw: HwConfig | 
         for port in run.outs:
             produced[Stream(node.id, port)] = (run.outs[port], run.times[port])
         node_steps[node.id] = run.steps
+        for port, stream in node.inputs.items():
+            lat = hw.latency_of(graph.nodes[stream.node].kind)
+            sent = [t - lat for t in produced[stream][1]]
+            occupancy[stream] = channel_occupancy(sent, run.consumed[port])
         for key, value in run.counters.items():
             counters[key] += value
         if node.kind in WRITERS:
@@ -907,7 +938,8 @@ def run_graph(graph: SamGraph, tensors: dict[str, StoredTensor], hw: HwConfig | 
         written=written, cycles=cycles, node_steps=node_steps,
         stream_tokens={s: len(toks) for s, (toks, _) in produced.items()}, counters=counters,
         streams={s: toks for s, (toks, _) in produced.items()} if keep_streams else None,
-        stream_times={s: times for s, (_, times) in produced.items()} if keep_streams else None)
+        stream_times={s: times for s, (_, times) in produced.items()} if keep_streams else None,
+        max_occupancy=occupancy)
 
 
 # -- per-primitive functions on token lists (text or tokens) -----------------------------------------
