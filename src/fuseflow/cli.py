@@ -107,6 +107,54 @@ def _cmd_orders(args) -> int:
     return 0
 
 
+def _read_inputs(path: str | None, program) -> dict:
+    """Inputs from an .npz keyed arg0, arg1, ... in argument order (dense arrays)."""
+    import numpy as np
+
+    if not path:
+        return {}
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise UserError(f"cannot read inputs from {path}: {err}", "--inputs") from None
+    names = {f"arg{k}": name for k, name in enumerate(program.inputs)}
+    data = {}
+    for key in archive.files:
+        if key not in names:
+            raise UserError(f"{path} holds {key!r}; the program takes arg0..arg{len(names) - 1}", "--inputs",
+                            f"arguments are {', '.join(f'{k}={v}' for k, v in names.items())}")
+        data[names[key]] = archive[key]
+    return data
+
+
+def _cmd_simulate(args) -> int:
+    import numpy as np
+
+    from .sim.hw import HwConfig
+    from .sim.simulate import simulate
+
+    program = _load_program(args)
+    hw = HwConfig(hbm=args.hbm, channel_depth=args.depth)
+    result = simulate(program, args.schedule, _read_inputs(args.inputs, program), seed=args.seed,
+                      density=args.density, hw=hw, engine=args.engine)
+    if args.save_outputs:
+        np.savez(args.save_outputs, **{f"out{k}": result.outputs[n] for k, n in enumerate(program.outputs)})
+    if args.json:
+        print(json.dumps(result.to_json(), indent=1))
+        return 0
+    print(f"program {result.program}  schedule: {result.schedule}")
+    print(f"{'kernel':<28} {'order':<14} {'cycles':>12} {'flops':>10} {'reads':>10} {'writes':>10} "
+          f"{'tokens':>11} {'max fifo':>8}")
+    for k in result.kernels:
+        print(f"{k.name[:28]:<28} {','.join(k.order)[:14]:<14} {k.cycles:>12,} {k.flops:>10,} {k.mem_reads:>10,} "
+              f"{k.mem_writes:>10,} {k.tokens:>11,} {k.max_occupancy:>8,}")
+    print(f"{'total':<43} {result.cycles:>12,} {result.flops:>10,} {result.mem_reads:>10,} "
+          f"{result.mem_writes:>10,} {result.tokens:>11,} {result.max_occupancy:>8,}")
+    print(f"outputs verified against the numpy reference (max abs error {result.max_abs_error:.2e}); "
+          f"{result.wall_seconds:.2f} s")
+    return 0
+
+
 def _cmd_demo(args) -> int:
     from .demo import run_demo
 
@@ -148,6 +196,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", action="store_true", help="print each graph as text")
     p.add_argument("-o", "--output", help="write the graph(s) as JSON")
     p.add_argument("--svg", help="draw the graph(s) (needs Graphviz)")
+    p = mlir_command("simulate", "simulate a schedule cycle by cycle and verify its outputs", _cmd_simulate)
+    p.add_argument("--inputs", help="dense inputs as .npz keyed arg0, arg1, ... (missing ones are generated)")
+    p.add_argument("--save-outputs", metavar="OUT.npz", help="save the outputs keyed out0, out1, ...")
+    p.add_argument("--seed", type=int, default=0, help="seed for generated inputs")
+    p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs")
+    p.add_argument("--hbm", action="store_true", help="model memory channels for scans, arrays and writers")
+    p.add_argument("--depth", type=int, help="bound every channel to this many tokens (detects deadlock)")
+    p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
+    p.add_argument("--json", action="store_true", help="machine-readable result")
     p = mlir_command("orders", "list the valid dataflow orders of each group", _cmd_orders)
     p.add_argument("--group", type=int, help="only this group")
     p.add_argument("-v", "--verbose", action="store_true", help="also list unsupported orders and why")
@@ -169,6 +226,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fuseflow: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into e.g. `head`
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as err:  # an internal bug: one line unless --debug
         if args.debug:
             raise

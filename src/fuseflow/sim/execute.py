@@ -32,7 +32,8 @@ class KernelRun:
     name: str
     cycles: int
     counters: dict[str, int]
-    max_tokens: int = 0
+    tokens: int = 0  # token events: tokens delivered over all streams
+    max_occupancy: int = 0  # deepest channel buffering the kernel needed
 
 
 @dataclass
@@ -82,11 +83,16 @@ def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run
                     raise UserError(f"kernel {kernel.index} reads {source}, which nothing computed")
                 stored[name] = StoredTensor.from_dense(values[source], _format(meta))
         run = run_graph_fn(graph, stored, hw)
+        if hw is not None and hw.channel_depth is not None:
+            from .bounded import bounded_cycles
+
+            run.cycles = bounded_cycles(graph, stored, hw.channel_depth, hw)
         for name, meta in graph.tensors.items():
             if meta["role"] == "output":
                 values[name] = decode(run.written[name], meta)
         result.kernels.append(KernelRun(kernel.index, graph.name, run.cycles, dict(run.counters),
-                                        max(run.stream_tokens.values(), default=0)))
+                                        sum(run.stream_tokens.values()),
+                                        max((run.max_occupancy or {}).values(), default=0)))
     result.outputs = {name: values[name] for name in program.outputs}
     result.values = values
     return result

@@ -88,7 +88,7 @@ from dataclasses import dataclass
 from ..errors import UserError
 from ..sam.graph import GraphError, SamGraph, Stream
 from ..sam.primitives import PRIMITIVES
-from .hw import HwConfig
+from .hw import MEMORY_KINDS, HwConfig
 from .storage import Level, StoredTensor, WrittenTensor
 from .tokens import Done, Empty, Repeat, Stop, Token, Val, as_tokens, format_tokens, is_elem, parse_tokens, \
     token_text
@@ -194,6 +194,8 @@ class _Ctx:
         self.id, self.kind, self.params, self.arity = node_id, kind, params, arity
         self.inputs, self.tensors = inputs, tensors
         self.lat, self.ii = hw.latency_of(kind), hw.initiation_interval
+        self.hw = hw
+        self._words = 0  # memory words issued so far (memory model)
         out_ports = PRIMITIVES[kind].ports(arity)[1]
         self.outs: dict[str, list] = {p: [] for p in out_ports}
         self.out_times: dict[str, list] = {p: [] for p in out_ports}
@@ -202,6 +204,9 @@ class _Ctx:
         self._read_t = 0
         self._pending: list = []
         self._popped: list = []
+        self.record = False  # keep what every step read, consumed and emitted (for bounded channels)
+        self._peeked: set = set()
+        self.log: list = []
         self.consumed: dict[str, list[int]] = {p: [] for p in inputs}  # step time of each input token
         self.counters = {"flops": 0, "mem_reads": 0, "mem_writes": 0}
         self.written_level: Level | None = None
@@ -223,6 +228,8 @@ class _Ctx:
         if ch.pos >= len(ch.toks):
             self.fail(f"input {port} ({ch.name}) ended without D")
         self._read_t = max(self._read_t, ch.times[ch.pos])
+        if self.record:
+            self._peeked.add((port, ch.pos))
         return ch.toks[ch.pos]
 
     def pop(self, port: str):
@@ -240,6 +247,19 @@ class _Ctx:
 
     def step(self) -> None:
         t = self._read_t if self.t is None else max(self.t + self.ii, self._read_t)
+        if self.hw.hbm and self.kind in MEMORY_KINDS:  # stall for the memory batches this step completes
+            words = self.counters["mem_reads"] + self.counters["mem_writes"]
+            t += self.hw.memory_stall(self._words, words - self._words)
+            if self._pending and self._pending[-1][1] is Done:
+                t += self.hw.final_stall(words)
+            self._words = words
+        if self.record:
+            popped: dict[str, int] = {}
+            for port in self._popped:
+                popped[port] = popped.get(port, 0) + 1
+            self.log.append((tuple(sorted(self._peeked)), tuple(popped.items()),
+                             tuple((port, len(self.outs[port])) for port, _ in self._pending)))
+            self._peeked = set()
         for port, tok in self._pending:
             self.outs[port].append(tok)
             self.out_times[port].append(t + self.lat)
@@ -841,18 +861,20 @@ class NodeRun:
     written_level: Level | None = None
     written_vals: list[float] | None = None
     consumed: dict[str, list[int]] | None = None  # step time at which each input token was consumed
+    log: list | None = None  # per step: ((port, index) read, (port, count) consumed, (port, index) emitted)
 
 
 def _run_node(node_id, kind, params, arity, inputs: dict[str, tuple[list, list]], tensors, hw,
-              names: dict[str, str] | None = None) -> NodeRun:
+              names: dict[str, str] | None = None, record: bool = False) -> NodeRun:
     chans = {p: _Chan(toks, times, (names or {}).get(p, p)) for p, (toks, times) in inputs.items()}
     c = _Ctx(node_id, kind, params, arity, chans, tensors, hw)
+    c.record = record
     IMPLS[kind](c)
     for port, ch in chans.items():
         if ch.pos != len(ch.toks):
             c.fail(f"input {port} ({ch.name}) has tokens after its D", ch.toks[ch.pos])
     return NodeRun(c.outs, c.out_times, c.steps, c.t, c.counters, c.written_level, c.written_vals,
-                   c.consumed)
+                   c.consumed, c.log if record else None)
 
 
 def apply(kind: str, inputs: dict, params: dict | None = None, *, tensors: dict | None = None,
@@ -880,6 +902,7 @@ class GraphRun:
     streams: dict[Stream, list[Token]] | None = None
     stream_times: dict[Stream, list[int]] | None = None
     max_occupancy: dict[Stream, int] | None = None  # most tokens waiting in each channel at once
+    step_log: dict[int, list] | None = None  # per node, what each step read, consumed and emitted
 
 
 def channel_occupancy(sent: list[int], consumed: list[int]) -> int:
@@ -894,7 +917,7 @@ def channel_occupancy(sent: list[int], consumed: list[int]) -> int:
 
 
 def run_graph(graph: SamGraph, tensors: dict[str, StoredTensor], hw: HwConfig | None = None,
-              keep_streams: bool = False) -> GraphRun:
+              keep_streams: bool = False, record_steps: bool = False) -> GraphRun:
     """Simulate `graph` on stored input tensors; see the module docstring for the cycle model."""
     hw = hw or HwConfig()
     produced: dict[Stream, tuple[list, list]] = {}
@@ -902,6 +925,7 @@ def run_graph(graph: SamGraph, tensors: dict[str, StoredTensor], hw: HwConfig | 
     node_steps: dict[int, int] = {}
     counters = {"flops": 0, "mem_reads": 0, "mem_writes": 0}
     occupancy: dict[Stream, int] = {}
+    step_log: dict[int, list] = {}
     cycles = 0
     for node in graph.nodes:
         if node.kind not in IMPLS:
@@ -912,7 +936,9 @@ def run_graph(graph: SamGraph, tensors: dict[str, StoredTensor], hw: HwConfig | 
                 raise GraphError(f"n{node.id} {node.kind}: input {port} reads {stream}, which is not "
                                  "an output of an earlier node")
             inputs[port], names[port] = produced[stream], str(stream)
-        run = _run_node(node.id, node.kind, node.params, node.arity, inputs, tensors, hw, names)
+        run = _run_node(node.id, node.kind, node.params, node.arity, inputs, tensors, hw, names, record_steps)
+        if record_steps:
+            step_log[node.id] = run.log
         for port in run.outs:
             produced[Stream(node.id, port)] = (run.outs[port], run.times[port])
         node_steps[node.id] = run.steps
@@ -939,7 +965,7 @@ def run_graph(graph: SamGraph, tensors: dict[str, StoredTensor], hw: HwConfig | 
         stream_tokens={s: len(toks) for s, (toks, _) in produced.items()}, counters=counters,
         streams={s: toks for s, (toks, _) in produced.items()} if keep_streams else None,
         stream_times={s: times for s, (_, times) in produced.items()} if keep_streams else None,
-        max_occupancy=occupancy)
+        max_occupancy=occupancy, step_log=step_log if record_steps else None)
 
 
 # -- per-primitive functions on token lists (text or tokens) -----------------------------------------

@@ -1,0 +1,125 @@
+"""Timing with bounded channels: back-pressure, and deadlock detection instead of a hang.
+
+What each node computes does not depend on timing, so a run with unbounded channels fixes every
+node's sequence of steps (what each step reads, consumes and emits). This module replays those
+steps with channels of limited depth: a step that emits the j-th token of a channel waits until
+the consumer has taken token j - depth. When no node can take its next step, the graph is
+deadlocked and `Deadlock` names the blocked nodes and the full and empty channels.
+
+    >>> from fuseflow.sam.graph import SamGraph
+    >>> g = SamGraph("chain"); r = g.add("root")
+    >>> s = g.add("scan", {"tensor": "", "level": 0, "format": "dense", "dim": 4}, ref=r.out("ref"))
+    >>> _ = g.add("level_write", {"tensor": "o", "level": 0, "format": "dense", "dim": 4}, crd=s.out("crd"))
+    >>> bounded_cycles(g, {}, depth=1) >= bounded_cycles(g, {}, depth=None)
+    True
+"""
+from __future__ import annotations
+
+from ..errors import FuseflowError
+from ..sam.graph import SamGraph, Stream
+from .hw import HwConfig
+from .oracle import WRITERS, run_graph
+
+
+class Deadlock(FuseflowError):
+    """The graph cannot make progress with the given channel depths."""
+
+    def __init__(self, time: int, blocked: list[str], full: list[str], empty: list[str]):
+        self.time, self.blocked, self.full, self.empty = time, blocked, full, empty
+        super().__init__(f"deadlock at cycle {time}: {len(blocked)} nodes blocked "
+                         f"({'; '.join(blocked[:6])}{' ...' if len(blocked) > 6 else ''}); "
+                         f"full channels: {', '.join(full[:8]) or 'none'}; "
+                         f"empty channels: {', '.join(empty[:8]) or 'none'}",
+                         None, "deepen the full channels (e.g. the ones buffering a softmax row)")
+
+
+def bounded_cycles(graph: SamGraph, tensors: dict, depth: int | dict | None, hw: HwConfig | None = None) -> int:
+    """Cycle count with every channel holding at most `depth` tokens (a dict maps streams to depths;
+    None means unbounded). Raises Deadlock."""
+    hw = hw or HwConfig()
+    run = run_graph(graph, tensors, hw, record_steps=True)
+    if depth is None:
+        return run.cycles
+    consumer: dict[Stream, tuple[int, str]] = {}
+    for node in graph.nodes:
+        for port, stream in node.inputs.items():
+            consumer[stream] = (node.id, port)
+
+    def cap(stream: Stream) -> int | None:
+        return depth.get(stream) if isinstance(depth, dict) else depth
+
+    sent: dict[Stream, list[int]] = {s: [] for s in consumer}  # send times of emitted tokens
+    taken: dict[Stream, list[int]] = {s: [] for s in consumer}  # consume times
+    nxt = {n.id: 0 for n in graph.nodes}
+    last: dict[int, int | None] = {n.id: None for n in graph.nodes}
+    finished = 0
+    cycles = 0
+    lat = {n.id: hw.latency_of(n.kind) for n in graph.nodes}
+    total = len(graph.nodes)
+    while finished < total:
+        progressed = False
+        for node in graph.nodes:
+            log = run.step_log[node.id]
+            while nxt[node.id] < len(log):
+                reads, pops, emits = log[nxt[node.id]]
+                ready = 0 if last[node.id] is None else last[node.id] + hw.initiation_interval
+                blocked = False
+                for port, index in reads:
+                    stream = node.inputs[port]
+                    if index >= len(sent[stream]):
+                        blocked = True
+                        break
+                    ready = max(ready, sent[stream][index] + lat[stream.node])
+                if not blocked:
+                    for port, index in emits:
+                        stream = Stream(node.id, port)
+                        limit = cap(stream) if stream in consumer else None
+                        if limit is not None and index >= limit:
+                            freed = taken[stream]
+                            if index - limit >= len(freed):
+                                blocked = True
+                                break
+                            ready = max(ready, freed[index - limit])
+                if blocked:
+                    break
+                for port, count in pops:
+                    taken[node.inputs[port]].extend([ready] * count)
+                for port, _ in emits:
+                    stream = Stream(node.id, port)
+                    if stream in sent:
+                        sent[stream].append(ready)
+                last[node.id] = ready
+                nxt[node.id] += 1
+                progressed = True
+                if nxt[node.id] == len(log):
+                    finished += 1
+                    if node.kind in WRITERS:
+                        cycles = max(cycles, ready)
+        if not progressed and finished < total:
+            raise _deadlock(graph, run, nxt, last, sent, taken, consumer, cap)
+    return cycles
+
+
+def _deadlock(graph, run, nxt, last, sent, taken, consumer, cap) -> Deadlock:
+    blocked, full, empty = [], set(), set()
+    for node in graph.nodes:
+        log = run.step_log[node.id]
+        if nxt[node.id] >= len(log):
+            continue
+        reads, _, emits = log[nxt[node.id]]
+        waits = []
+        for port, index in reads:
+            stream = node.inputs[port]
+            if index >= len(sent[stream]):
+                waits.append(f"data on {port}")
+                empty.add(f"{stream}->n{node.id}")
+        for port, index in emits:
+            stream = Stream(node.id, port)
+            limit = cap(stream) if stream in consumer else None
+            if limit is not None and index >= limit and index - limit >= len(taken[stream]):
+                waits.append(f"space on {port}")
+                full.add(f"{stream} (depth {limit})")
+        if waits:
+            blocked.append(f"n{node.id} {node.kind} waits for {' and '.join(waits)}")
+    time = max((t for t in last.values() if t is not None), default=0)
+    return Deadlock(time, blocked, sorted(full), sorted(empty))
