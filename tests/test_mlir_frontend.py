@@ -89,6 +89,9 @@ CASES = [
     Case("dynamic", ["Y(i,j) = sum[k] A(i,k) * W(k,j)"],
          {"A": "dense,dense", "W": "dense,compressed"},
          lambda d: {"Y": d["A"] @ sp.csr_matrix(d["W"])}, shapes={"A": (7, 8)}),
+    Case("shared_filter", ["T(i,j) = A(i,j) * 2", "Y(i,j) = T(i,j) * M(i,j)", "Z(i,j) = T(i,j) + Y(i,j)"],
+         {"A": "dense,compressed", "M": "dense,compressed"},
+         lambda d: {"Z": 2 * d["A"] + 2 * d["A"] * d["M"]}),
 ]
 IDS = [c.file for c in CASES]
 

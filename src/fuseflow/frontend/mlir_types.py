@@ -16,13 +16,24 @@ DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.fl
           "i64": np.int64, "i32": np.int32, "i1": np.bool_}
 
 
+_WRAPPER_FRAMES = ("fuseflow/frontend/torch_import.py",)
+
+
 def parse_location(text: str, source: str) -> str:
-    """`loc("-":9:8)` -> `source:9:8`; unknown locations give just `source`."""
-    match = re.search(r'loc\("([^"]*)":(\d+):(\d+)', text)
-    if not match:
+    """`loc("-":9:8)` -> `source:9:8`; unknown locations give just `source`. A call-site chain
+    (`callsite("linear.py":134:0 at "model.py":24:0)`) gives its outermost caller, the line of the
+    model that made the op.
+
+    >>> parse_location('loc(callsite("linear.py":134:0 at "gcn.py":24:0))', "x")
+    'gcn.py:24:0'
+    """
+    found = [f for f in re.findall(r'"([^"]*)":(\d+):(\d+)', text)
+             if not f[0].endswith(_WRAPPER_FRAMES)]  # fuseflow's own call into the model
+    if not found:
         return source
-    file = source if match.group(1) in ("-", "") else match.group(1)
-    return f"{file}:{match.group(2)}:{match.group(3)}"
+    file, line, col = found[-1]
+    file = source if file in ("-", "") else file
+    return f"{file}:{line}:{col}"
 
 
 def element_dtype(element_type, where: str) -> str:

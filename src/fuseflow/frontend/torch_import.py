@@ -91,7 +91,9 @@ def from_torch(module, *example_inputs, formats: dict | None = None, name: str |
             raise NotSupported(f"exporting {type(module).__name__} with torch-mlir failed: {first}",
                                "from_torch") from None
     arg_names = input_names + [_safe(n) for n in state_names]
-    program = from_mlir(str(mlir_module), arg_names=arg_names)
+    # with debug locations every op records the line of the model's code that produced it
+    text = mlir_module.operation.get_asm(enable_debug_info=True)
+    program = from_mlir(text, arg_names=arg_names)
     program.name = name or type(module).__name__
     declared = {n: f for n, x in zip(input_names, example_inputs) if (f := layout_format(x)) is not None}
     for key, fmt in (formats or {}).items():

@@ -18,7 +18,7 @@ from ..ir.verify import infer_shapes
 from ..sam.graph import SamGraph
 from ..schedule.schedule import Schedule
 from .lower import lower
-from .nesting import Nesting, order_problem, topological_orders, valid_orders
+from .nesting import Nesting, default_order, order_problem, topological_orders, valid_orders
 from .region import Region
 from .table import FusionTable
 
@@ -56,6 +56,10 @@ def _format_of(meta: dict) -> TensorFormat:
 
 
 def _choose(region: Region, wanted: str | None, k: int) -> list[str]:
+    if wanted is None:
+        best = default_order(region)
+        if best is not None:
+            return best
     if wanted is None or wanted.startswith("#"):
         try:
             index = int(wanted[1:]) if wanted else 0

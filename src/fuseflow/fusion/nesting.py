@@ -159,3 +159,32 @@ def order_problem(region: Region, order: list[str]) -> str | None:
 
 
 __all__ = ["Nesting", "topological_orders", "valid_orders", "order_problem"]
+
+
+def nest_cost(nesting: Nesting) -> float:
+    """Iterations of every op instance in its nest, a size-only estimate of the work an order
+    implies (an op recomputed inside a consumer's extra loop pays for every iteration of it)."""
+    extent = nesting.region.extent
+    total = 0.0
+    for inst in nesting.region.instances:
+        work = 1.0
+        for v in nesting.nest[inst.id]:
+            work *= extent[v]
+        total += work
+    return total
+
+
+def default_order(region: Region, limit: int = 4000) -> list[str] | None:
+    """The valid order with the least `nest_cost` among the first `limit` valid orders (ties: the
+    earlier one), or None when there is no valid order."""
+    best, best_cost = None, None
+    for k, order in enumerate(topological_orders(region)):
+        if k >= limit and best is not None:
+            break
+        nesting = Nesting(region, order)
+        if not nesting.valid:
+            continue
+        cost = nest_cost(nesting)
+        if best_cost is None or cost < best_cost:
+            best, best_cost = order, cost
+    return best

@@ -2,11 +2,14 @@
 
 A schedule is a printable, parsable string of whitespace-separated items:
 
-- `unfused` (each op its own kernel), `full` (one kernel, split only at reshapes), or
+- `unfused` (each op its own kernel), `full` (one kernel, split only at reshapes), `partial`
+  (one kernel per statement of the source: consecutive ops made by the same line of a PyTorch
+  model's `forward`, e.g. one per layer), or
   `fusion=[t2,t6][t9,t13]` (explicit groups, named by the tensors their ops produce; ops not
   listed get a group each);
 - `order=i,k,j` or `order=#3` for group 0, `order.1=...` for group 1 (by name, or an index into
-  the group's valid orders); the default is the first valid order;
+  the group's valid orders, as `fuseflow orders` lists them); without one, a group takes the
+  valid order with the least work by sizes alone (`fusion.nesting.default_order`);
 - `format.T=compressed,compressed` or `format.T=dense,dense;order=1,0` for a tensor that is
   written between kernels (or an input's storage);
 - `layout=induced`: store every program input in the mode order the dataflow order visits it
@@ -29,7 +32,7 @@ from ..ir.program import IndexOp, Program, op_output
 
 @dataclass
 class Schedule:
-    fusion: str = "full"  # unfused | full | groups
+    fusion: str = "full"  # unfused | full | partial | groups
     groups: list[list[str]] = field(default_factory=list)
     orders: dict[int, str] = field(default_factory=dict)
     formats: dict[str, str] = field(default_factory=dict)
@@ -51,10 +54,10 @@ class Schedule:
         s = Schedule()
         for item in text.split():
             key, sep, value = item.partition("=")
-            if item in ("unfused", "full"):
+            if item in ("unfused", "full", "partial"):
                 s.fusion = item
             elif key == "fusion" and sep:
-                if value in ("unfused", "full"):
+                if value in ("unfused", "full", "partial"):
                     s.fusion = value
                     continue
                 groups = re.findall(r"\[([^\]]*)\]", value)
@@ -83,12 +86,16 @@ class Schedule:
         reshapes = {op_output(op) for op in program.ops if not isinstance(op, IndexOp)}
         if self.fusion == "unfused":
             groups = [[n] for n in names]
-        elif self.fusion == "full":
+        elif self.fusion in ("full", "partial"):
+            statement = {op_output(op): (op.loc or "").rsplit(":", 1)[0] for op in program.ops}
             groups, current = [], []
             for n in names:
                 if n in reshapes:
                     groups += [current, [n]] if current else [[n]]
                     current = []
+                elif self.fusion == "partial" and current and statement[n] != statement[current[-1]]:
+                    groups.append(current)
+                    current = [n]
                 else:
                     current.append(n)
             groups += [current] if current else []
