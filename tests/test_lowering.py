@@ -10,7 +10,7 @@ from fuseflow.errors import NotSupported, UserError
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.sam.graph import SamGraph
 from fuseflow.sim.execute import execute
-from lowering_cases import MLIR_FILES, close, load, order_variants, schedules, torch_programs
+from lowering_cases import MLIR_FILES, close, fix_data, load, order_variants, schedules, torch_programs
 
 CASES = [(path, schedule) for path in MLIR_FILES for schedule in schedules(*load(path))]
 
@@ -33,7 +33,7 @@ def check_variant(program, shapes, data, gold, variant):
 @pytest.mark.parametrize("path, schedule", CASES, ids=[f"{os.path.basename(p)}-{s}" for p, s in CASES])
 def test_mlir_program_lowers_and_simulates(path, schedule):
     program, shapes = load(path)
-    data = fuseflow.random_inputs(program, density=0.3, seed=7, shapes=shapes)
+    data = fix_data(path, fuseflow.random_inputs(program, density=0.3, seed=7, shapes=shapes))
     gold = fuseflow.reference(program, data)
     variants = order_variants(program, schedule, shapes)
     for variant in variants:

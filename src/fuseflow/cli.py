@@ -4,6 +4,8 @@
     fuseflow inspect --torch models.py:GCN --input 34x34:csr --input 34x34 [--init '{"features": 34}']
     fuseflow compile model.mlir --schedule "full order=i,k,j" [--table] [-o graph.json] [--svg graph.svg]
     fuseflow orders model.mlir [--schedule unfused] [--group 1]
+    fuseflow gpu plan --chain G5 [--topk 11] [--json]
+    fuseflow gpu bench
     fuseflow demo
 
 Bad input prints one line `fuseflow: error: ...` and exits with status 2.
@@ -208,6 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = mlir_command("orders", "list the valid dataflow orders of each group", _cmd_orders)
     p.add_argument("--group", type=int, help="only this group")
     p.add_argument("-v", "--verbose", action="store_true", help="also list unsupported orders and why")
+
+    from .gpu.cli import add_commands as add_gpu_commands
+
+    add_gpu_commands(sub)
 
     p = sub.add_parser("demo", help="import the built-in GCN on the karate club and check the reference")
     p.add_argument("--seed", type=int, default=0)

@@ -55,7 +55,8 @@ class _Lowering:
         for leaf in self.r.leaves:
             self.g.tensors.setdefault(leaf.storage, {
                 "role": "input", "source": leaf.tensor, "shape": list(leaf.shape),
-                "levels": [str(x) for x in leaf.format.levels], "mode_order": list(leaf.format.mode_order)})
+                "levels": [str(x) for x in leaf.format.levels], "mode_order": list(leaf.format.mode_order),
+                "fill": self.r.background.get(leaf.tensor) or 0.0})
 
     # -- boxes: the final coordinate stream of an instance at a variable ------------------
     # Key (inst, v): the instance's own iteration at v. Key ("out", inst, v): the coordinates a
@@ -199,14 +200,25 @@ class _Lowering:
             return False
         return all(kind == "leaf" or ref in self.finished for kind, ref in inst.operands)
 
+    def coalesce(self, value: Stream, tensor: str) -> Stream:
+        """Missing entries (N) of a tensor whose background is not 0 read as that background."""
+        bg = self.r.background.get(tensor) or 0.0
+        if bg == 0.0:
+            return value
+        return self.add("alu", {"op": "coalesce", "arity": 1, "scalar": bg, "scalar_pos": 1}, a=value).out("val")
+
     def finish(self, inst) -> None:
         values = []
         for k, (kind, ref) in enumerate(inst.operands):
             if kind == "leaf":
                 leaf = self.r.leaves[ref]
-                values.append(self.add("array", {"tensor": leaf.storage}, ref=self.env[("ref", ref)]).out("val"))
+                params = {"tensor": leaf.storage}
+                bg = self.r.background.get(leaf.tensor) or 0.0
+                if bg != 0.0:
+                    params["fill"] = bg
+                values.append(self.add("array", params, ref=self.env[("ref", ref)]).out("val"))
                 continue
-            value = self.env[("val", ref)]
+            value = self.coalesce(self.env[("val", ref)], self.r.instance(ref).tensor)
             done = self.n.value_vars[ref]
             start = self.n.pos[done[-1]] if done else -1
             for w in self.n.nest[inst.id]:
@@ -303,7 +315,7 @@ class _Lowering:
                                      "dim": shape[mode_order[k]]}, crd=crd)
         self.add("value_write", {"tensor": name}, val=self.env[("val", inst.id)])
         self.g.tensors[name] = {"role": "output", "shape": list(shape), "levels": [str(x) for x in levels],
-                                "mode_order": mode_order}
+                                "mode_order": mode_order, "fill": self.r.background.get(name) or 0.0}
 
     def run(self) -> SamGraph:
         if not self.n.valid:

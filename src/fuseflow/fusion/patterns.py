@@ -16,6 +16,7 @@ coordinate (the universe). This keeps fused graphs exact with respect to dense s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import combinations
 
 from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary
 
@@ -108,14 +109,52 @@ def pattern(expr: Expr, indexes: list[bool]) -> Merge:
     raise TypeError(expr)
 
 
-def merge_at(expr: Expr, indexes: list[bool], dense: bool = False) -> Merge:
-    """The merge at one variable; `dense` forces the universe (max/min reductions see zeros)."""
-    merged = pattern(expr, indexes)
+MAX_SUBSETS = 10  # operands with the variable beyond which every coordinate is visited
+
+
+def merge_at(expr: Expr, indexes: list[bool], backgrounds: list | None = None, skip=0.0,
+             dense: bool = False, full: list[bool] | None = None) -> Merge:
+    """The merge at one variable.
+
+    `indexes[k]`: operand k has the variable (an operand without it is broadcast along it);
+    `backgrounds[k]`: the value operand k holds where it stores nothing (None: stored everywhere;
+    default all 0); `skip`: the result value that needs no visit (the output's background, or
+    the reduction identity at a reduction variable; None: visit everything); `dense` forces the
+    universe. A set P of stored operands needs a visit when the body, with the other operands at
+    their backgrounds, can differ from `skip`; the merge is the union over the minimal such P of
+    the intersection of P (the universe when P is empty). `full[k]` says operand k's stream holds
+    every coordinate (a dense level), so joining it by intersection drops nothing."""
+    n = len(indexes)
+    backgrounds = [0.0] * n if backgrounds is None else list(backgrounds)
+    sparse = [k for k in range(n) if indexes[k] and backgrounds[k] is not None]
+    if skip is None or dense or len(sparse) > MAX_SUBSETS:
+        merged = _or([Operand(k) for k in range(n) if indexes[k]] + [Universe()])
+    else:
+        from ..ir.background import _same, evaluate
+
+        minimal: list[set[int]] = []
+        for size in range(len(sparse) + 1):
+            for subset in combinations(sparse, size):
+                if any(m <= set(subset) for m in minimal):
+                    continue
+                values = [None if (k in subset or not indexes[k] or backgrounds[k] is None) else
+                          backgrounds[k] for k in range(n)]
+                if not _same(evaluate(expr, values), skip):
+                    minimal.append(set(subset))
+        merged = _or([_and([Operand(k) for k in sorted(m)]) if m else Universe() for m in minimal])
     present = set(_operands(merged))
-    missing = [Operand(k) for k, has in enumerate(indexes) if has and k not in present]
-    if missing:  # every operand with the variable must join, so its stream stays aligned
-        merged = _or([merged, *missing])
-    return _or([merged, Universe()]) if dense else merged
+    # every operand with the variable must join so that its stream stays aligned: an operand
+    # stored everywhere by intersection (it drops nothing), a sparse one by union
+    full = full or [False] * n
+    dense_missing = [Operand(k) for k in range(n) if indexes[k] and k not in present
+                     and (backgrounds[k] is None or full[k])]
+    sparse_missing = [Operand(k) for k in sparse if k not in present and not full[k]]
+    if sparse_missing:
+        merged = _or([merged, *sparse_missing])
+    if dense_missing:
+        merged = _and([merged, *dense_missing]) if not isinstance(merged, (Universe, Nothing)) else \
+            _and(dense_missing)
+    return merged
 
 
 def _operands(merge: Merge):

@@ -120,6 +120,7 @@ class Region:
     output_instance: dict[str, int]
     before: set[tuple[str, str]]  # partial order: (a, b) means a must come before b
     shapes: dict = field(default_factory=dict)  # resolved shapes of the program's tensors
+    background: dict = field(default_factory=dict)  # value of each tensor where it stores nothing
 
     @staticmethod
     def build(program: Program, group: list[str], outputs: list[str] | None = None,
@@ -260,8 +261,10 @@ class Region:
                 before |= set(zip(level_vars, level_vars[1:]))
         # topological order of instances: producers before consumers
         ordered = _topological(instances)
+        from ..ir.background import backgrounds
+
         return Region(program, list(group), list(outputs), ordered, leaves, order_seen, extent,
-                      output_instance, before, dict(shapes))
+                      output_instance, before, dict(shapes), backgrounds(program))
 
     def instance(self, inst_id: int) -> Instance:
         return self._by_id[inst_id]

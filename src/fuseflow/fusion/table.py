@@ -75,10 +75,28 @@ class FusionTable:
             names.append(self.region.leaves[ref].tensor if kind == "leaf" else self.region.instance(ref).tensor)
         return names
 
+    def operand_backgrounds(self, inst) -> list:
+        bg = self.region.background
+        return [bg.get(self.region.leaves[ref].tensor if kind == "leaf" else self.region.instance(ref).tensor, 0.0)
+                for kind, ref in inst.operands]
+
     def merge(self, inst, v: str) -> Merge:
+        from ..ir.background import IDENTITY
+
         indexes = [v in inst.access(k) for k in range(len(inst.operands))]
-        dense = v in inst.reduce_vars and inst.op.reduce_kind in ("max", "min")
-        return merge_at(inst.op.body, indexes, dense)
+        backgrounds = self.operand_backgrounds(inst)
+        out_bg = self.region.background.get(inst.tensor, 0.0)
+        if inst.reduce_vars:  # positions where the body is the identity add nothing to the result
+            identity = IDENTITY[inst.op.reduce_kind]
+            skip = identity if v in inst.reduce_vars or out_bg == identity else None
+        else:
+            skip = out_bg
+        full = []
+        for k, (kind, ref) in enumerate(inst.operands):
+            leaf = self.region.leaves[ref] if kind == "leaf" else None
+            levels = leaf.level_vars() if leaf else []
+            full.append(bool(leaf and v in levels and not leaf.format.levels[levels.index(v)].is_compressed))
+        return merge_at(inst.op.body, indexes, backgrounds, skip, full=full)
 
     def _leaf_cell(self, leaf, v: str) -> Cell:
         level_vars = leaf.level_vars()

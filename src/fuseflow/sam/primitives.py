@@ -81,12 +81,14 @@ PRIMITIVES: dict[str, Primitive] = {p.kind: p for p in [
         consume their payload head, the others emit `N`. All heads `Sn`: emit `Sn`.
         Example: (`1 3 S0 D`, `a b`) and (`3 4 S0 D`, `c d`) -> crd `1 3 4 S0 D`,
         pay0 `a b N S0 D`, pay1 `N c d S0 D`."""),
-    _p("array", {"ref": "ref"}, {"val": "val"}, ("tensor",), doc="""
-        Value lookup: `Val(r)` -> `Val(vals[r])`, `N` -> `0`, stops and `D` pass through."""),
+    _p("array", {"ref": "ref"}, {"val": "val"}, ("tensor", "fill"), doc="""
+        Value lookup: `Val(r)` -> `Val(vals[r])`, `N` -> the tensor's background `fill` (0 unless
+        given), stops and `D` pass through."""),
     _p("alu", {"a": "val", "b": "val", "c": "val"}, {"val": "val"}, ("op", "arity", "scalar", "scalar_pos"),
        doc="""
         Token-aligned arithmetic over 1-3 value inputs (`N` counts as 0): unary ops (neg exp sqrt
-        rsqrt tanh erf abs, and `const` which emits the scalar for every element), binary ops (add sub
+        rsqrt tanh erf abs; `const` emits the scalar for every element; `coalesce` turns `N` into the
+        scalar, the background of a tensor whose missing entries are not 0), binary ops (add sub
         mul div max min and comparisons gt ge lt le eq ne giving 1/0), `select` (3 inputs). With a
         `scalar`, a binary op takes it as operand `scalar_pos`. Stops must match and pass through.
         Example (mul, scalar 2): `1 3 S0 D` -> `2 6 S0 D`."""),

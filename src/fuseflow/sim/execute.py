@@ -60,7 +60,7 @@ def decode(written, meta: dict) -> np.ndarray:
     n = len(written.levels)
     dims = list(mode_order[:n])
     kept = sorted(dims)
-    sub = written.to_dense([shape[d] for d in kept], [kept.index(d) for d in dims])
+    sub = written.to_dense([shape[d] for d in kept], [kept.index(d) for d in dims], meta.get("fill", 0.0))
     return np.reshape(sub, shape)
 
 
@@ -81,7 +81,7 @@ def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run
                 source = meta.get("source", name)
                 if source not in values:
                     raise UserError(f"kernel {kernel.index} reads {source}, which nothing computed")
-                stored[name] = StoredTensor.from_dense(values[source], _format(meta))
+                stored[name] = StoredTensor.from_dense(values[source], _format(meta), meta.get("fill", 0.0))
         run = run_graph_fn(graph, stored, hw)
         if hw is not None and hw.channel_depth is not None:
             from .bounded import bounded_cycles

@@ -152,6 +152,7 @@ ALU_OPS: dict[str, tuple[int, object]] = {  # op -> (number of operands, functio
     "erf": (1, math.erf),
     "abs": (1, abs),
     "const": (0, None),
+    "coalesce": (0, None),  # N -> the scalar (a background other than 0), values pass
     "add": (2, lambda a, b: a + b),
     "sub": (2, lambda a, b: a - b),
     "mul": (2, lambda a, b: a * b),
@@ -465,7 +466,8 @@ def _joiner(c: _Ctx, is_union: bool) -> None:
 
 
 def _array(c: _Ctx) -> None:
-    vals = c.tensor().vals
+    tensor = c.tensor()
+    vals, fill = tensor.vals, float(c.params.get("fill", tensor.fill))
     while True:
         tok = c.pop("ref")
         if isinstance(tok, Val):
@@ -474,7 +476,7 @@ def _array(c: _Ctx) -> None:
             c.counters["mem_reads"] += 1
             c.emit("val", Val(float(vals[tok.x])))
         elif tok is Empty:
-            c.emit("val", Val(0.0))
+            c.emit("val", Val(fill))
         elif isinstance(tok, Stop) or tok is Done:
             c.emit("val", tok)
         else:
@@ -492,9 +494,9 @@ def _alu_signature(kind_where: str, params: dict, connected: list[str]):
     ports = "abc"[:arity]
     scalar, pos = params.get("scalar"), params.get("scalar_pos", 1)
     nargs, fn = ALU_OPS[op]
-    if op == "const":
-        if scalar is None or arity < 1:
-            raise GraphError(f"{kind_where}: const needs a scalar and one input for its structure")
+    if op in ("const", "coalesce"):
+        if scalar is None or arity != 1:
+            raise GraphError(f"{kind_where}: {op} needs a scalar and one input")
     elif nargs != arity + (scalar is not None) or (scalar is not None and not 0 <= pos <= arity):
         raise GraphError(f"{kind_where}: op {op} takes {nargs} operands, got {arity} inputs"
                          + (f" and a scalar at {pos}" if scalar is not None else ""))
@@ -505,7 +507,9 @@ def _alu(c: _Ctx) -> None:
     op, ports, fn, scalar, pos = _alu_signature(c.where(), c.params, [p for p in "abc" if p in c.inputs])
     while True:
         toks = [c.pop(p) for p in ports]
-        if all(is_elem(t) for t in toks):
+        if op == "coalesce" and is_elem(toks[0]):
+            c.emit("val", Val(scalar if toks[0] is Empty else float(_num(toks[0]))))
+        elif all(is_elem(t) for t in toks):
             if op == "const":
                 result = scalar
             else:

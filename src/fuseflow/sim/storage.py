@@ -5,16 +5,17 @@ level has `seg` (one entry per parent position, plus one) and `crd`; a dense lev
 Positions follow SAM: the root position is 0; a dense level's position is `parent_pos*dim + crd`;
 a compressed level's positions index its `crd` array. `vals` holds one value per position of the
 last level, in position order. `from_dense` stores a coordinate of a compressed level when the
-subtensor below it has a nonzero (explicit zeros are dropped).
+subtensor below it holds a value other than the tensor's background `fill` (0 unless an op makes
+it, e.g., -inf for masked scores); positions not stored read back as `fill`. Arrays are numpy.
 
     >>> import numpy as np
     >>> from fuseflow.ir.formats import TensorFormat
     >>> A = np.array([[1.0, 0.0], [2.0, 3.0]])
     >>> t = StoredTensor.from_dense(A, TensorFormat.parse("dense,compressed"))
-    >>> t.levels[1].seg, t.levels[1].crd, t.vals
+    >>> t.levels[1].seg.tolist(), t.levels[1].crd.tolist(), t.vals.tolist()
     ([0, 1, 3], [0, 0, 1], [1.0, 2.0, 3.0])
     >>> t = StoredTensor.from_dense(A, TensorFormat.parse("compressed,compressed;order=1,0"))
-    >>> t.levels[0].crd, t.levels[1].seg, t.levels[1].crd, t.vals
+    >>> t.levels[0].crd.tolist(), t.levels[1].seg.tolist(), t.levels[1].crd.tolist(), t.vals.tolist()
     ([0, 1], [0, 2, 3], [0, 1, 1], [1.0, 2.0, 3.0])
     >>> bool((t.to_dense() == A).all())
     True
@@ -34,93 +35,127 @@ class Level:
 
     format: str
     dim: int | None = None
-    seg: list[int] | None = None
-    crd: list[int] | None = None
+    seg: np.ndarray | None = None
+    crd: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.seg is not None:
+            self.seg = np.asarray(self.seg, dtype=np.int64)
+        if self.crd is not None:
+            self.crd = np.asarray(self.crd, dtype=np.int64)
 
     @property
     def is_compressed(self) -> bool:
         return self.format == "compressed"
 
     def child_positions(self, pos: int):
-        """(coordinate, position) pairs of the fiber at parent position `pos`."""
+        """(coordinate, position) pairs of the fiber at parent position `pos` (Python ints)."""
         if self.is_compressed:
-            return [(self.crd[p], p) for p in range(self.seg[pos], self.seg[pos + 1])]
+            lo, hi = int(self.seg[pos]), int(self.seg[pos + 1])
+            return list(zip(self.crd[lo:hi].tolist(), range(lo, hi)))
         return [(c, pos * self.dim + c) for c in range(self.dim)]
 
+    def children(self, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For an array of parent positions: (index of the parent, coordinate, position) of every
+        child, in order."""
+        parents = np.asarray(parents, dtype=np.int64)
+        if not self.is_compressed:
+            d = int(self.dim)
+            rows = np.repeat(np.arange(len(parents)), d)
+            crd = np.tile(np.arange(d, dtype=np.int64), len(parents))
+            return rows, crd, np.repeat(parents * d, d) + crd
+        starts, ends = self.seg[parents], self.seg[parents + 1]
+        counts = ends - starts
+        rows = np.repeat(np.arange(len(parents)), counts)
+        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        pos = np.repeat(starts, counts) + offsets
+        return rows, self.crd[pos], pos
 
-def _decode(levels: list[Level], vals, shape, mode_order) -> np.ndarray:
+
+def _entries(levels: list[Level]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Positions of the last level's entries and their coordinates, level by level."""
+    pos = np.zeros(1, dtype=np.int64)
+    coords: list[np.ndarray] = []
+    for level in levels:
+        rows, crd, pos = level.children(pos)
+        coords = [c[rows] for c in coords] + [crd]
+    return pos, coords
+
+
+def _decode(levels: list[Level], vals, shape, mode_order, fill: float = 0.0) -> np.ndarray:
     shape = tuple(int(s) for s in shape)
     rank = len(shape)
     mode_order = tuple(range(rank)) if mode_order is None else tuple(mode_order)
     if len(levels) != rank or sorted(mode_order) != list(range(rank)):
         raise ValueError(f"{len(levels)} levels, mode order {mode_order} do not fit shape {shape}")
     dims = [shape[m] for m in mode_order]
-    entries = [(0, ())]
     for k, level in enumerate(levels):
         if not level.is_compressed and level.dim != dims[k]:
             raise ValueError(f"dense level {k} has dim {level.dim}, the shape needs {dims[k]}")
-        entries = [(p, pre + (c,)) for pos, pre in entries for c, p in level.child_positions(pos)]
-    vals = list(vals or [])
-    n_pos = (levels[-1].seg[-1] if levels[-1].is_compressed else
-             (max((p for p, _ in entries), default=-1) + 1)) if levels else 1
+    vals = np.asarray(vals if vals is not None else [], dtype=np.float64)
+    pos, coords = _entries(levels)
+    n_pos = (len(levels[-1].crd) if levels[-1].is_compressed else int(pos.max(initial=-1)) + 1) if levels else 1
     if len(vals) != n_pos:
         raise ValueError(f"{len(vals)} values for {n_pos} positions of the last level")
-    dense = np.zeros(dims, dtype=np.float64)
-    for pos, coords in entries:
-        if any(not 0 <= c < d for c, d in zip(coords, dims)):
-            raise ValueError(f"coordinate {coords} out of range {tuple(dims)}")
-        dense[coords] = vals[pos]
-    return np.transpose(dense, np.argsort(mode_order)) if rank else dense
+    for c, d in zip(coords, dims):
+        if len(c) and (c.min() < 0 or c.max() >= d):
+            raise ValueError(f"a coordinate is out of range {tuple(dims)}")
+    dense = np.full(dims, fill, dtype=np.float64)
+    if rank:
+        dense[tuple(coords)] = vals[pos]
+        return np.transpose(dense, np.argsort(mode_order))
+    dense[()] = vals[0] if len(vals) else fill
+    return dense
 
 
 @dataclass
 class StoredTensor:
     levels: list[Level]
-    vals: list[float]
+    vals: np.ndarray
     shape: tuple[int, ...] | None = None
     fmt: TensorFormat | None = None
+    fill: float = 0.0
 
     @staticmethod
-    def from_dense(array, fmt: TensorFormat) -> "StoredTensor":
+    def from_dense(array, fmt: TensorFormat, fill: float = 0.0) -> "StoredTensor":
         array = np.asarray(array, dtype=np.float64)
         if fmt.block:
             raise NotImplementedError("blocked formats are not supported by the simulator yet")
         if fmt.rank != array.ndim:
             raise ValueError(f"format {fmt} has {fmt.rank} levels, the array has {array.ndim} dims")
         tiled = np.transpose(array, fmt.mode_order) if array.ndim else array
-        nonzero = tiled != 0
-        entries = [(0, ())]  # (position, coordinates in level order) of the current level
+        stored = tiled != fill
+        pos = np.zeros(1, dtype=np.int64)
+        coords: list[np.ndarray] = []
         levels = []
         for k, lf in enumerate(fmt.levels):
             dim = tiled.shape[k]
             if lf.is_compressed:
-                # a coordinate is stored when the subtensor below it holds a nonzero
-                has = nonzero.any(axis=tuple(range(k + 1, tiled.ndim))) if k + 1 < tiled.ndim else nonzero
-                seg, crd, nxt = [0], [], []
-                for _, pre in entries:
-                    sub = has[pre]
-                    for c in range(dim):
-                        if sub[c]:
-                            nxt.append((len(crd), pre + (c,)))
-                            crd.append(c)
-                    seg.append(len(crd))
+                # a coordinate is stored when the subtensor below it holds a value other than fill
+                has = stored.any(axis=tuple(range(k + 1, tiled.ndim))) if k + 1 < tiled.ndim else stored
+                sub = has[tuple(coords)] if coords else has[None, :]
+                rows, crd = np.nonzero(sub)
+                seg = np.concatenate([[0], np.cumsum(sub.sum(axis=1))])
                 levels.append(Level("compressed", dim, seg, crd))
+                pos = np.arange(len(crd), dtype=np.int64)
             else:
-                nxt = [(pos * dim + c, pre + (c,)) for pos, pre in entries for c in range(dim)]
                 levels.append(Level("dense", dim))
-            entries = nxt
-        n_pos = (max((p for p, _ in entries), default=-1) + 1) if levels else 1
-        if levels and levels[-1].is_compressed:
-            n_pos = len(levels[-1].crd)
-        vals = [0.0] * n_pos
-        for pos, pre in entries:
-            vals[pos] = float(tiled[pre])
-        return StoredTensor(levels, vals, tuple(array.shape), fmt)
+                rows = np.repeat(np.arange(len(pos)), dim)
+                crd = np.tile(np.arange(dim, dtype=np.int64), len(pos))
+                pos = np.repeat(pos * dim, dim) + crd
+            coords = [c[rows] for c in coords] + [crd]
+        n_pos = (len(levels[-1].crd) if levels[-1].is_compressed else int(pos.max(initial=-1)) + 1) if levels else 1
+        vals = np.full(n_pos, fill, dtype=np.float64)
+        if levels:
+            vals[pos] = tiled[tuple(coords)]
+        else:
+            vals[:] = tiled
+        return StoredTensor(levels, vals, tuple(array.shape), fmt, fill)
 
     def to_dense(self, shape=None) -> np.ndarray:
         shape = self.shape if shape is None else shape
         order = self.fmt.mode_order if self.fmt is not None else None
-        return _decode(self.levels, self.vals, shape, order)
+        return _decode(self.levels, self.vals, shape, order, self.fill)
 
 
 @dataclass
@@ -130,9 +165,9 @@ class WrittenTensor:
     levels: dict[int, Level] = field(default_factory=dict)
     vals: list[float] | None = None
 
-    def to_dense(self, shape, mode_order=None) -> np.ndarray:
+    def to_dense(self, shape, mode_order=None, fill: float = 0.0) -> np.ndarray:
         rank = len(tuple(shape))
         missing = [k for k in range(rank) if k not in self.levels]
         if missing or len(self.levels) != rank:
             raise ValueError(f"levels written {sorted(self.levels)}, a rank-{rank} tensor needs 0..{rank - 1}")
-        return _decode([self.levels[k] for k in range(rank)], self.vals, shape, mode_order)
+        return _decode([self.levels[k] for k in range(rank)], self.vals, shape, mode_order, fill)
