@@ -92,7 +92,20 @@ CASES = [
     Case("shared_filter", ["T(i,j) = A(i,j) * 2", "Y(i,j) = T(i,j) * M(i,j)", "Z(i,j) = T(i,j) + Y(i,j)"],
          {"A": "dense,compressed", "M": "dense,compressed"},
          lambda d: {"Z": 2 * d["A"] + 2 * d["A"] * d["M"]}),
+    Case("masked_softmax", ["filled(i,j) = select(M(i,j) == 0, -inf, S(i,j))", "max(i) = max[j] filled(i,j)",
+                            "ex(i,j) = exp(filled(i,j) - max(i))", "sum(i) = sum[j] ex(i,j)",
+                            "out(i,j) = ex(i,j) / sum(i)"],
+         {"S": "dense,dense", "M": "dense,compressed"},
+         lambda d: {"out": _masked_softmax(d["S"], d["M"])}),
 ]
+
+
+def _masked_softmax(S, M):
+    """PyTorch's S.masked_fill(M == 0, -inf).softmax(-1), in numpy (all-masked rows are NaN)."""
+    filled = np.where(M == 0, -np.inf, S)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(filled - filled.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
 IDS = [c.file for c in CASES]
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..errors import NotSupported, UserError
 from ..ir.expr import Binary, Const, Expr, In, renumber_inputs
 from ..ir.formats import TensorFormat
-from ..ir.program import Access, IndexOp, Program, ReshapeOp, Tensor
+from ..ir.program import Access, IndexOp, Program, ReshapeOp, Tensor, op_output
 from ..ir.verify import verify
 from .mlir_body import region_expression
 from .mlir_types import constant_data, element_dtype, format_of, parse_location, resource_blobs, shape_of
@@ -184,6 +184,7 @@ class _Importer:
         name = str(func_op.attributes["sym_name"]).strip('"')
         self.program = Program(name)
         self.names: dict = {}  # ir.Value -> tensor name
+        self.producer_op: dict = {}  # tensor name -> the MLIR operation that defines it
         self.taken: set[str] = set()
         self.arg_names = arg_names
         self.source_names = _SourceNames(text)
@@ -211,6 +212,9 @@ class _Importer:
                         element_dtype(rt.element_type, where), format_of(rt, where))
         self.program.add_tensor(tensor, role)
         self.names[value] = tensor.name
+        owner = value.owner
+        if hasattr(owner, "operation") and not isinstance(owner, self.ir.Block):
+            self.producer_op[tensor.name] = owner.operation
         return tensor.name
 
     # -- driver ----------------------------------------------------------------
@@ -228,6 +232,11 @@ class _Importer:
             if name in self.program.inputs:  # returning an argument: make the output a copy
                 name = self.copy_of(value, name, self.where(terminator))
             self.program.outputs.append(name)
+        # ops in the order the function lists them (the model's execution order; a topological
+        # order), rather than the order the lazy conversion met them
+        position = {op.operation: k for k, op in enumerate(block.operations)}
+        rank = {name: position.get(self.producer_op.get(name), len(position)) for name in self.producer_op}
+        self.program.ops.sort(key=lambda op: rank.get(op_output(op), len(position)))
         return self.program
 
     def copy_of(self, value, source: str, where: str) -> str:

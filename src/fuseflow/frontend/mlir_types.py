@@ -37,9 +37,10 @@ def parse_location(text: str, source: str) -> str:
 
 
 def element_dtype(element_type, where: str) -> str:
+    """Floating-point types, and i1 (booleans such as `M == 0`, computed as 1.0 / 0.0)."""
     name = str(element_type)
-    if name not in ("f32", "f64", "f16", "bf16"):
-        raise NotSupported(f"tensors of element type {name} (only floating point)", where)
+    if name not in ("f32", "f64", "f16", "bf16", "i1"):
+        raise NotSupported(f"tensors of element type {name} (only floating point and i1)", where)
     return name
 
 

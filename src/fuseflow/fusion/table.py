@@ -54,6 +54,7 @@ class FusionTable:
             for kind, ref in inst.operands:
                 if kind == "leaf":
                     self.leaf_owner[ref] = inst.id
+        self._full: dict = {}
         self.cells: dict[tuple[str, str], Cell] = {}
         for v in self.order:
             for leaf in region.leaves:
@@ -91,12 +92,37 @@ class FusionTable:
             skip = identity if v in inst.reduce_vars or out_bg == identity else None
         else:
             skip = out_bg
-        full = []
-        for k, (kind, ref) in enumerate(inst.operands):
-            leaf = self.region.leaves[ref] if kind == "leaf" else None
-            levels = leaf.level_vars() if leaf else []
-            full.append(bool(leaf and v in levels and not leaf.format.levels[levels.index(v)].is_compressed))
+        full = [indexes[k] and self.is_full(kind, ref, v) for k, (kind, ref) in enumerate(inst.operands)]
         return merge_at(inst.op.body, indexes, backgrounds, skip, full=full)
+
+    def is_full(self, kind: str, ref: int, v: str) -> bool:
+        """Whether an operand's coordinates at `v` are every coordinate (a dense level, or an op
+        whose merge there includes the universe): joining it by intersection then drops nothing."""
+        key = (kind, ref, v)
+        if key not in self._full:
+            self._full[key] = False  # guards re-entry
+            if kind == "leaf":
+                leaf = self.region.leaves[ref]
+                levels = leaf.level_vars()
+                self._full[key] = v in levels and not leaf.format.levels[levels.index(v)].is_compressed
+            else:
+                inst = self.region.instance(ref)
+                self._full[key] = v in inst.local_vars and self._merge_full(inst, self.merge(inst, v), v)
+        return self._full[key]
+
+    def _merge_full(self, inst, merge: Merge, v: str) -> bool:
+        from .patterns import Intersect, Operand, Union, Universe
+
+        if isinstance(merge, Universe):
+            return True
+        if isinstance(merge, Operand):
+            kind, ref = inst.operands[merge.index]
+            return self.is_full(kind, ref, v)
+        if isinstance(merge, Union):
+            return any(self._merge_full(inst, p, v) for p in merge.parts)
+        if isinstance(merge, Intersect):
+            return all(self._merge_full(inst, p, v) for p in merge.parts)
+        return False
 
     def _leaf_cell(self, leaf, v: str) -> Cell:
         level_vars = leaf.level_vars()

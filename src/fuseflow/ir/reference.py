@@ -90,10 +90,11 @@ def _letters(vars_: tuple[str, ...]) -> dict[str, str]:
 
 def _evaluate(op: IndexOp, env, out_shape, dtype) -> np.ndarray:
     factors = product_factors(op.body)
-    if factors is not None and op.reduce_kind in (None, "sum") and any(isinstance(f, In) for f in factors):
+    covered = {v for a in op.inputs for v in a.vars} >= set(op.output.vars)
+    if factors is not None and covered and op.reduce_kind in (None, "sum") and any(isinstance(f, In) for f in factors):
         result = _evaluate_product(op, factors, env, dtype)
     else:
-        result = _evaluate_general(op, env, dtype)
+        result = _evaluate_general(op, env, dtype, out_shape)
     result = result.reshape(out_shape) if result.size == int(np.prod(out_shape)) else \
         np.broadcast_to(result, out_shape)
     if op.init is not None:
@@ -117,10 +118,10 @@ def _evaluate_product(op: IndexOp, factors, env, dtype) -> np.ndarray:
     return result * scale if scale != 1 else result
 
 
-def _evaluate_general(op: IndexOp, env, dtype) -> np.ndarray:
+def _evaluate_general(op: IndexOp, env, dtype, out_shape=()) -> np.ndarray:
     vars_ = op.vars
     letter = _letters(vars_)
-    extent: dict[str, int] = {}
+    extent: dict[str, int] = {v: d for v, d in zip(op.output.indices, out_shape) if isinstance(v, str)}
     views = []
     for k, access in enumerate(op.inputs):
         arr = _access_array(op, k, env)

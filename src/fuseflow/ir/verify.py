@@ -65,9 +65,10 @@ def _verify_index_op(program: Program, op: IndexOp, loc: str) -> None:
     if op.reduce_vars and op.reduce_kind not in REDUCE_KINDS:
         raise UserError(f"unknown reduction kind {op.reduce_kind!r}", loc)
     used = {v for a in op.inputs for v in a.vars}
-    if not set(out_vars) <= used and op.inputs:
-        missing = set(out_vars) - used
-        raise UserError(f"output variables {sorted(missing)} are not indexed by any input", loc)
+    out_tensor = program.tensors[op.output.tensor]
+    for index, dim in zip(op.output.indices, out_tensor.shape):
+        if isinstance(index, str) and index not in used and dim is None:  # a broadcast needs a size
+            raise UserError(f"output variable {index} is indexed by no input and its size is dynamic", loc)
     if not set(op.reduce_vars) <= used:
         raise UserError(f"reduction variables {op.reduce_vars} are not indexed by any input", loc)
     bad = [i for i in op.body.inputs_used() if i >= len(op.inputs)]

@@ -86,16 +86,14 @@ class Schedule:
         reshapes = {op_output(op) for op in program.ops if not isinstance(op, IndexOp)}
         if self.fusion == "unfused":
             groups = [[n] for n in names]
-        elif self.fusion in ("full", "partial"):
-            statement = {op_output(op): (op.loc or "").rsplit(":", 1)[0] for op in program.ops}
+        elif self.fusion == "partial":
+            groups = statement_groups(program)
+        elif self.fusion == "full":
             groups, current = [], []
             for n in names:
                 if n in reshapes:
                     groups += [current, [n]] if current else [[n]]
                     current = []
-                elif self.fusion == "partial" and current and statement[n] != statement[current[-1]]:
-                    groups.append(current)
-                    current = [n]
                 else:
                     current.append(n)
             groups += [current] if current else []
@@ -114,6 +112,26 @@ class Schedule:
                                     "schedule", "put each reshape in a group of its own")
             groups = [list(g) for g in self.groups if g] + [[n] for n in names if n not in seen]
         return _dependency_order(program, groups)
+
+
+def statement_groups(program: Program) -> list[list[str]]:
+    """One group per source statement: consecutive ops (in the model's execution order) made by
+    the same line of its code (`loc` without the column); a line run once per layer in a loop
+    gives one group per layer. Reshapes stay alone."""
+    groups: list[list[str]] = []
+    last = None
+    for op in program.ops:
+        name = op_output(op)
+        line = (op.loc or name).rsplit(":", 1)[0]
+        if not isinstance(op, IndexOp):
+            groups.append([name])
+            last = None
+        elif groups and line == last:
+            groups[-1].append(name)
+        else:
+            groups.append([name])
+            last = line
+    return groups
 
 
 def _dependency_order(program: Program, groups: list[list[str]]) -> list[list[str]]:

@@ -1,0 +1,114 @@
+"""Built-in models with their data and fusion presets: `build("gcn", dataset="karate")`.
+
+    >>> case = build("gcn", dataset="karate")
+    >>> sorted(case.presets), case.inputs["A"].shape
+    (['full', 'partial', 'unfused'], (34, 34))
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import UserError
+from ..fusion.compile import prepare
+from ..ir.program import Program
+from .presets import as_schedule, cross_layer, reference_unfused
+
+MODELS = ("gcn", "graphsage", "sae", "gpt3-bigbird")
+
+
+@dataclass
+class ModelCase:
+    name: str
+    dataset: str
+    program: Program  # canonical (schedules name its ops)
+    inputs: dict[str, np.ndarray]
+    presets: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+
+
+def _graph_case(name: str, dataset: str, scale: float, seed: int, hidden: int) -> ModelCase:
+    import torch
+
+    from ..data import load_graph
+    from ..frontend import from_torch
+    from .gcn import GCN
+    from .graphsage import GraphSAGE
+
+    graph = load_graph(dataset, scale=scale, seed=seed)
+    features = np.asarray(graph.features, dtype=np.float64)
+    torch.manual_seed(seed)
+    cls = GCN if name == "gcn" else GraphSAGE
+    model = cls(features=features.shape[1], classes=max(graph.num_classes, 2), hidden=hidden).eval()
+    A = graph.adjacency.tocsr()
+    example_A = torch.sparse_csr_tensor(torch.tensor(A.indptr), torch.tensor(A.indices),
+                                        torch.tensor(A.data, dtype=torch.float32), size=A.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = prepare(from_torch(model, example_A, torch.tensor(features, dtype=torch.float32),
+                                     formats={"A": "compressed,compressed"}))
+    return ModelCase(name, graph.name, program, {"A": A.toarray(), "X": features})
+
+
+def _sae_case(size: str, seed: int, density: float) -> ModelCase:
+    import torch
+
+    from ..frontend import from_torch
+    from .sae import BATCH, SAE_SIZES, SparseAutoencoder
+
+    if size not in SAE_SIZES:
+        raise UserError(f"unknown autoencoder size {size!r}", "--dataset", f"use one of {', '.join(SAE_SIZES)}")
+    features, hidden = SAE_SIZES[size]
+    model = SparseAutoencoder(features, hidden, density=density, seed=seed).eval()
+    X = np.random.default_rng(seed).normal(size=(BATCH, features)) * 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = prepare(from_torch(model, torch.tensor(X, dtype=torch.float32),
+                                     formats={"enc.weight": "compressed,compressed",
+                                              "dec.weight": "compressed,compressed"}))
+    return ModelCase("sae", size, program, {"X": X})
+
+
+def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
+    import torch
+
+    from ..frontend import from_torch
+    from .gpt3 import GPT3_SMALL, GPT3_TINY, GPT3BigBird, bigbird_mask
+
+    cfg = {"tiny": GPT3_TINY, "small": GPT3_SMALL}.get(config)
+    if cfg is None:
+        raise UserError(f"unknown GPT-3 config {config!r}", "--dataset", "use tiny or small")
+    model = GPT3BigBird(**cfg, seed=seed).eval()
+    mask = bigbird_mask(cfg["seq"], block, seed=seed)
+    x = np.random.default_rng(seed).normal(size=(cfg["seq"], cfg["d_model"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = prepare(from_torch(model, torch.tensor(x, dtype=torch.float32),
+                                     torch.tensor(mask, dtype=torch.float32).to_sparse_csr(),
+                                     formats={"M": "compressed,compressed"}))
+    case = ModelCase("gpt3-bigbird", f"{config}-b{block}", program, {"x": x, "M": mask},
+                     note=f"mask density {mask.mean():.3f}")
+    case.presets["full"] = as_schedule(cross_layer(program, "gpt3.py:85", "gpt3.py:83"))
+    return case
+
+
+def build(name: str, dataset: str | None = None, *, scale: float = 1.0, seed: int = 0, block: int = 16,
+          hidden: int = 16, density: float = 0.1) -> ModelCase:
+    """A built-in model on a dataset: graphs for gcn/graphsage (karate, cora, synthetic:dblp, ...),
+    a size for sae (small, imagenet, ...), a config for gpt3-bigbird (tiny, small)."""
+    from ..schedule.schedule import statement_groups
+
+    if name in ("gcn", "graphsage"):
+        case = _graph_case(name, dataset or "karate", scale, seed, hidden)
+    elif name == "sae":
+        case = _sae_case(dataset or "small", seed, density)
+    elif name == "gpt3-bigbird":
+        case = _gpt3_case(dataset or "tiny", block, seed)
+    else:
+        raise UserError(f"unknown model {name!r}", "--model", f"built-in models: {', '.join(MODELS)}")
+    case.presets.setdefault("unfused", as_schedule(reference_unfused(case.program)))
+    case.presets.setdefault("partial", as_schedule(statement_groups(case.program)))
+    case.presets.setdefault("full", "full layout=induced")
+    return case
