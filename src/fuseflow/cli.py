@@ -157,6 +157,49 @@ def _cmd_simulate(args) -> int:
     return 0
 
 
+def _study_case(args):
+    from .models.registry import MODELS, build
+
+    if args.model in MODELS:
+        return build(args.model, args.dataset, scale=args.scale, seed=args.seed, block=args.block)
+    from .frontend import from_mlir
+    from .frontend.torch_loader import program_from_torch_spec
+    from .fusion.compile import prepare
+    from .ir.generate import random_inputs
+    from .models.presets import as_schedule, reference_unfused
+    from .models.registry import ModelCase
+    from .schedule.schedule import statement_groups
+
+    if args.model.endswith(".mlir"):
+        program = from_mlir(args.model)
+    elif ":" in args.model:
+        program = program_from_torch_spec(args.model, args.input, None, args.density, args.seed, {})
+    else:
+        raise UserError(f"unknown model {args.model!r}", "--model",
+                        f"use one of {', '.join(MODELS)}, a .mlir file or FILE.py:Class")
+    program = prepare(program)
+    case = ModelCase(program.name, "generated", program, random_inputs(program, density=args.density, seed=args.seed))
+    case.presets = {"unfused": as_schedule(reference_unfused(program)),
+                    "partial": as_schedule(statement_groups(program)), "full": "full layout=induced"}
+    return case
+
+
+def _cmd_study(args) -> int:
+    from .study import format_table, fusion_study, plot
+
+    case = _study_case(args)
+    schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]
+    rows = fusion_study(case, schedules, engine=args.engine, progress=not args.json)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(f"fusion study: {case.name} on {case.dataset}" + (f" ({case.note})" if case.note else ""))
+        print(format_table(rows))
+    if args.plot:
+        print(f"wrote {plot(rows, args.plot)}", file=sys.stderr)
+    return 0
+
+
 def _cmd_demo(args) -> int:
     from .demo import run_demo
 
@@ -210,6 +253,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = mlir_command("orders", "list the valid dataflow orders of each group", _cmd_orders)
     p.add_argument("--group", type=int, help="only this group")
     p.add_argument("-v", "--verbose", action="store_true", help="also list unsupported orders and why")
+
+    p = sub.add_parser("study", help="studies over schedules: `study fusion` compares granularities")
+    studies = p.add_subparsers(dest="study", required=True)
+    p = studies.add_parser("fusion", help="simulate unfused, partial and full fusion of a model")
+    p.add_argument("--model", default="gcn", help="gcn, graphsage, sae, gpt3-bigbird, a .mlir file or FILE.py:Class")
+    p.add_argument("--dataset", help="graph (karate, cora, cora_ml, synthetic:dblp, a .npz), sae size "
+                   "(small, imagenet, ...) or gpt3 config (tiny, small)")
+    p.add_argument("--schedules", default="unfused,partial,full", help="presets or schedule strings, comma-separated")
+    p.add_argument("--scale", type=float, default=1.0, help="size factor for synthetic graphs")
+    p.add_argument("--block", type=int, default=16, help="BigBird block size")
+    p.add_argument("--input", action="append", metavar="SHAPE[:LAYOUT]", help="inputs of a FILE.py:Class model")
+    p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
+    p.set_defaults(run=_cmd_study)
 
     from .gpu.cli import add_commands as add_gpu_commands
 

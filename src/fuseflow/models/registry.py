@@ -43,10 +43,10 @@ def _graph_case(name: str, dataset: str, scale: float, seed: int, hidden: int) -
     cls = GCN if name == "gcn" else GraphSAGE
     model = cls(features=features.shape[1], classes=max(graph.num_classes, 2), hidden=hidden).eval()
     A = graph.adjacency.tocsr()
-    example_A = torch.sparse_csr_tensor(torch.tensor(A.indptr), torch.tensor(A.indices),
-                                        torch.tensor(A.data, dtype=torch.float32), size=A.shape)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        example_A = torch.sparse_csr_tensor(torch.tensor(A.indptr), torch.tensor(A.indices),
+                                            torch.tensor(A.data, dtype=torch.float32), size=A.shape)
         program = prepare(from_torch(model, example_A, torch.tensor(features, dtype=torch.float32),
                                      formats={"A": "compressed,compressed"}))
     return ModelCase(name, graph.name, program, {"A": A.toarray(), "X": features})
