@@ -4,6 +4,8 @@
     fuseflow inspect --torch models.py:GCN --input 34x34:csr --input 34x34 [--init '{"features": 34}']
     fuseflow compile model.mlir --schedule "full order=i,k,j" [--table] [-o graph.json] [--svg graph.svg]
     fuseflow orders model.mlir [--schedule unfused] [--group 1]
+    fuseflow study fusion --model gcn --dataset karate [--plot out.png]
+    fuseflow sweep ... --db results.sqlite   /   fuseflow plot results.sqlite
     fuseflow gpu plan --chain G5 [--topk 11] [--json]
     fuseflow gpu bench
     fuseflow demo
@@ -271,7 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
     p.set_defaults(run=_cmd_study)
 
+    from .explore.cli import add_commands as add_explore_commands
     from .gpu.cli import add_commands as add_gpu_commands
+
+    add_explore_commands(sub)
 
     add_gpu_commands(sub)
 
