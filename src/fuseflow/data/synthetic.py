@@ -80,6 +80,8 @@ def generate(key: str, *, scale: float = 1.0, seed: int = 0) -> Graph:
                         fix=f"use one of {', '.join('synthetic:' + k for k in SPECS)}")
     if not (isinstance(scale, (int, float)) and np.isfinite(scale) and scale > 0):
         raise UserError(f"scale must be a positive number, got {scale!r}", where=f"synthetic:{key}")
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise UserError(f"seed must be a non-negative integer, got {seed!r}", where=f"synthetic:{key}")
     spec = SPECS[key]
     n, stored = scaled_size(spec, float(scale))
     rng = np.random.default_rng([seed, _stable_hash(key)])
@@ -126,8 +128,7 @@ class _Sampler:
                           for a, b in zip(self.starts[:-1], self.starts[1:])]
 
     def draw(self, k: int) -> np.ndarray:
-        picks = np.searchsorted(self.cum, self.rng.random(k) * self.cum[-1], side="right")
-        return np.minimum(picks, len(self.cum) - 1)
+        return _pick(self.cum, k, self.rng)
 
     def draw_partners(self, u: np.ndarray, homophily: float) -> np.ndarray:
         v = self.draw(len(u))
@@ -137,12 +138,18 @@ class _Sampler:
             classes, counts = np.unique(self.labels[u[by_class]], return_counts=True)
             start = 0
             for c, k in zip(classes, counts):
-                cum = self.class_cum[c]
-                pos = np.minimum(np.searchsorted(cum, self.rng.random(k) * cum[-1], side="right"),
-                                 len(cum) - 1)
+                pos = _pick(self.class_cum[c], k, self.rng)
                 v[by_class[start:start + k]] = self.order[self.starts[c] + pos]
                 start += k
         return v
+
+
+def _pick(cum: np.ndarray, k: int, rng) -> np.ndarray:
+    """k i.i.d. indices with probability ∝ the increments of `cum`. Sorted needles make
+    searchsorted cache-friendly (4× faster on MAG); the shuffle makes the draws i.i.d. again."""
+    needles = np.sort(rng.random(k)) * cum[-1]
+    picks = np.minimum(np.searchsorted(cum, needles, side="right"), len(cum) - 1)
+    return picks[rng.permutation(k)]
 
 
 def _edges(n, target, w_out, w_in, labels, homophily, symmetric, rng) -> np.ndarray:
@@ -174,10 +181,14 @@ def _edges(n, target, w_out, w_in, labels, homophily, symmetric, rng) -> np.ndar
         batch = int((target - len(keys)) * 1.3) + 64
         u = sources.draw(batch)
         keys = first_seen(np.concatenate([keys, keyed(u, partners.draw_partners(u, homophily))]))
-    if len(keys) < target:  # nearly complete tiny graphs: finish with uniformly chosen pairs
-        every = keyed(*[a.ravel() for a in np.meshgrid(np.arange(n), np.arange(n), indexing="ij")])
-        rest = np.setdiff1d(np.unique(every), keys)
-        keys = np.concatenate([keys, rng.permutation(rest)])
+    while len(keys) < target:  # nearly complete graphs: finish with uniformly chosen pairs
+        if n <= 4096:
+            every = keyed(*[a.ravel() for a in np.meshgrid(np.arange(n), np.arange(n), indexing="ij")])
+            keys = np.concatenate([keys, rng.permutation(np.setdiff1d(np.unique(every), keys))])
+        else:
+            batch = 2 * (target - len(keys)) + 64
+            keys = first_seen(np.concatenate([keys, keyed(rng.integers(0, n, batch),
+                                                          rng.integers(0, n, batch))]))
     return keys[:target]
 
 

@@ -37,7 +37,8 @@ def _graph_case(name: str, dataset: str, scale: float, seed: int, hidden: int) -
     from .gcn import GCN
     from .graphsage import GraphSAGE
 
-    graph = load_graph(dataset, scale=scale, seed=seed)
+    synthetic = dataset.startswith("synthetic:")
+    graph = load_graph(dataset, scale=scale, seed=seed) if synthetic else load_graph(dataset)
     features = np.asarray(graph.features, dtype=np.float64)
     torch.manual_seed(seed)
     cls = GCN if name == "gcn" else GraphSAGE
