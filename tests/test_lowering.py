@@ -9,13 +9,14 @@ import fuseflow
 from fuseflow.errors import NotSupported, UserError
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.sam.graph import SamGraph
+from fuseflow.sim import fast
 from fuseflow.sim.execute import execute
 from lowering_cases import MLIR_FILES, close, fix_data, load, order_variants, schedules, torch_programs
 
 CASES = [(path, schedule) for path in MLIR_FILES for schedule in schedules(*load(path))]
 
 
-def check_variant(program, shapes, data, gold, variant):
+def check_variant(program, shapes, data, gold, variant, run_graph_fn=None):
     compiled = compile_schedule(program, variant, shapes)
     for kernel in compiled.kernels:
         if kernel.graph is None:
@@ -24,7 +25,7 @@ def check_variant(program, shapes, data, gold, variant):
         kernel.graph.verify_single_consumers()
         again = SamGraph.from_json(kernel.graph.to_json())  # the JSON form loads back identically
         assert again.to_text() == kernel.graph.to_text()
-    run = execute(compiled, data)
+    run = execute(compiled, data, run_graph_fn=run_graph_fn) if run_graph_fn else execute(compiled, data)
     for name in program.outputs:
         assert close(run.outputs[name], gold[name]), f"{variant}: {name} differs from the reference"
     return compiled
@@ -50,7 +51,7 @@ def test_torch_model_lowers_and_simulates(name):
     checked = 0
     for schedule in schedules(program):
         for variant in order_variants(program, schedule, limit=4):
-            check_variant(program, None, data, gold, variant)
+            check_variant(program, None, data, gold, variant, fast.run_graph)  # fast == oracle: test_sim_fast
             checked += 1
     assert checked >= 6
 

@@ -145,7 +145,7 @@ class Region:
         formats = formats or {}
         shapes = shapes or {n: t.shape for n, t in program.tensors.items()}
 
-        def bind(no_share: set):
+        def bind(no_share: set, private: set):
             uf = _UnionFind()
             instances: list[Instance] = []
             by_op: dict[str, list[int]] = {}
@@ -179,7 +179,7 @@ class Region:
                     # a tensor the region writes out is never shared with in-region consumers, whose
                     # intersections would otherwise filter what gets written
                     shared = [c for c in by_op.get(access.tensor, []) if c not in output_instance.values()
-                              and (inst.id, k) not in no_share]
+                              and (inst.id, k) not in no_share and access.tensor not in private]
                     for candidate in shared + [None]:
                         producer = instances[candidate] if candidate is not None else new_instance(access.tensor)
                         trial = uf.copy()
@@ -197,12 +197,20 @@ class Region:
                     chosen.consumers.append((inst.id, k))
             return instances, uf, output_instance
 
-        no_share: set = set()
+        no_share: set = set()  # (consumer instance, input) uses that get their own producer
+        private: set = set()  # ops whose every use gets its own instance
         while True:
-            instances, uf, output_instance = bind(no_share)
+            instances, uf, output_instance = bind(no_share, private)
             unsafe = _filtered_shared_uses(instances)
             if not unsafe:
                 break
+            if unsafe <= no_share:  # no progress: copy those producers for every use
+                by_id = {i.id: i for i in instances}
+                grown = private | {by_id[c].op.inputs[k].tensor for c, k in unsafe}
+                if grown == private:
+                    raise NotSupported("an intermediate read by several fused consumers that filter it "
+                                       "differently", f"group {group}", "split the group")
+                private = grown
             no_share |= unsafe
         # logical variable names: the op-local name of the first instance that uses the class
         names: dict[str, str] = {}

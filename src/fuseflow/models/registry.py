@@ -76,11 +76,11 @@ def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
     import torch
 
     from ..frontend import from_torch
-    from .gpt3 import GPT3_SMALL, GPT3_TINY, GPT3BigBird, bigbird_mask
+    from .gpt3 import GPT3_MINI, GPT3_SMALL, GPT3_TINY, GPT3BigBird, bigbird_mask
 
-    cfg = {"tiny": GPT3_TINY, "small": GPT3_SMALL}.get(config)
+    cfg = {"tiny": GPT3_TINY, "mini": GPT3_MINI, "small": GPT3_SMALL}.get(config)
     if cfg is None:
-        raise UserError(f"unknown GPT-3 config {config!r}", "--dataset", "use tiny or small")
+        raise UserError(f"unknown GPT-3 config {config!r}", "--dataset", "use tiny, mini or small")
     model = GPT3BigBird(**cfg, seed=seed).eval()
     mask = bigbird_mask(cfg["seq"], block, seed=seed)
     x = np.random.default_rng(seed).normal(size=(cfg["seq"], cfg["d_model"]))
