@@ -60,6 +60,9 @@ def _choose(region: Region, wanted: str | None, k: int) -> list[str]:
         best = default_order(region)
         if best is not None:
             return best
+        raise UserError(f"group {k} ({','.join(region.group)}) has no valid order among the first "
+                        f"ones tried", "schedule", "give one with order.N=... (see `fuseflow orders`), "
+                        "split the group, or use layout=induced")
     if wanted is None or wanted.startswith("#"):
         try:
             index = int(wanted[1:]) if wanted else 0

@@ -16,6 +16,8 @@ non-reduction variable follows the reduction variable (order 2 with two, for wri
 """
 from __future__ import annotations
 
+import itertools
+
 from ..errors import UserError
 from .region import Region
 
@@ -174,17 +176,40 @@ def nest_cost(nesting: Nesting) -> float:
     return total
 
 
-def default_order(region: Region, limit: int = 4000) -> list[str] | None:
-    """The valid order with the least `nest_cost` among the first `limit` valid orders (ties: the
-    earlier one), or None when there is no valid order."""
+def greedy_orders(region: Region) -> list[list[str]]:
+    """Orders built producer by producer: each op instance appends the variables it introduces
+    (its output variables then its reduction variables, or the reverse), kept if they respect the
+    storage constraints."""
+    found = []
+    for reductions_first in (False, True):
+        order: list[str] = []
+        for inst in region.instances:  # producers first
+            outs = [inst.var_of[v] for v in inst.op.vars if v not in inst.op.reduce_vars]
+            reds = inst.reduce_vars
+            for v in (reds + outs if reductions_first else outs + reds):
+                if v not in order:
+                    order.append(v)
+        for v in region.vars:
+            if v not in order:
+                order.append(v)
+        pos = {v: k for k, v in enumerate(order)}
+        if all(pos[a] < pos[b] for a, b in region.before) and order not in found:
+            found.append(order)
+    return found
+
+
+def default_order(region: Region, limit: int = 3000) -> list[str] | None:
+    """The valid order with the least `nest_cost` among the first `limit` orders of the enumeration
+    (ties: the earlier one), else among the producer-by-producer orders; None if none is valid."""
     best, best_cost = None, None
-    for k, order in enumerate(topological_orders(region)):
-        if k >= limit and best is not None:
-            break
-        nesting = Nesting(region, order)
-        if not nesting.valid:
-            continue
-        cost = nest_cost(nesting)
-        if best_cost is None or cost < best_cost:
-            best, best_cost = order, cost
+    for candidates in (itertools.islice(topological_orders(region), limit), greedy_orders(region)):
+        for order in candidates:
+            nesting = Nesting(region, order)
+            if not nesting.valid:
+                continue
+            cost = nest_cost(nesting)
+            if best_cost is None or cost < best_cost:
+                best, best_cost = order, cost
+        if best is not None:
+            return best
     return best

@@ -197,11 +197,16 @@ class Region:
                     chosen.consumers.append((inst.id, k))
             return instances, uf, output_instance
 
+        from ..ir.background import backgrounds as _backgrounds
+
+        program_bg = _backgrounds(program)
         no_share: set = set()  # (consumer instance, input) uses that get their own producer
         private: set = set()  # ops whose every use gets its own instance
         while True:
             instances, uf, output_instance = bind(no_share, private)
-            unsafe = _filtered_shared_uses(instances)
+            dense_inputs = {n for n in program.inputs if not any(
+                lv.is_compressed for lv in formats.get(n, program.tensors[n].format).levels)}
+            unsafe = _filtered_shared_uses(instances, dense_inputs, program_bg)
             if not unsafe:
                 break
             if unsafe <= no_share:  # no progress: copy those producers for every use
@@ -281,25 +286,38 @@ class Region:
         self._by_id = {inst.id: inst for inst in self.instances}
 
 
-def _filtered_uses(inst: Instance, k: int) -> set[str]:
-    """Variables at which consumer `inst` may drop coordinates of its operand k (an intersection)."""
+def _filtered_uses(inst: Instance, k: int, dense: set | frozenset = frozenset(), bg: dict | None = None) -> set[str]:
+    """Variables at which consumer `inst` may drop coordinates of its operand k: an intersection
+    with an operand that may lack coordinates (tensors in `dense` store every entry and drop nothing)."""
     from .patterns import Intersect, Operand, merge_at
 
-    def under_intersect(merge, inside=False) -> bool:
+    def drops(part, full) -> bool:  # a partner that may lack coordinates
+        return not (isinstance(part, Operand) and full[part.index])
+
+    def under_intersect(merge, full, inside=False) -> bool:
         if isinstance(merge, Operand):
             return inside and merge.index == k
         parts = getattr(merge, "parts", ())
-        return any(under_intersect(p, inside or isinstance(merge, Intersect)) for p in parts)
+        filtering = isinstance(merge, Intersect) and any(
+            drops(p, full) for p in parts if not (isinstance(p, Operand) and p.index == k))
+        return any(under_intersect(p, full, inside or filtering) for p in parts)
 
     found = set()
     for v in set(x for x in inst.op.inputs[k].indices if isinstance(x, str)):
-        indexes = [v in a.indices for a in inst.op.inputs]
-        if under_intersect(merge_at(inst.op.body, indexes)):
+        ops = inst.op.inputs
+        indexes = [v in a.indices for a in ops]
+        # partners that drop nothing: dense inputs, and operand k itself read twice (x * x)
+        full = [a.tensor in dense or a == ops[k] for a in ops]
+        backgrounds = [(bg or {}).get(a.tensor, 0.0) for a in ops]
+        out_bg = (bg or {}).get(inst.tensor, 0.0)
+        skip = 0.0 if inst.op.reduce_vars else out_bg
+        if under_intersect(merge_at(inst.op.body, indexes, backgrounds, skip, full=full), full):
             found.add(v)
     return found
 
 
-def _filtered_shared_uses(instances: list[Instance]) -> set:
+def _filtered_shared_uses(instances: list[Instance], dense: set | frozenset = frozenset(),
+                          bg: dict | None = None) -> set:
     """Uses (consumer id, input) that filter an instance another consumer also reads; such a use
     gets its own copy of the producer, since the filtering would otherwise reach the other reader.
     Filtering is transitive: a filtered consumer filters the operands it streams through."""
@@ -310,7 +328,7 @@ def _filtered_shared_uses(instances: list[Instance]) -> set:
         lost = set()
         for c_id, k in inst.consumers:
             consumer = by_id[c_id]
-            via = _filtered_uses(consumer, k) | filtered.get(c_id, set())
+            via = _filtered_uses(consumer, k, dense, bg) | filtered.get(c_id, set())
             access = consumer.op.inputs[k].indices
             mine = inst.op.output.indices
             lost |= {theirs for index, theirs in zip(access, mine) if isinstance(theirs, str) and index in via}
@@ -321,7 +339,7 @@ def _filtered_shared_uses(instances: list[Instance]) -> set:
             continue
         for c_id, k in inst.consumers:
             consumer = by_id[c_id]
-            via = _filtered_uses(consumer, k) | filtered.get(c_id, set())
+            via = _filtered_uses(consumer, k, dense, bg) | filtered.get(c_id, set())
             if set(consumer.op.inputs[k].indices) & via:
                 unsafe.add((c_id, k))
     return unsafe
