@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import inspect
 import warnings
 from dataclasses import dataclass, field
 
@@ -91,7 +92,10 @@ def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
                                      formats={"M": "compressed,compressed"}))
     case = ModelCase("gpt3-bigbird", f"{config}-b{block}", program, {"x": x, "M": mask},
                      note=f"mask density {mask.mean():.3f}")
-    case.presets["full"] = as_schedule(cross_layer(program, "gpt3.py:85", "gpt3.py:83"))
+    lines, first = inspect.getsourcelines(GPT3BigBird.forward)
+    line_of = {key: f"gpt3.py:{first + k}" for k, text in enumerate(lines)
+               for key in ("block.qkv(", "block.tail(") if key in text}
+    case.presets["full"] = as_schedule(cross_layer(program, line_of["block.tail("], line_of["block.qkv("]))
     return case
 
 
