@@ -167,6 +167,10 @@ class Region:
                 return True
 
             output_instance = {name: new_instance(name).id for name in outputs}
+            # each written tensor computes its own producers: a consumer elsewhere in the region
+            # that merges a shared producer (filtering or padding its streams) would change what
+            # gets written
+            owner = {inst_id: inst_id for inst_id in output_instance.values()}
             work = 0
             while work < len(instances):
                 inst = instances[work]
@@ -179,9 +183,11 @@ class Region:
                     # a tensor the region writes out is never shared with in-region consumers, whose
                     # intersections would otherwise filter what gets written
                     shared = [c for c in by_op.get(access.tensor, []) if c not in output_instance.values()
-                              and (inst.id, k) not in no_share and access.tensor not in private]
+                              and (inst.id, k) not in no_share and access.tensor not in private
+                              and owner.get(c) == owner.get(inst.id)]
                     for candidate in shared + [None]:
                         producer = instances[candidate] if candidate is not None else new_instance(access.tensor)
+                        owner.setdefault(producer.id, owner.get(inst.id))
                         trial = uf.copy()
                         for index, theirs in zip(access.indices, producer.op.output.indices):
                             if isinstance(index, str) and isinstance(theirs, str):

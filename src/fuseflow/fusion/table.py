@@ -105,9 +105,8 @@ class FusionTable:
                 leaf = self.region.leaves[ref]
                 levels = leaf.level_vars()
                 self._full[key] = v in levels and not leaf.format.levels[levels.index(v)].is_compressed
-            else:
-                inst = self.region.instance(ref)
-                self._full[key] = v in inst.local_vars and self._merge_full(inst, self.merge(inst, v), v)
+            # an op's coordinates are not taken as full: its stream at `v` may come out of an
+            # accumulator or a filtered merge even where its own merge includes the universe
         return self._full[key]
 
     def _merge_full(self, inst, merge: Merge, v: str) -> bool:
