@@ -19,6 +19,7 @@ from ..sam.graph import SamGraph
 from ..schedule.schedule import Schedule
 from .lower import lower
 from .nesting import Nesting, default_order, order_problem, topological_orders, valid_orders
+from .parallel import apply_pars
 from .region import Region
 from .table import FusionTable
 
@@ -109,10 +110,16 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
     unknown = [k for k in schedule.orders if k >= len(groups)]
     if unknown:
         raise UserError(f"order given for group {unknown[0]}, but there are {len(groups)} groups", "schedule")
+    unknown = [k for k in schedule.pars if k >= len(groups)]
+    if unknown:
+        raise UserError(f"par given for group {unknown[0]}, but there are {len(groups)} groups", "schedule")
     ops = {op_output(op): op for op in prog.ops}
     for k, group in enumerate(groups):
         kernel = Kernel(k, group)
         if not isinstance(ops[group[0]], IndexOp):
+            if k in schedule.pars:
+                raise UserError(f"group {k} is a reshape and cannot be parallelized", "schedule",
+                                "parallelize a group of index ops")
             op = ops[group[0]]
             formats.setdefault(op.output, TensorFormat.dense(prog.tensors[op.output].rank))
             kernels.append(kernel)
@@ -124,6 +131,8 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
         kernel.table = FusionTable(region, kernel.order)
         kernel.graph = lower(kernel.table, {n: formats[n] for n in region.outputs if n in formats})
         kernel.graph.name = f"k{k}:" + "+".join(region.outputs)
+        if k in schedule.pars:
+            kernel.graph = apply_pars(kernel.graph, schedule.pars[k], kernel.order, k)
         for name in region.outputs:
             formats[name] = _format_of(kernel.graph.tensors[name])
         kernels.append(kernel)

@@ -90,8 +90,8 @@ class _Lowering:
         return self.key_universe((inst_id, v))
 
     # -- helpers ----------------------------------------------------------------------------
-    def add(self, kind, params=None, arity=0, label="", **inputs):
-        return self.g.add(kind, params, arity, label, **inputs)
+    def add(self, kind, params=None, arity=0, label="", var="", **inputs):
+        return self.g.add(kind, params, arity, label, var=var, **inputs)
 
     def repeat(self, stream: Stream, signal: Stream) -> Stream:
         sig = self.add("repsig", crd=signal).out("repsig")
@@ -140,7 +140,7 @@ class _Lowering:
         if leaf.format.block:
             raise NotSupported(f"block-sparse input {leaf.tensor} in a fused graph")
         scan = self.add("scan", {"tensor": leaf.storage, "level": level, "format": str(fmt), "dim": dim},
-                        ref=self.env[("ref", ref)])
+                        var=v, ref=self.env[("ref", ref)])
         self.env[("ref", ref)] = scan.out("ref")
         return Coord(scan.out("crd"), (("ref", ref),), not fmt.is_compressed)
 
@@ -152,7 +152,7 @@ class _Lowering:
             return memo[merge.index]
         if isinstance(merge, Universe):
             scan = self.add("scan", {"tensor": "", "level": 0, "format": "dense", "dim": self.r.extent[v]},
-                            label=f"universe {v}", ref=self.level_ref(inst.id, v))
+                            label=f"universe {v}", var=v, ref=self.level_ref(inst.id, v))
             key = ("void", scan.id)
             self.env[key] = scan.out("ref")
             return Coord(scan.out("crd"), (key,), True)

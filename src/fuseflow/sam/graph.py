@@ -42,6 +42,7 @@ class Node:
     inputs: dict[str, Stream] = field(default_factory=dict)
     arity: int = 0
     label: str = ""
+    var: str = ""  # the index variable a scan iterates (lowering metadata, not printed)
 
     def out(self, port: str) -> Stream:
         outs = PRIMITIVES[self.kind].ports(self.arity)[1]
@@ -76,7 +77,7 @@ class SamGraph:
 
     # -- construction ------------------------------------------------------------
     def add(self, kind: str, params: dict | None = None, arity: int = 0, label: str = "",
-            cse: bool = True, **inputs: Stream) -> Node:
+            cse: bool = True, var: str = "", **inputs: Stream) -> Node:
         """Add a node (or return an identical existing one: same kind, params and inputs)."""
         if kind not in PRIMITIVES:
             raise GraphError(f"unknown primitive {kind!r}")
@@ -88,7 +89,7 @@ class SamGraph:
         for port, stream in inputs.items():
             if not isinstance(stream, Stream) or stream.node >= len(self.nodes):
                 raise GraphError(f"{kind} input {port} is not an existing stream: {stream!r}")
-        node = Node(len(self.nodes), kind, params, dict(inputs), arity, label)
+        node = Node(len(self.nodes), kind, params, dict(inputs), arity, label, var)
         self.nodes.append(node)
         self._cse[key] = node.id
         return node
@@ -127,7 +128,7 @@ class SamGraph:
             for port, stream in node.inputs.items():
                 copies = pending[stream]
                 inputs[port] = copies.pop(0) if len(copies) > 1 else copies[0]
-            clone = new.add(node.kind, node.params, node.arity, node.label, cse=False, **inputs)
+            clone = new.add(node.kind, node.params, node.arity, node.label, cse=False, var=node.var, **inputs)
             for port in PRIMITIVES[node.kind].ports(node.arity)[1]:
                 s = Stream(clone.id, port)
                 n_uses = len(uses.get(Stream(node.id, port), []))

@@ -14,11 +14,13 @@ A schedule is a printable, parsable string of whitespace-separated items:
   written between kernels (or an input's storage);
 - `layout=induced`: store every program input in the mode order the dataflow order visits it
   (its data is laid out to match, so every order of the variables is open); the default
-  `layout=declared` keeps each input's declared mode order and so constrains the orders.
+  `layout=declared` keeps each input's declared mode order and so constrains the orders;
+- `par=i:4` (group 0) or `par.1=i:4` (group 1): deal the iterations of variable i over 4 fork/join
+  lanes; `par=i:4,j:4` parallelizes two levels, outer first (`fusion.parallel`).
 
-    >>> s = Schedule.parse("fusion=[a,b][c] order.1=j,i format.b=dense,compressed")
-    >>> s.groups, s.orders, str(s)
-    ([['a', 'b'], ['c']], {1: 'j,i'}, 'fusion=[a,b][c] order.1=j,i format.b=dense,compressed')
+    >>> s = Schedule.parse("fusion=[a,b][c] order.1=j,i format.b=dense,compressed par.1=j:2,i:4")
+    >>> s.groups, s.orders, s.pars, str(s)
+    ([['a', 'b'], ['c']], {1: 'j,i'}, {1: [('j', 2), ('i', 4)]}, 'fusion=[a,b][c] order.1=j,i format.b=dense,compressed par.1=j:2,i:4')
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class Schedule:
     orders: dict[int, str] = field(default_factory=dict)
     formats: dict[str, str] = field(default_factory=dict)
     layout: str = "declared"
+    pars: dict[int, list[tuple[str, int]]] = field(default_factory=dict)  # group -> [(var, lanes)], outer first
 
     def __str__(self) -> str:
         items = ["fusion=" + "".join("[" + ",".join(g) + "]" for g in self.groups)
@@ -47,6 +50,8 @@ class Schedule:
         items += [f"format.{name}={fmt}" for name, fmt in sorted(self.formats.items())]
         if self.layout != "declared":
             items.append(f"layout={self.layout}")
+        for k in sorted(self.pars):
+            items.append(("par=" if k == 0 else f"par.{k}=") + ",".join(f"{v}:{p}" for v, p in self.pars[k]))
         return " ".join(items)
 
     @staticmethod
@@ -65,11 +70,10 @@ class Schedule:
                     raise UserError(f"cannot read groups {value!r}", "schedule", "write fusion=[t1,t2][t3]")
                 s.fusion, s.groups = "groups", [[n for n in g.split(",") if n] for g in groups]
             elif key == "order" or key.startswith("order."):
-                index = 0 if key == "order" else key[6:]
-                try:
-                    s.orders[int(index)] = value
-                except ValueError:
-                    raise UserError(f"bad group number in {item!r}", "schedule", "write order.1=i,j,k") from None
+                s.orders[_group_number(item, "0" if key == "order" else key[6:], "order.1=i,j,k")] = value
+            elif (key == "par" or key.startswith("par.")) and sep:
+                group = _group_number(item, "0" if key == "par" else key[4:], "par.1=i:4")
+                s.pars[group] = parse_par(value, item)
             elif key == "layout" and value in ("declared", "induced"):
                 s.layout = value
             elif key.startswith("format.") and sep:
@@ -77,7 +81,8 @@ class Schedule:
                 s.formats[key[7:]] = value
             else:
                 raise UserError(f"unknown schedule item {item!r}", "schedule",
-                                "use unfused, full, fusion=[..][..], order[.N]=..., format.T=..., layout=induced")
+                                "use unfused, full, fusion=[..][..], order[.N]=..., format.T=..., layout=induced, "
+                                "par[.N]=VAR:P")
         return s
 
     def partition(self, program: Program) -> list[list[str]]:
@@ -112,6 +117,31 @@ class Schedule:
                                     "schedule", "put each reshape in a group of its own")
             groups = [list(g) for g in self.groups if g] + [[n] for n in names if n not in seen]
         return _dependency_order(program, groups)
+
+
+def _group_number(item: str, text: str, example: str) -> int:
+    if not text.isdigit():
+        raise UserError(f"bad group number in {item!r}", "schedule", f"write {example}")
+    return int(text)
+
+
+def parse_par(value: str, item: str) -> list[tuple[str, int]]:
+    """`i:4,j:2` -> [('i', 4), ('j', 2)]: one or two (variable, lanes) levels, outer first.
+
+    >>> parse_par("i:4,j:2", "par=i:4,j:2")
+    [('i', 4), ('j', 2)]
+    """
+    levels = []
+    for part in value.split(","):
+        var, _, lanes = part.partition(":")
+        if not re.fullmatch(r"[A-Za-z_]\w*", var) or not lanes.isdigit() or int(lanes) < 1:
+            raise UserError(f"cannot read {part!r} in {item!r}", "schedule",
+                            "write par=VAR:P with a whole number P >= 1, e.g. par=i:4 or par=i:4,j:2")
+        levels.append((var, int(lanes)))
+    if len(levels) > 2 or len({v for v, _ in levels}) != len(levels):
+        raise UserError(f"{item!r} must name one or two different variables", "schedule",
+                        "write par=i:4 or par=i:4,j:4 (outer first)")
+    return levels
 
 
 def statement_groups(program: Program) -> list[list[str]]:
