@@ -38,6 +38,13 @@ def load(path: str):
     return program, shapes
 
 
+def with_gold(path: str, seed: int, density: float = 0.3):
+    """(program, shapes, random inputs, reference outputs) of a tests/mlir file."""
+    program, shapes = load(path)
+    data = fix_data(path, fuseflow.random_inputs(program, density=density, seed=seed, shapes=shapes))
+    return program, shapes, data, fuseflow.reference(program, data)
+
+
 def torch_programs():
     """Small instances of the frontend's PyTorch models, with their dense inputs."""
     import torch

@@ -15,7 +15,7 @@ from fuseflow.fusion.parallel import parallel_region, stream_vars
 from fuseflow.schedule.schedule import Schedule
 from fuseflow.sim import fast, oracle
 from fuseflow.sim.execute import execute
-from lowering_cases import MLIR_FILES, close, fix_data, load, schedules, torch_programs
+from lowering_cases import MLIR_FILES, close, load, schedules, torch_programs, with_gold
 
 MLIR = os.path.join(os.path.dirname(__file__), "mlir")
 PROGRAMS = ["spmv.mlir", "spmm_ikj.mlir", "sddmm.mlir", "sddmm_masked.mlir", "masked_softmax.mlir",
@@ -51,9 +51,7 @@ CASES = [(os.path.join(MLIR, f), s) for f in PROGRAMS for s in schedules(*load(o
 
 @pytest.mark.parametrize("path, schedule", CASES, ids=[f"{os.path.basename(p)}-{s}" for p, s in CASES])
 def test_lanes_match_reference_and_engines_agree(path, schedule):
-    program, shapes = load(path)
-    data = fix_data(path, fuseflow.random_inputs(program, density=0.3, seed=5, shapes=shapes))
-    gold = fuseflow.reference(program, data)
+    program, shapes, data, gold = with_gold(path, seed=5)
     base = compile_schedule(program, schedule, shapes)
     checked = 0
     for kernel in base.kernels:
@@ -72,9 +70,7 @@ def test_lanes_match_reference_and_engines_agree(path, schedule):
 def test_other_orders_with_lanes():
     """Every order of SpMM (inputs laid out to match, so all 6 are valid) with each variable
     parallelized over 3 lanes."""
-    program, shapes = load(os.path.join(MLIR, "spmm_ikj.mlir"))
-    data = fuseflow.random_inputs(program, density=0.3, seed=2, shapes=shapes)
-    gold = fuseflow.reference(program, data)
+    program, shapes, data, gold = with_gold(os.path.join(MLIR, "spmm_ikj.mlir"), seed=2)
     region = compile_schedule(program, "full layout=induced", shapes).kernels[0].region
     orders = list(valid_orders(region))
     assert len(orders) == 6
@@ -105,9 +101,8 @@ def test_models_with_lanes(name, torch_cases):
 
 
 def cycles(schedule: str, seed: int = 3) -> int:
-    program, shapes = load(os.path.join(MLIR, "spmv.mlir"))
-    data = fuseflow.random_inputs(program, density=0.3, seed=seed, shapes=shapes)
-    return check_engines(program, shapes, data, fuseflow.reference(program, data), schedule)[1].cycles
+    program, shapes, data, gold = with_gold(os.path.join(MLIR, "spmv.mlir"), seed=seed)
+    return check_engines(program, shapes, data, gold, schedule)[1].cycles
 
 
 def test_row_parallel_spmv_scales():
