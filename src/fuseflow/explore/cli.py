@@ -21,7 +21,8 @@ DEFAULT_PRUNE = 1.5  # measured: keeps the best schedule of every swept group (d
 # TOML keys (and their types) a sweep file may set; flags given on the command line win
 TOML_KEYS = {
     "program": (str, list), "programs": (list,), "granularities": (list, str), "orders": (str, list),
-    "max_orders": (int,), "densities": (list, float, int), "datasets": (list, str), "blocks": (list, int),
+    "max_orders": (int,), "pars": (list, str), "densities": (list, float, int), "datasets": (list, str),
+    "blocks": (list, int),
     "seeds": (list, int), "layout": (str,), "random_seed": (int,), "engine": (str,), "check": (bool,),
     "db": (str,), "executor": (str,), "jobs": (int,), "scheduler": (str,), "prune": (float, int),
     "func": (str,), "scale": (float, int), "shapes": (dict,), "limit": (int,),
@@ -52,7 +53,7 @@ def _read_toml(path: str) -> dict:
     data["programs"] = [_near(p, base) for p in programs]
     if "db" in data:
         data["db"] = _near(data["db"], base, must_exist=False)
-    for key in ("densities", "datasets", "blocks", "seeds", "granularities"):
+    for key in ("densities", "datasets", "blocks", "seeds", "granularities", "pars"):
         if key in data and not isinstance(data[key], list):
             data[key] = [data[key]]
     return data
@@ -110,6 +111,8 @@ def spec_from_args(args):
         settings["programs"] = list(args.programs)
     if args.granularity:
         settings["granularities"] = list(args.granularity)
+    if args.par:
+        settings["pars"] = list(args.par)
     flags = {
         "orders": args.orders, "max_orders": args.max_orders, "layout": args.layout, "engine": args.engine,
         "db": args.db, "executor": args.executor, "jobs": args.jobs, "scheduler": args.scheduler,
@@ -188,6 +191,9 @@ def add_commands(subparsers) -> None:
     p.add_argument("--orders", help="default (the compiler's choice), all (every valid order of each group, "
                                     "one group varied at a time), or order items separated by ';'")
     p.add_argument("--max-orders", type=int, help="cap on the orders tried per group (default 24)")
+    p.add_argument("--par", action="append", metavar="VAR:P[,VAR:P]",
+                   help="parallelization of group 0 tried with every schedule (repeatable; 1 = none), "
+                        "e.g. --par 1 --par i:2 --par i:4,j:2")
     p.add_argument("--layout", choices=["declared", "induced"], help="layout added to every granularity")
     p.add_argument("--density", action="append", metavar="D", help="density of random sparse inputs "
                    "(repeatable or comma-separated; default 0.1)")

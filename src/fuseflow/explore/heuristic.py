@@ -22,6 +22,7 @@ consumer's density there. From the points:
   points of the enclosing level times the coordinates each operand streams there);
 - cycles: the streaming hardware overlaps all nodes of a kernel, so a kernel takes roughly as
   long as its busiest stream (plus a small share of the rest); kernels run one after another.
+  A `par=VAR:P` item divides the steps of nodes nested inside VAR's loop by P.
 
     >>> import fuseflow
     >>> from fuseflow.fusion.compile import compile_schedule
@@ -113,8 +114,9 @@ class _TensorDensities:
 
 
 class _KernelModel:
-    def __init__(self, kernel, densities: _TensorDensities):
+    def __init__(self, kernel, densities: _TensorDensities, pars: list | None = None):
         self.kernel = kernel
+        self.pars = pars or []  # [(var, lanes)] of the schedule's par item for this kernel
         self.region = kernel.region
         self.table = kernel.table
         self.nesting = kernel.table.nesting
@@ -124,6 +126,13 @@ class _KernelModel:
         self.by_id = {inst.id: inst for inst in self.region.instances}
         self._md: dict = {}
         self._leaf_levels: dict[int, list[float]] = {}
+
+    def lanes(self, v) -> int:
+        """Lanes sharing the work at variable `v`: the product of the factors of the parallelized
+        variables that `v` is nested in (work at or above a parallel variable stays serial)."""
+        if not isinstance(v, str):
+            return 1
+        return int(np.prod([p for u, p in self.pars if self.pos[v] > self.pos[u]] or [1]))
 
     # -- densities ----------------------------------------------------------------------------
     def leaf_levels(self, leaf) -> list[float]:
@@ -219,8 +228,8 @@ class _KernelModel:
 
         names: list[str] = []
 
-        def node(count: float, what: str) -> None:
-            steps.append(count)
+        def node(count: float, what: str, at=None) -> None:
+            steps.append(count / self.lanes(at))  # a node inside a parallel body is replicated per lane
             names.append(what)
             est.tokens += count
 
@@ -240,16 +249,16 @@ class _KernelModel:
                     joined = [x for x in joined if x is not None]
                     if len(joined) > 1:
                         union = 1.0 - float(np.prod([1.0 - x for x in joined]))
-                        node(fibers * (self.extent[v] * union + 1), f"join {inst.tensor}@{v}")
+                        node(fibers * (self.extent[v] * union + 1), f"join {inst.tensor}@{v}", v)
                 else:  # repeated along a consumer's loop
-                    node(points[d + 1] + fibers, f"repeat {inst.tensor}@{v}")
+                    node(points[d + 1] + fibers, f"repeat {inst.tensor}@{v}", v)
             body_ops = _alu_ops(inst.op.body)
             if body_ops:
-                node(points[-1], f"alu {inst.tensor}")
+                node(points[-1], f"alu {inst.tensor}", nest[-1] if nest else None)
             plan = self.nesting.plan[inst.id]
             if inst.reduce_vars:
                 out = self._value_points(inst, points)
-                node(points[-1] + out, f"{plan[0]} {inst.tensor}")  # reduce or accumulator: every input, every result
+                node(points[-1] + out, f"{plan[0]} {inst.tensor}", nest[-1] if nest else None)  # reduce or accumulator: every input, every result
                 est.flops += points[-1] * (body_ops + 1)
             else:
                 est.flops += points[-1] * body_ops
@@ -268,15 +277,15 @@ class _KernelModel:
                 else:
                     ext = 1
                 coords = visits * ext * dens
-                node(coords + visits, f"scan {leaf.tensor}@{var}")  # the scanner
+                node(coords + visits, f"scan {leaf.tensor}@{var}", var)  # the scanner
                 if lv.is_compressed:
                     est.reads += 2 * visits + coords
             for d, v in enumerate(nest):  # repeats of the leaf's references along other loops
                 if v not in level_vars and any(isinstance(x, str) and nest.index(x) > d
                                                for x in level_vars if x in nest):
-                    node(points[d + 1] + points[d], f"repeat {leaf.tensor}@{v}")
+                    node(points[d + 1] + points[d], f"repeat {leaf.tensor}@{v}", v)
             est.reads += points[-1]  # value reads happen at the owner's innermost points
-            node(points[-1], f"array {leaf.tensor}")
+            node(points[-1], f"array {leaf.tensor}", nest[-1] if nest else None)
         # writes of the region's outputs
         for name in self.region.outputs:
             inst = self.by_id[self.region.output_instance[name]]
@@ -350,7 +359,8 @@ class CostModel:
                     densities.written[op.output] = {}  # a reshape: stored dense
                 kernels.append(KernelEstimate(kernel.index, list(kernel.group), []))
                 continue
-            kernels.append(_KernelModel(kernel, densities).estimate())
+            pars = compiled.schedule.pars.get(kernel.index, [])
+            kernels.append(_KernelModel(kernel, densities, pars).estimate())
         total = lambda attr: float(sum(getattr(k, attr) for k in kernels))
         return Estimate(total("flops"), total("reads"), total("writes"), total("tokens"), total("cycles"),
                         time.perf_counter() - start, kernels)

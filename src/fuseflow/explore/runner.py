@@ -29,6 +29,7 @@ class SweepSpec:
     granularities: list[str] = field(default_factory=lambda: ["unfused", "partial", "full"])
     orders: object = "default"  # "default" | "all" | list of order items
     max_orders: int = 24
+    pars: list[str] = field(default_factory=list)  # par items for group 0 ("i:4", "i:4,j:2"; "1" = none)
     densities: list[float] = field(default_factory=list)
     datasets: list[str] = field(default_factory=list)
     blocks: list[int] = field(default_factory=list)
@@ -227,7 +228,8 @@ def plan(spec: SweepSpec, done: set, log=None) -> tuple[list[dict], list[dict], 
                 model = CostModel(loaded.program, loaded.inputs)
                 group = []
                 for schedule, label, compiled in schedules(loaded, spec.granularities, spec.orders,
-                                                           spec.max_orders, spec.layout, spec.random_seed):
+                                                           spec.max_orders, spec.layout, spec.random_seed,
+                                                           spec.pars):
                     planned += 1
                     base = {"program": ref.key, "schedule": schedule, "data": point.key, "seed": int(seed),
                             "label": label, "program_name": loaded.program.name, "dataset": point.dataset,

@@ -292,7 +292,7 @@ def structure_key(compiled) -> tuple:
         if k.graph is not None:
             tensors = tuple(sorted((n, tuple(m.get("levels", ())), tuple(m.get("mode_order", ())))
                                    for n, m in k.graph.tensors.items()))
-        key.append((tuple(k.group), tuple(k.order), tensors))
+        key.append((tuple(k.group), tuple(k.order), tensors, tuple(compiled.schedule.pars.get(k.index, ()))))
     return tuple(key)
 
 
@@ -332,27 +332,30 @@ def order_variants(loaded: Loaded, schedule: str, max_orders: int = 24, seen: se
 
 
 def schedules(loaded: Loaded, items, orders="default", max_orders: int = 24, layout: str | None = None,
-              seed: int = 0):
+              seed: int = 0, pars: list[str] | None = None):
     """Yields (schedule, label, compiled or error) for every granularity x order variant, each
     distinct compiled structure once.
 
     `orders`: "default" (the compiler's choice), "all" (valid orders per group, one group varied
-    at a time), or a list of order items appended to every granularity (e.g. ["order=i,k,j"])."""
+    at a time), or a list of order items appended to every granularity (e.g. ["order=i,k,j"]).
+    `pars`: parallelizations of group 0 tried with every granularity ("i:4", "i:4,j:2"; "" or
+    "1" for none)."""
     seen: set = set()
-    for label, schedule in granularities(loaded, items, layout, seed):
-        if orders == "all":
-            for variant, compiled in order_variants(loaded, schedule, max_orders, seen):
-                yield variant, label, compiled
-            continue
-        extras = [""] if orders in ("default", None, "") else [f" {o}" for o in orders]
-        for extra in extras:
-            variant = schedule + extra
-            try:
-                compiled = _compile(loaded, variant)
-            except FuseflowError as err:
-                yield variant, label, err
+    for label, granularity in granularities(loaded, items, layout, seed):
+        for schedule in [granularity + (f" par={p}" if p not in ("", "1") else "") for p in pars or [""]]:
+            if orders == "all":
+                for variant, compiled in order_variants(loaded, schedule, max_orders, seen):
+                    yield variant, label, compiled
                 continue
-            key = structure_key(compiled)
-            if key not in seen:
-                seen.add(key)
-                yield variant, label, compiled
+            extras = [""] if orders in ("default", None, "") else [f" {o}" for o in orders]
+            for extra in extras:
+                variant = schedule + extra
+                try:
+                    compiled = _compile(loaded, variant)
+                except FuseflowError as err:
+                    yield variant, label, err
+                    continue
+                key = structure_key(compiled)
+                if key not in seen:
+                    seen.add(key)
+                    yield variant, label, compiled
