@@ -1,8 +1,6 @@
 """Blocked execution: blocked storage, tile-valued streams on both engines, block-mode timing."""
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,9 +9,10 @@ from hypothesis import strategies as st
 import fuseflow
 from fuseflow.cli import main
 from fuseflow.errors import UserError
-from fuseflow.fusion.compile import compile_schedule, prepare
+from fuseflow.fusion.compile import compile_schedule
 from fuseflow.ir.formats import TensorFormat
 from fuseflow.ir.generate import random_inputs
+from fuseflow.models.attention import bigbird_attention
 from fuseflow.schedule.schedule import Schedule
 from fuseflow.sim import fast, oracle
 from fuseflow.sim.execute import execute
@@ -218,32 +217,10 @@ def test_tile_costs_come_from_hwconfig():
 
 
 # -- blocked attention with a BigBird mask ---------------------------------------------------------------
-def _attention(seq: int, d: int, b: int):
-    import torch
-
-    from fuseflow.frontend import from_torch
-    from fuseflow.models.gpt3 import bigbird_mask
-
-    class Attention(torch.nn.Module):
-        def forward(self, q, k, v, M):
-            s = (q @ k.transpose(-1, -2)) * 0.125
-            return torch.softmax(s.masked_fill(M == 0, float("-inf")), dim=-1) @ v
-
-    rng = np.random.default_rng(0)
-    q, k, v = (rng.normal(size=(seq, d)) for _ in range(3))
-    M = bigbird_mask(seq, b, seed=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        p = prepare(from_torch(Attention(), *(torch.tensor(x, dtype=torch.float32) for x in (q, k, v)),
-                               torch.tensor(M, dtype=torch.float32).to_sparse_csr(),
-                               formats={"M": "compressed,compressed"}))
-    return p, {"q": q, "k": k, "v": v, "M": M}
-
-
 @pytest.mark.parametrize("b", [16, 32])
 @pytest.mark.parametrize("fusion", ["unfused", "full"])
 def test_blocked_bigbird_attention(b, fusion):
-    p, data = _attention(128, 32, b)
+    p, data = bigbird_attention(128, 32, b)
     scalar = simulate(p, fusion, data, engine="fast")
     runs = [simulate(p, f"{fusion} block={b}", data, engine=e) for e in ("oracle", "fast")]
     assert all(r.verified for r in runs)
