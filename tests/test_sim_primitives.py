@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from fuseflow.errors import UserError
 from fuseflow.ir.formats import TensorFormat
 from fuseflow.sam.graph import SamGraph, Stream
 from fuseflow.sam.primitives import PRIMITIVES
@@ -333,8 +334,10 @@ def test_storage_layout_and_scalars():
     assert t.levels[1].seg.tolist() == [0, 1, 1, 3] and t.levels[1].crd.tolist() == [1, 0, 2]
     s = StoredTensor.from_dense(np.array(4.0), TensorFormat((), ()))
     assert s.vals.tolist() == [4.0] and float(s.to_dense()) == 4.0
-    with pytest.raises(NotImplementedError):
-        StoredTensor.from_dense(A, TensorFormat.parse("dense,dense;block=1x1"))
+    b = StoredTensor.from_dense(A, TensorFormat.parse("dense,dense;block=1x1"))  # 1x1 blocks: the scalars
+    assert b.vals.reshape(-1).tolist() == A.reshape(-1).tolist() and (b.to_dense() == A).all()
+    with pytest.raises(UserError, match="does not divide"):
+        StoredTensor.from_dense(A, TensorFormat.parse("dense,dense;block=2x2"))
 
 
 # -- graphs ----------------------------------------------------------------------------------------
@@ -474,6 +477,5 @@ def test_fork_join_in_a_graph():
 
 
 def test_missing_tensor_is_a_user_error():
-    from fuseflow.errors import UserError
     with pytest.raises(UserError, match="no stored tensor 'A'"):
         run_graph(spmv_graph(2, 2), {})

@@ -264,7 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(small, imagenet, ...) or gpt3 config (tiny, small)")
     p.add_argument("--schedules", default="unfused,partial,full", help="presets or schedule strings, comma-separated")
     p.add_argument("--scale", type=float, default=1.0, help="size factor for synthetic graphs")
-    p.add_argument("--block", type=int, default=16, help="BigBird block size")
+    p.add_argument("--block", type=int, default=16,
+                   help="BigBird block size; gpt3-bigbird presets run blocked with tiles of this size")
     p.add_argument("--input", action="append", metavar="SHAPE[:LAYOUT]", help="inputs of a FILE.py:Class model")
     p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs")
     p.add_argument("--seed", type=int, default=0)

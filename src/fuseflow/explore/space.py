@@ -132,9 +132,12 @@ def _registry():
 
 
 @functools.lru_cache(maxsize=8)
-def _model_case(name: str, dataset: str | None, seed: int, scale: float, density: float | None):
+def _model_case(name: str, dataset: str | None, seed: int, scale: float, density: float | None,
+                block: int | None = None):
     build = _registry().build
     kwargs = {"dataset": dataset}
+    if block is not None:  # a blocked model: BigBird block and tile size
+        kwargs["block"] = block
     params = inspect.signature(build).parameters
     accepts_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
     if not str(dataset or "").startswith("synthetic:"):
@@ -184,7 +187,9 @@ def _npz_data(program, path: str) -> dict:
 def load(ref: ProgramRef, point: DataPoint, seed: int = 0, source: str | None = None) -> Loaded:
     """The program and the inputs of one data point (deterministic in ref, point and seed)."""
     if ref.kind == "model":
-        case = _model_case(ref.name, point.dataset, seed, ref.scale, point.density)
+        blocked = point.block is not None and ref.name in getattr(_registry(), "BLOCKED_MODELS", ())
+        case = _model_case(ref.name, point.dataset, seed, ref.scale, point.density,
+                           point.block if blocked else None)
         if isinstance(case, tuple):
             program, inputs = case[0], dict(case[1])
             presets = {}
@@ -193,8 +198,10 @@ def load(ref: ProgramRef, point: DataPoint, seed: int = 0, source: str | None = 
                 dict(getattr(case, "presets", {}) or {})
         else:
             program, inputs, presets = case, {}, {}
-        if point.block:
-            raise UserError("block applies to random data of MLIR programs", "sweep", "drop blocks for models")
+        if point.block and not blocked:
+            raise UserError("block applies to random data of MLIR programs and to blocked models "
+                            f"({', '.join(getattr(_registry(), 'BLOCKED_MODELS', ()))})", "sweep",
+                            "drop blocks for this model")
         missing = [n for n in program.inputs if n not in inputs and n not in program.constants]
         if missing:
             from ..ir.generate import random_inputs

@@ -17,6 +17,7 @@ from ..ir.program import IndexOp, Program, op_output
 from ..ir.verify import infer_shapes
 from ..sam.graph import SamGraph
 from ..schedule.schedule import Schedule
+from .blocking import Blocking, check_format_blocks
 from .lower import lower
 from .nesting import Nesting, default_order, order_problem, topological_orders, valid_orders
 from .parallel import apply_pars
@@ -53,7 +54,8 @@ def prepare(program: Program, shapes: dict | None = None) -> Program:
 
 
 def _format_of(meta: dict) -> TensorFormat:
-    return TensorFormat(tuple(LEVEL_FORMATS[x] for x in meta["levels"]), tuple(meta["mode_order"]))
+    block = tuple(meta["block"]) if meta.get("block") else None
+    return TensorFormat(tuple(LEVEL_FORMATS[x] for x in meta["levels"]), tuple(meta["mode_order"]), block)
 
 
 def _choose(region: Region, wanted: str | None, k: int) -> list[str]:
@@ -105,6 +107,15 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
         formats[name] = TensorFormat.parse(text, prog.tensors[name].rank, where=f"format.{name}")
     for name in prog.inputs:
         formats.setdefault(name, prog.tensors[name].format)
+    for name, fmt in formats.items():
+        check_format_blocks(name, fmt, all_shapes[name])
+        if fmt.block and schedule.block is None:
+            raise UserError(f"{name} is stored in blocks ({fmt}), which needs blocked execution", "schedule",
+                            f"add the schedule item block={max(fmt.block)}")
+    blocking = Blocking(schedule.block, all_shapes) if schedule.block is not None else None
+    if blocking is not None:
+        formats = {n: blocking.format(n, f) for n, f in formats.items()}
+    region_shapes = blocking.grid if blocking is not None else all_shapes
     kernels = []
     groups = schedule.partition(prog)
     unknown = [k for k in schedule.orders if k >= len(groups)]
@@ -125,11 +136,15 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
             kernels.append(kernel)
             continue
         free = set(prog.inputs) - set(schedule.formats) if schedule.layout == "induced" else set()
-        region = Region.build(prog, group, formats=formats, shapes=all_shapes, free=free)
+        region = Region.build(prog, group, formats=formats, shapes=region_shapes, free=free)
         kernel.region = region
         kernel.order = _choose(region, schedule.orders.get(k), k)
         kernel.table = FusionTable(region, kernel.order)
-        kernel.graph = lower(kernel.table, {n: formats[n] for n in region.outputs if n in formats})
+        tiling = blocking.tiling(region) if blocking is not None else None
+        kernel.graph = lower(kernel.table, {n: formats[n] for n in region.outputs if n in formats}, tiling)
+        if blocking is not None:
+            for name, meta in kernel.graph.tensors.items():
+                blocking.full_metadata(meta, name)
         kernel.graph.name = f"k{k}:" + "+".join(region.outputs)
         if k in schedule.pars:
             kernel.graph = apply_pars(kernel.graph, schedule.pars[k], kernel.order, k)

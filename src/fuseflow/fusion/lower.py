@@ -8,6 +8,12 @@ intermediates). Instances nested in a consumer's loop then repeat their referenc
 `reduce`, or `spacc` when a variable follows the reduction variable), and the region's outputs
 get level and value writers, with `crd_drop` where an intersection may empty a written fiber.
 
+Blocked lowering (`Tiling`): the region's extents are counted in blocks and every value is a
+tile over the region's tiled variables it depends on; each value node gets a `tile` parameter
+(`sim.tiles`) naming the axes of its inputs and output. A sum of a product over a tiled variable
+folds the inner contraction into the multiply (the tile matmul); other reductions reduce inside
+the tile in their reducer.
+
     >>> from fuseflow.frontend import from_mlir
     >>> from fuseflow.fusion.region import Region
     >>> p = from_mlir("tests/mlir/spmv.mlir")
@@ -28,6 +34,28 @@ from .table import FusionTable
 
 
 @dataclass(frozen=True)
+class Tiling:
+    """Blocked lowering: `tiled` variables are counted in blocks of `b`."""
+
+    b: int
+    tiled: frozenset
+
+    def axes(self, indices) -> tuple:
+        return tuple(v for v in indices if isinstance(v, str) and v in self.tiled)
+
+    def param(self, ins, out) -> dict:
+        """The `tile` parameter of a value node (every value of a blocked region is a tile, of
+        no axes if it depends on no tiled variable); none when nothing is tiled."""
+        if not self.tiled:
+            return {}
+        return {"tile": {"b": self.b, "in": [list(a) for a in ins], "out": list(out)}}
+
+
+def _union(*axes) -> tuple:
+    return tuple(dict.fromkeys(x for a in axes for x in a))
+
+
+@dataclass(frozen=True)
 class Coord:
     """A coordinate stream with the keys of the payload streams aligned with it."""
 
@@ -40,8 +68,10 @@ IDENTITY = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}
 
 
 class _Lowering:
-    def __init__(self, table: FusionTable, formats: dict[str, TensorFormat] | None):
+    def __init__(self, table: FusionTable, formats: dict[str, TensorFormat] | None, tiling: Tiling | None = None):
         self.t = table
+        self.tiling = tiling or Tiling(1, frozenset())
+        self.axes: dict[int, tuple] = {}  # tile axes of each finished instance's values
         self.r = table.region
         self.n = table.nesting
         self.formats = formats or {}
@@ -137,8 +167,6 @@ class _Lowering:
         level = leaf.level_vars().index(v)
         fmt = leaf.format.levels[level]
         dim = leaf.shape[leaf.format.mode_order[level]]
-        if leaf.format.block:
-            raise NotSupported(f"block-sparse input {leaf.tensor} in a fused graph")
         scan = self.add("scan", {"tensor": leaf.storage, "level": level, "format": str(fmt), "dim": dim},
                         var=v, ref=self.env[("ref", ref)])
         self.env[("ref", ref)] = scan.out("ref")
@@ -200,84 +228,120 @@ class _Lowering:
             return False
         return all(kind == "leaf" or ref in self.finished for kind, ref in inst.operands)
 
-    def coalesce(self, value: Stream, tensor: str) -> Stream:
+    def coalesce(self, value: Stream, tensor: str, axes: tuple = ()) -> Stream:
         """Missing entries (N) of a tensor whose background is not 0 read as that background."""
         bg = self.r.background.get(tensor) or 0.0
         if bg == 0.0:
             return value
-        return self.add("alu", {"op": "coalesce", "arity": 1, "scalar": bg, "scalar_pos": 1}, a=value).out("val")
+        return self.add("alu", {"op": "coalesce", "arity": 1, "scalar": bg, "scalar_pos": 1,
+                                **self.tiling.param([axes], axes)}, a=value).out("val")
+
+    def fold_contraction(self, inst) -> bool:
+        """Whether a sum over tiled variables of a product contracts inside the multiply's tile."""
+        op, tiled = inst.op, self.tiling.axes(inst.reduce_vars)
+        if op.reduce_kind != "sum" or not tiled or not (isinstance(op.body, Binary) and op.body.op == "mul"):
+            return False
+        sides = [op.body.lhs, op.body.rhs]
+        if not all(isinstance(x, In) for x in sides):
+            return False
+        seen = [self.tiling.axes(inst.access(x.index)) for x in sides]
+        return all(v in seen[0] and v in seen[1] for v in tiled)
 
     def finish(self, inst) -> None:
         values = []
+        final = self.tiling.axes(inst.out_indices)
         for k, (kind, ref) in enumerate(inst.operands):
             if kind == "leaf":
                 leaf = self.r.leaves[ref]
-                params = {"tensor": leaf.storage}
+                axes = self.tiling.axes(leaf.indices)
+                want = axes
+                if inst.op.body == In(k) and not inst.reduce_vars and set(axes) == set(final):
+                    want = final  # a copy: the array reads its tile transposed
+                params = {"tensor": leaf.storage, **self.tiling.param([axes], want)}
+                axes = want
                 bg = self.r.background.get(leaf.tensor) or 0.0
                 if bg != 0.0:
                     params["fill"] = bg
-                values.append(self.add("array", params, ref=self.env[("ref", ref)]).out("val"))
+                values.append((self.add("array", params, ref=self.env[("ref", ref)]).out("val"), axes))
                 continue
-            value = self.coalesce(self.env[("val", ref)], self.r.instance(ref).tensor)
+            axes = self.axes[ref]
+            value = self.coalesce(self.env[("val", ref)], self.r.instance(ref).tensor, axes)
             done = self.n.value_vars[ref]
             start = self.n.pos[done[-1]] if done else -1
             for w in self.n.nest[inst.id]:
                 if self.n.pos[w] > start:
                     value = self.repeat(value, self.crd(inst.id, w))
-            values.append(value)
-        value = self.alu_tree(inst.op.body, values, inst.tensor)
+            values.append((value, axes))
         op = inst.op
+        top = final if (not inst.reduce_vars or self.fold_contraction(inst)) else None
+        value, axes = self.alu_tree(inst.op.body, values, inst.tensor, top)
+        if top is not None and axes != final:
+            raise NotSupported(f"{inst.tensor}: a copy that reorders tile axes {axes} to {final}")
+        if any(v not in axes for v in final):
+            raise NotSupported(f"{inst.tensor}: a reduction that broadcasts to tile axes {final}")
+        tile = self.tiling.param([axes], final)
         if op.init is not None and (isinstance(op.init, str) or op.init != IDENTITY.get(op.reduce_kind, 0.0)):
             raise NotSupported(f"{inst.tensor}: a reduction starting from {op.init} (not the identity)")
         plan = self.n.plan[inst.id]
         if plan[0] == "reduce":
             for r in sorted(inst.reduce_vars, key=self.n.pos.get, reverse=True):
-                value = self.add("reduce", {"kind": op.reduce_kind}, val=value).out("val")
+                value = self.add("reduce", {"kind": op.reduce_kind, **tile}, val=value).out("val")
+                tile = self.tiling.param([final], final)
         elif plan[0] == "spacc":
             last, r = self.n.last[inst.id], plan[1]
-            node = self.add("spacc", {"kind": op.reduce_kind}, crd_inner=self.crd(inst.id, last),
+            node = self.add("spacc", {"kind": op.reduce_kind, **tile}, crd_inner=self.crd(inst.id, last),
                             crd_outer=self.crd(inst.id, r), val=value)
             value = node.out("val")
             self.set_box(("out", inst.id, last), node.out("crd"),
                          self.is_universe(inst.id, last) and self.is_universe(inst.id, r))
         elif plan[0] == "spacc2":
             r, (mid, last) = plan[1], plan[2]
-            node = self.add("spacc2", {"kind": op.reduce_kind}, crd_inner=self.crd(inst.id, last),
+            node = self.add("spacc2", {"kind": op.reduce_kind, **tile}, crd_inner=self.crd(inst.id, last),
                             crd_mid=self.crd(inst.id, mid), crd_outer=self.crd(inst.id, r), val=value)
             value = node.out("val")
             r_full = self.is_universe(inst.id, r)
             self.set_box(("out", inst.id, last), node.out("crd"), self.is_universe(inst.id, last) and r_full)
             self.set_box(("out", inst.id, mid), node.out("crd_mid"), self.is_universe(inst.id, mid) and r_full)
         self.env[("val", inst.id)] = value
+        self.axes[inst.id] = final
         self.finished.add(inst.id)
 
-    def alu_tree(self, e: Expr, values: list[Stream], where: str) -> Stream:
+    def alu(self, params: dict, ins: list, out=None):
+        """An ALU over (stream, tile axes) inputs; its output axes are `out` or their union."""
+        axes = _union(*(a for _, a in ins)) if out is None else tuple(out)
+        params = {**params, **self.tiling.param([a for _, a in ins], axes)}
+        node = self.add("alu", params, **{p: stream for p, (stream, _) in zip("abc", ins)})
+        return node.out("val"), axes
+
+    def alu_tree(self, e: Expr, values: list, where: str, out=None):
+        """(stream, tile axes) of an expression over (stream, axes) operand values; the top node
+        produces tile axes `out` (contracting or broadcasting) when given."""
         if isinstance(e, In):
             return values[e.index]
         if isinstance(e, Const):
             raise NotSupported(f"{where}: a value that is a bare constant in a fused graph")
         if isinstance(e, Unary):
-            return self.add("alu", {"op": e.op, "arity": 1, "scalar": None, "scalar_pos": 1},
-                            a=self.alu_tree(e.arg, values, where)).out("val")
+            return self.alu({"op": e.op, "arity": 1, "scalar": None, "scalar_pos": 1},
+                            [self.alu_tree(e.arg, values, where)], out)
         if isinstance(e, (Binary, Compare)):
             op = e.op if isinstance(e, Binary) else e.pred
             if isinstance(e.rhs, Const) or isinstance(e.lhs, Const):
                 const, other, pos = (e.rhs, e.lhs, 1) if isinstance(e.rhs, Const) else (e.lhs, e.rhs, 0)
-                return self.add("alu", {"op": op, "arity": 1, "scalar": const.value, "scalar_pos": pos},
-                                a=self.alu_tree(other, values, where)).out("val")
-            return self.add("alu", {"op": op, "arity": 2, "scalar": None, "scalar_pos": 1},
-                            a=self.alu_tree(e.lhs, values, where), b=self.alu_tree(e.rhs, values, where)).out("val")
+                return self.alu({"op": op, "arity": 1, "scalar": const.value, "scalar_pos": pos},
+                                [self.alu_tree(other, values, where)], out)
+            return self.alu({"op": op, "arity": 2, "scalar": None, "scalar_pos": 1},
+                            [self.alu_tree(e.lhs, values, where), self.alu_tree(e.rhs, values, where)], out)
         if isinstance(e, Select):
             cond = self.alu_tree(e.cond, values, where)
             branches = []
             for branch in (e.if_true, e.if_false):
                 if isinstance(branch, Const):
-                    branches.append(self.add("alu", {"op": "const", "arity": 1, "scalar": branch.value,
-                                                     "scalar_pos": 1}, a=cond).out("val"))
+                    branches.append(self.alu({"op": "const", "arity": 1, "scalar": branch.value,
+                                              "scalar_pos": 1}, [cond]))
                 else:
                     branches.append(self.alu_tree(branch, values, where))
-            return self.add("alu", {"op": "select", "arity": 3, "scalar": None, "scalar_pos": 1},
-                            a=cond, b=branches[0], c=branches[1]).out("val")
+            return self.alu({"op": "select", "arity": 3, "scalar": None, "scalar_pos": 1},
+                            [cond, *branches], out)
         raise TypeError(e)
 
     # -- outputs --------------------------------------------------------------------------------
@@ -313,7 +377,8 @@ class _Lowering:
         for k, crd in enumerate(crds):
             self.add("level_write", {"tensor": name, "level": k, "format": str(levels[k]),
                                      "dim": shape[mode_order[k]]}, crd=crd)
-        self.add("value_write", {"tensor": name}, val=self.env[("val", inst.id)])
+        axes = self.axes[inst.id]
+        self.add("value_write", {"tensor": name, **self.tiling.param([axes], axes)}, val=self.env[("val", inst.id)])
         self.g.tensors[name] = {"role": "output", "shape": list(shape), "levels": [str(x) for x in levels],
                                 "mode_order": mode_order, "fill": self.r.background.get(name) or 0.0}
 
@@ -341,6 +406,8 @@ class _Lowering:
         return graph
 
 
-def lower(table: FusionTable, formats: dict[str, TensorFormat] | None = None) -> SamGraph:
-    """The SamGraph of a fusion table; `formats` fixes the storage of written tensors."""
-    return _Lowering(table, formats).run()
+def lower(table: FusionTable, formats: dict[str, TensorFormat] | None = None,
+          tiling: Tiling | None = None) -> SamGraph:
+    """The SamGraph of a fusion table; `formats` fixes the storage of written tensors; `tiling`
+    lowers a region whose extents count blocks to tile-valued streams."""
+    return _Lowering(table, formats, tiling).run()

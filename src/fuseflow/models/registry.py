@@ -18,6 +18,7 @@ from ..ir.program import Program
 from .presets import as_schedule, cross_layer, reference_unfused
 
 MODELS = ("gcn", "graphsage", "sae", "gpt3-bigbird")
+BLOCKED_MODELS = ("gpt3-bigbird",)  # presets run blocked (block=B, tiles of the BigBird block size)
 
 
 @dataclass
@@ -83,6 +84,9 @@ def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
     if cfg is None:
         raise UserError(f"unknown GPT-3 config {config!r}", "--dataset", "use tiny, mini or small")
     model = GPT3BigBird(**cfg, seed=seed).eval()
+    if not isinstance(block, int) or block < 1 or cfg["seq"] % block:
+        raise UserError(f"BigBird block {block} does not divide the sequence length {cfg['seq']}", "--block",
+                        "use 16, 32 or 64")
     mask = bigbird_mask(cfg["seq"], block, seed=seed)
     x = np.random.default_rng(seed).normal(size=(cfg["seq"], cfg["d_model"]))
     with warnings.catch_warnings():
@@ -102,7 +106,9 @@ def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
 def build(name: str, dataset: str | None = None, *, scale: float = 1.0, seed: int = 0, block: int = 16,
           hidden: int = 16, density: float = 0.1) -> ModelCase:
     """A built-in model on a dataset: graphs for gcn/graphsage (karate, cora, synthetic:dblp, ...),
-    a size for sae (small, imagenet, ...), a config for gpt3-bigbird (tiny, small)."""
+    a size for sae (small, imagenet, ...), a config for gpt3-bigbird (tiny, mini, small).
+    gpt3-bigbird's presets run blocked with tiles of its BigBird block size (`block=B`); its
+    `<preset>-unblocked` presets run the same groups on scalar streams."""
     from ..schedule.schedule import statement_groups
 
     if name in ("gcn", "graphsage"):
@@ -116,4 +122,8 @@ def build(name: str, dataset: str | None = None, *, scale: float = 1.0, seed: in
     case.presets.setdefault("unfused", as_schedule(reference_unfused(case.program)))
     case.presets.setdefault("partial", as_schedule(statement_groups(case.program)))
     case.presets.setdefault("full", "full layout=induced")
+    if name in BLOCKED_MODELS:
+        scalar = dict(case.presets)
+        case.presets = {k: f"{v} block={block}" for k, v in scalar.items()}
+        case.presets.update({f"{k}-unblocked": v for k, v in scalar.items()})
     return case

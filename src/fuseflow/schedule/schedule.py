@@ -12,6 +12,9 @@ A schedule is a printable, parsable string of whitespace-separated items:
   valid order with the least work by sizes alone (`fusion.nesting.default_order`);
 - `format.T=compressed,compressed` or `format.T=dense,dense;order=1,0` for a tensor that is
   written between kernels (or an input's storage);
+- `block=B`: blocked execution: every variable whose extent is a multiple of B is counted in
+  BxB.. blocks, tensors store dense tiles per block (compressed block levels where blocks are
+  empty) and value streams carry tiles (`sim.tiles`); other variables stay scalar;
 - `layout=induced`: store every program input in the mode order the dataflow order visits it
   (its data is laid out to match, so every order of the variables is open); the default
   `layout=declared` keeps each input's declared mode order and so constrains the orders;
@@ -21,6 +24,8 @@ A schedule is a printable, parsable string of whitespace-separated items:
     >>> s = Schedule.parse("fusion=[a,b][c] order.1=j,i format.b=dense,compressed par.1=j:2,i:4")
     >>> s.groups, s.orders, s.pars, str(s)
     ([['a', 'b'], ['c']], {1: 'j,i'}, {1: [('j', 2), ('i', 4)]}, 'fusion=[a,b][c] order.1=j,i format.b=dense,compressed par.1=j:2,i:4')
+    >>> str(Schedule.parse("unfused block=32"))
+    'unfused block=32'
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ class Schedule:
     formats: dict[str, str] = field(default_factory=dict)
     layout: str = "declared"
     pars: dict[int, list[tuple[str, int]]] = field(default_factory=dict)  # group -> [(var, lanes)], outer first
+    block: int | None = None  # tile size of blocked execution
 
     def __str__(self) -> str:
         items = ["fusion=" + "".join("[" + ",".join(g) + "]" for g in self.groups)
@@ -52,6 +58,8 @@ class Schedule:
             items.append(f"layout={self.layout}")
         for k in sorted(self.pars):
             items.append(("par=" if k == 0 else f"par.{k}=") + ",".join(f"{v}:{p}" for v, p in self.pars[k]))
+        if self.block is not None:
+            items.append(f"block={self.block}")
         return " ".join(items)
 
     @staticmethod
@@ -76,13 +84,18 @@ class Schedule:
                 s.pars[group] = parse_par(value, item)
             elif key == "layout" and value in ("declared", "induced"):
                 s.layout = value
+            elif key == "block" and sep:
+                if not value.isdigit() or int(value) < 1:
+                    raise UserError(f"schedule item {item!r}: the block size must be a positive integer",
+                                    "schedule", "write e.g. block=32")
+                s.block = int(value)
             elif key.startswith("format.") and sep:
                 TensorFormat.parse(value, where=f"schedule item {item}")
                 s.formats[key[7:]] = value
             else:
                 raise UserError(f"unknown schedule item {item!r}", "schedule",
                                 "use unfused, full, fusion=[..][..], order[.N]=..., format.T=..., layout=induced, "
-                                "par[.N]=VAR:P")
+                                "par[.N]=VAR:P, block=B")
         return s
 
     def partition(self, program: Program) -> list[list[str]]:

@@ -54,7 +54,8 @@ def bounded_cycles(graph: SamGraph, tensors: dict, depth: int | dict | None, hw:
     last: dict[int, int | None] = {n.id: None for n in graph.nodes}
     finished = 0
     cycles = 0
-    lat = {n.id: hw.latency_of(n.kind) for n in graph.nodes}
+    timing = {n.id: hw.timing(n.kind, n.params) for n in graph.nodes}
+    lat = {k: t[0] for k, t in timing.items()}
     total = len(graph.nodes)
     while finished < total:
         progressed = False
@@ -62,7 +63,7 @@ def bounded_cycles(graph: SamGraph, tensors: dict, depth: int | dict | None, hw:
             log = run.step_log[node.id]
             while nxt[node.id] < len(log):
                 reads, pops, emits = log[nxt[node.id]]
-                ready = 0 if last[node.id] is None else last[node.id] + hw.initiation_interval
+                ready = 0 if last[node.id] is None else last[node.id] + timing[node.id][1]
                 blocked = False
                 for port, index in reads:
                     stream = node.inputs[port]

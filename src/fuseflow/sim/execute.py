@@ -51,16 +51,19 @@ class ScheduleRun:
 
 
 def _format(meta: dict) -> TensorFormat:
-    return TensorFormat(tuple(LEVEL_FORMATS[x] for x in meta["levels"]), tuple(meta["mode_order"]))
+    block = tuple(meta["block"]) if meta.get("block") else None
+    return TensorFormat(tuple(LEVEL_FORMATS[x] for x in meta["levels"]), tuple(meta["mode_order"]), block)
 
 
 def decode(written, meta: dict) -> np.ndarray:
-    """Dense array of a written tensor; unit dimensions without a level are filled in."""
-    shape, mode_order = meta["shape"], meta["mode_order"]
+    """Dense array of a written tensor (of dense tiles when `meta` has a block shape); unit
+    dimensions without a level are filled in."""
+    shape, mode_order, block = meta["shape"], meta["mode_order"], meta.get("block")
     n = len(written.levels)
     dims = list(mode_order[:n])
     kept = sorted(dims)
-    sub = written.to_dense([shape[d] for d in kept], [kept.index(d) for d in dims], meta.get("fill", 0.0))
+    sub = written.to_dense([shape[d] for d in kept], [kept.index(d) for d in dims], meta.get("fill", 0.0),
+                           [block[d] for d in kept] if block else None)
     return np.reshape(sub, shape)
 
 

@@ -23,6 +23,11 @@ storage), an ALU op, reduction or primitive without a kernel, and `record_steps`
 log of bounded channels) run on the oracle too. `apply` reads a token list as float data if any
 `Val` holds a float, so a hand-written stream mixing ints and floats comes back with floats.
 
+Tile-valued streams (blocked graphs) carry tile ids into a per-stream table (`Arr.tiles`); the
+kernels move the ids and `sim.fast_tiles` computes the values of tile nodes (see there).
+Pass-through nodes (repeat, joiners, broadcast, fork) hand their input's table on; join
+concatenates its lanes' tables.
+
     >>> from fuseflow.sim import oracle
     >>> run = apply("reduce", {"val": "1 2 S0 S0 4 S0 S1 D"})
     >>> oracle.format_tokens(run.outs["val"]), run.steps, run.last_step
@@ -41,6 +46,7 @@ from . import oracle
 from .hw import MEMORY_KINDS, HwConfig
 from .oracle import GraphRun, NodeRun
 from .storage import Level, StoredTensor, WrittenTensor
+from .tiles import Tile, TileSpec
 from .tokens import Done, Empty, Repeat, Stop, Val, as_tokens
 
 __all__ = ["run_graph", "apply", "Arr", "from_tokens", "to_tokens", "VAL", "STOP", "EMPTY", "DONE",
@@ -64,12 +70,12 @@ _NO_MEM = np.zeros(4, dtype=np.int64)  # memory model off
 class Arr:
     """One stream: token kinds, payloads (Val data or Stop levels; don't-care for `N`, `D`, `R`),
     the step time at which the producer sent each token, and the producer's latency (a token is
-    visible at sent + lat)."""
+    visible at sent + lat); `tiles`: the table that tile ids (Val data) index, if any."""
 
-    __slots__ = ("kind", "data", "sent", "lat")
+    __slots__ = ("kind", "data", "sent", "lat", "tiles")
 
-    def __init__(self, kind, data, sent, lat=0):
-        self.kind, self.data, self.sent, self.lat = kind, data, sent, int(lat)
+    def __init__(self, kind, data, sent, lat=0, tiles=None):
+        self.kind, self.data, self.sent, self.lat, self.tiles = kind, data, sent, int(lat), tiles
 
     def __len__(self) -> int:
         return self.kind.shape[0]
@@ -89,8 +95,14 @@ def from_tokens(tokens, times=None, dtype=None, lat: int = 0) -> Arr:
     kind = np.empty(n, dtype=np.int8)
     xs = [0] * n
     is_float = False
+    tiles = []
     for i, tok in enumerate(toks):
-        if isinstance(tok, Val):
+        if isinstance(tok, Val) and isinstance(tok.x, Tile):
+            kind[i] = VAL
+            xs[i] = float(len(tiles))
+            tiles.append(tok.x.a)
+            is_float = True
+        elif isinstance(tok, Val):
             kind[i] = VAL
             xs[i] = tok.x
             if isinstance(tok.x, float):
@@ -112,7 +124,7 @@ def from_tokens(tokens, times=None, dtype=None, lat: int = 0) -> Arr:
     time = np.zeros(n, dtype=np.int64) if times is None else np.asarray(list(times), dtype=np.int64)
     if time.shape[0] != n:
         raise ValueError(f"{n} tokens, {time.shape[0]} times")
-    return Arr(kind, data, time - lat if lat else time, lat)
+    return Arr(kind, data, time - lat if lat else time, lat, np.stack(tiles) if tiles else None)
 
 
 _SINGLE = {EMPTY: Empty, DONE: Done, REPEAT: Repeat}
@@ -123,7 +135,9 @@ def to_tokens(arr: Arr) -> list:
     out = []
     append = out.append
     for k, x in zip(arr.kind.tolist(), arr.data.tolist()):
-        if k == VAL:
+        if k == VAL and arr.tiles is not None:
+            append(Val(Tile(arr.tiles[int(x)])))
+        elif k == VAL:
             append(Val(x))
         elif k == STOP:
             append(Stop(int(x)))
@@ -804,7 +818,7 @@ def _gather(src, pk, pd):
 
 
 @njit(cache=True)
-def _k_array(kind, data, xs, xl, vals, fill, mem, ii):
+def _k_array(kind, data, xs, xl, vals, fill, mem, w, ii):
     n = kind.shape[0]
     nv = vals.shape[0]
     ok = np.empty(n, dtype=np.int8)
@@ -825,9 +839,9 @@ def _k_array(kind, data, xs, xl, vals, fill, mem, ii):
             if r < 0 or r >= nv:
                 err = 2
                 break
-            reads += 1
+            reads += w
             if mem[0]:
-                t += _stall(mem, reads - 1, 1, False)
+                t += _stall(mem, reads - w, w, False)
             ok[j] = VAL
             od[j] = vals[r]
         elif k == EMPTY:
@@ -1532,10 +1546,11 @@ def _k_level_write(kind, data, xs, xl, compressed, has_dim, dim, mem, ii):
 
 
 @njit(cache=True)
-def _k_value_write(kind, data, xs, xl, mem, ii):
+def _k_value_write(kind, data, xs, xl, mem, w, ii):
     n = kind.shape[0]
     vals = np.empty(n, dtype=np.float64)
     nv = 0
+    words = 0
     cons = np.empty(n, dtype=np.int64)
     t = -ii
     j = 0
@@ -1549,8 +1564,9 @@ def _k_value_write(kind, data, xs, xl, mem, ii):
         if k == VAL or k == EMPTY:
             vals[nv] = float(data[j]) if k == VAL else 0.0
             nv += 1
+            words += w
             if mem[0]:
-                t += _stall(mem, nv - 1, 1, False)
+                t += _stall(mem, words - w, w, False)
         elif not (k == STOP or k == DONE):
             err = 3
             break
@@ -1702,12 +1718,14 @@ def _stop_levels(a: Arr) -> np.ndarray:
 class _Node:
     """What a per-node driver gets: the node, its input streams, tensors and timing."""
 
-    __slots__ = ("id", "kind", "params", "arity", "ins", "tensors", "hw", "lat", "ii", "cache")
+    __slots__ = ("id", "kind", "params", "arity", "ins", "tensors", "hw", "lat", "ii", "cache", "tile")
 
     def __init__(self, node_id, kind, params, arity, ins, tensors, hw, cache):
         self.id, self.kind, self.params, self.arity, self.ins = node_id, kind, params, arity, ins
         self.tensors, self.hw, self.cache = tensors, hw, cache
-        self.lat, self.ii = int(hw.latency_of(kind)), int(hw.initiation_interval)
+        self.tile = TileSpec.of(kind, params)
+        lat, ii = hw.timing(kind, params)
+        self.lat, self.ii = int(lat), int(ii)
 
     def ctx(self):
         """An oracle context (no inputs) to evaluate parameters exactly as the oracle does."""
@@ -1744,8 +1762,8 @@ class _Node:
             self.cache[key] = hit
         return hit[1]
 
-    def out(self, kind, data, sent) -> Arr:
-        return Arr(kind, data, sent, self.lat)
+    def out(self, kind, data, sent, tiles=None) -> Arr:
+        return Arr(kind, data, sent, self.lat, tiles)
 
 
 def _root(n: _Node) -> _Res:
@@ -1871,14 +1889,29 @@ def _array(n: _Node) -> _Res:
     try:
         tensor = n.ctx().tensor()
         vals = n.array(tensor.vals, np.float64)
+        if n.tile is not None and vals.ndim == 1:
+            vals = vals.reshape(-1, 1)
         fill = float(n.params.get("fill", getattr(tensor, "fill", 0.0)))
     except Exception:
         raise _NeedOracle(False) from None
-    if vals.ndim != 1:
+    spec, table = n.tile, None
+    if spec is not None:
+        key = ("tiles", id(tensor.vals), spec, fill)
+        hit = n.cache.get(key)
+        if hit is None or hit[0] is not tensor.vals:
+            hit = (tensor.vals, fast_tiles().array_table(spec, vals, fill))
+            n.cache[key] = hit
+        table = hit[1]
+        ids = np.arange(vals.shape[0], dtype=np.float64)
+        err, j, t, reads, ok, od, cons = _k_array(ref.kind, ref.data, ref.sent, ref.lat, ids,
+                                                  float(vals.shape[0]), n.mem(), spec.out_elements, n.ii)
+    elif vals.ndim != 1:
         raise _NeedOracle(False)
-    err, j, t, reads, ok, od, cons = _k_array(ref.kind, ref.data, ref.sent, ref.lat, vals, fill, n.mem(), n.ii)
+    else:
+        err, j, t, reads, ok, od, cons = _k_array(ref.kind, ref.data, ref.sent, ref.lat, vals, fill, n.mem(), 1,
+                                                  n.ii)
     _check(err, (j, len(ref)))
-    return _Res({"val": n.out(ok, od, cons)}, j, int(t), _counters(reads=reads), {"ref": cons})
+    return _Res({"val": n.out(ok, od, cons, table)}, j, int(t), _counters(reads=reads), {"ref": cons})
 
 
 def _alu(n: _Node) -> _Res:
@@ -1901,7 +1934,11 @@ def _alu(n: _Node) -> _Res:
         ALU_CODES[op], scalar is not None, 0.0 if scalar is None else scalar,
         int(pos) if scalar is not None else 0, _NAN, n.ii)
     _check(err, *[(j, len(x)) for x in ins])
-    return _Res({"val": n.out(ok[:j], od[:j], cons)}, j, int(t), _counters(flops=flops),
+    kind, data, table = ok[:j], od[:j], None
+    if n.tile is not None:
+        data, table = fast_tiles().alu(n.tile, op, ins, kind, data, scalar, pos)
+        flops *= n.tile.flops_per_token
+    return _Res({"val": n.out(kind, data, cons, table)}, j, int(t), _counters(flops=flops),
                 {p: cons for p in ports})
 
 
@@ -1917,7 +1954,11 @@ def _reduce(n: _Node) -> _Res:
     (v,) = n.only("val")
     err, i, t, flops, j, ok, od, ot, cons = _k_reduce(v.kind, v.data, v.sent, v.lat, red, _NAN, n.ii)
     _check(err, (i, len(v)))
-    return _Res({"val": n.out(ok[:j], od[:j], ot[:j])}, i, int(t), _counters(flops=flops), {"val": cons})
+    kind, data, table = ok[:j], od[:j], None
+    if n.tile is not None:
+        data, table = fast_tiles().reduce(n.tile, n.params.get("kind", "sum"), v, kind, data)
+        flops *= n.tile.in_elements
+    return _Res({"val": n.out(kind, data, ot[:j], table)}, i, int(t), _counters(flops=flops), {"val": cons})
 
 
 def _spacc(n: _Node) -> _Res:
@@ -1928,8 +1969,11 @@ def _spacc(n: _Node) -> _Res:
         outer.kind, outer.data, outer.sent, outer.lat, inner.kind, inner.data, inner.sent, inner.lat,
         v.kind, v.data, v.sent, v.lat, red, _NAN, n.ii)
     _check(err, (po, len(outer)), (pi, len(inner)), (pv, len(v)))
-    kind, time = ok[:j], ot[:j]
-    return _Res({"crd": n.out(kind, oc[:j], time), "val": n.out(kind, ov[:j], time)}, int(steps), int(t),
+    kind, time, data, table = ok[:j], ot[:j], ov[:j], None
+    if n.tile is not None:
+        data, table = fast_tiles().spacc(n.tile, n.params.get("kind", "sum"), inner, v, kind, data)
+        flops *= n.tile.in_elements
+    return _Res({"crd": n.out(kind, oc[:j], time), "val": n.out(kind, data, time, table)}, int(steps), int(t),
                 _counters(flops=flops), {"crd_inner": civ, "crd_outer": co, "val": civ})
 
 
@@ -1941,9 +1985,12 @@ def _spacc2(n: _Node) -> _Res:
         outer.kind, outer.data, outer.sent, outer.lat, mid.kind, mid.data, mid.sent, mid.lat,
         inner.kind, inner.data, inner.sent, inner.lat, v.kind, v.data, v.sent, v.lat, red, _NAN, n.ii)
     _check(err, (po, len(outer)), (pm, len(mid)), (pi, len(inner)), (pv, len(v)))
-    kind, time = ok[:j], ot[:j]
+    kind, time, data, table = ok[:j], ot[:j], ov[:j], None
+    if n.tile is not None:
+        data, table = fast_tiles().spacc2(n.tile, n.params.get("kind", "sum"), mid, inner, v, kind, data)
+        flops *= n.tile.in_elements
     return _Res({"crd_mid": n.out(omk[:jm], omd[:jm], omt[:jm]), "crd": n.out(kind, oc[:j], time),
-                 "val": n.out(kind, ov[:j], time)}, int(steps), int(t), _counters(flops=flops),
+                 "val": n.out(kind, data, time, table)}, int(steps), int(t), _counters(flops=flops),
                 {"crd_inner": civ, "crd_mid": cm, "crd_outer": co, "val": civ})
 
 
@@ -1976,9 +2023,11 @@ def _level_write(n: _Node) -> _Res:
 
 def _value_write(n: _Node) -> _Res:
     (a,) = n.only("val")
-    err, j, t, vals, cons = _k_value_write(a.kind, a.data, a.sent, a.lat, n.mem(), n.ii)
+    w = n.tile.out_elements if n.tile is not None else 1
+    err, j, t, vals, cons = _k_value_write(a.kind, a.data, a.sent, a.lat, n.mem(), w, n.ii)
     _check(err, (j, len(a)))
-    return _Res({}, j, int(t), _counters(writes=vals.shape[0]), {"val": cons}, vals=vals.tolist())
+    written = vals.tolist() if n.tile is None else fast_tiles().written(n.tile, a)
+    return _Res({}, j, int(t), _counters(writes=vals.shape[0] * w), {"val": cons}, vals=written)
 
 
 def _broadcast(n: _Node) -> _Res:
@@ -2025,10 +2074,16 @@ def _join(n: _Node) -> _Res:
     off[1:] = np.cumsum([len(a) for a in ins])
     lc = np.array([a.lat for a in ins], dtype=np.int64)
     dl = np.where(kc == STOP, dc, 0).astype(np.int64)
+    tables = None
+    if any(a.tiles is not None for a in ins):  # one table: lane k's ids move past the earlier lanes'
+        sizes = [0 if a.tiles is None else len(a.tiles) for a in ins]
+        shift = np.repeat(np.cumsum([0] + sizes[:-1]), [len(a) for a in ins])
+        dc = np.where(kc == VAL, dc + shift, dc)
+        tables = np.concatenate([a.tiles for a in ins if a.tiles is not None])
     err, steps, t, j, src, ot, pos, cons = _k_join(kc, dl, sc, lc, off, lanes, int(depth), n.ii)
     _check(err, *[(pos[k], off[k + 1]) for k in range(lanes)])
     s = src[:j]
-    return _Res({"out": n.out(kc[s], dc[s], ot[:j])}, int(steps), int(t), _counters(),
+    return _Res({"out": n.out(kc[s], dc[s], ot[:j], tables)}, int(steps), int(t), _counters(),
                 {f"in{k}": cons[off[k]:off[k + 1]] for k in range(lanes)})
 
 
@@ -2053,11 +2108,31 @@ def _by_oracle(n: _Node, names: dict, strict: bool) -> _Res:
     return _Res(outs, run.steps, run.last_step, dict(run.counters), cons, run.written_level, run.written_vals)
 
 
+def fast_tiles():
+    from . import fast_tiles as module  # imported late: it builds on this module
+
+    return module
+
+
+def _tables_passed(n: _Node, res: _Res) -> None:
+    """Outputs of pass-through nodes carry their input's tile table."""
+    if n.kind in ("repeat", "broadcast", "fork"):
+        source = n.ins.get("in")
+        for arr in res.outs.values():
+            arr.tiles = source.tiles if source is not None else None
+    elif n.kind in ("intersect", "union"):
+        for port, arr in res.outs.items():
+            if port.startswith("pay") and port in n.ins:
+                arr.tiles = n.ins[port].tiles
+
+
 def _run_node(n: _Node, names: dict) -> _Res:
     try:
         if n.kind not in DRIVERS:
             raise _NeedOracle(False)
-        return DRIVERS[n.kind](n)
+        res = DRIVERS[n.kind](n)
+        _tables_passed(n, res)
+        return res
     except _NeedOracle as need:
         return _by_oracle(n, names, need.strict)
 

@@ -47,6 +47,14 @@ compressed-scan seg reads (2 per `Val` ref) + compressed-scan crd reads (1 per c
 array value reads (1 per `Val` ref); `mem_writes` = compressed level_write crd writes (1 per
 `Val`) and seg writes (1 per `S0`) + value_write writes (1 per `Val`/`N`).
 
+Tile-valued nodes (a `tile` parameter, see `sim.tiles`): values are `Tile`s (numpy arrays over
+the node's named axes); `N` is a tile of zeros (or of the array's fill) for ALUs, reducers and
+writers. Counters count tile elements so that blocked and scalar runs compare: an elementwise
+ALU result of E elements is E FLOPs, a contraction (tile matmul) 2B³ - B² for BxB, a
+reducer E FLOPs per accumulated tile, an array read or value write E words. Their latency and
+initiation interval are the block-mode costs of `HwConfig.timing`; every other node keeps its
+scalar timing (each node has one II, used between all of its steps).
+
 Spec choices (where primitives.py is silent or ambiguous):
 
 * A dense level_write stores nothing, so it counts no memory writes (it only checks that each
@@ -90,6 +98,7 @@ from ..sam.graph import GraphError, SamGraph, Stream
 from ..sam.primitives import PRIMITIVES
 from .hw import MEMORY_KINDS, HwConfig
 from .storage import Level, StoredTensor, WrittenTensor
+from .tiles import Tile, TileSpec, stored_tile
 from .tokens import Done, Empty, Repeat, Stop, Token, Val, as_tokens, format_tokens, is_elem, parse_tokens, \
     token_text
 
@@ -194,7 +203,8 @@ class _Ctx:
     def __init__(self, node_id, kind, params, arity, inputs: dict[str, _Chan], tensors, hw: HwConfig):
         self.id, self.kind, self.params, self.arity = node_id, kind, params, arity
         self.inputs, self.tensors = inputs, tensors
-        self.lat, self.ii = hw.latency_of(kind), hw.initiation_interval
+        self.lat, self.ii = hw.timing(kind, params)
+        self.tile = TileSpec.of(kind, params)  # None unless the node's values are tiles
         self.hw = hw
         self._words = 0  # memory words issued so far (memory model)
         out_ports = PRIMITIVES[kind].ports(arity)[1]
@@ -466,17 +476,21 @@ def _joiner(c: _Ctx, is_union: bool) -> None:
 
 
 def _array(c: _Ctx) -> None:
-    tensor = c.tensor()
+    tensor, spec = c.tensor(), c.tile
     vals, fill = tensor.vals, float(c.params.get("fill", tensor.fill))
     while True:
         tok = c.pop("ref")
         if isinstance(tok, Val):
             if not (isinstance(tok.x, int) and 0 <= tok.x < len(vals)):
                 c.fail(f"reference out of range 0..{len(vals) - 1}", tok)
-            c.counters["mem_reads"] += 1
-            c.emit("val", Val(float(vals[tok.x])))
+            if spec is None:
+                c.counters["mem_reads"] += 1
+                c.emit("val", Val(float(vals[tok.x])))
+            else:
+                c.counters["mem_reads"] += spec.out_elements
+                c.emit("val", Val(Tile(stored_tile(tensor, tok.x, spec))))
         elif tok is Empty:
-            c.emit("val", Val(fill))
+            c.emit("val", Val(fill) if spec is None else Val(Tile(spec.full(1, fill)[0])))
         elif isinstance(tok, Stop) or tok is Done:
             c.emit("val", tok)
         else:
@@ -503,11 +517,26 @@ def _alu_signature(kind_where: str, params: dict, connected: list[str]):
     return op, ports, fn, (None if scalar is None else float(scalar)), pos
 
 
+def _tile_alu(spec: TileSpec, op: str, toks, scalar, pos) -> Val:
+    """One tile ALU result (N operands are tiles of zeros)."""
+    if op == "coalesce":
+        return Val(Tile(spec.full(1, scalar)[0])) if toks[0] is Empty else toks[0]
+    if op == "const":
+        return Val(Tile(spec.full(1, scalar)[0]))
+    stacks = [spec.full(1, 0.0, axes) if t is Empty else t.x.a[None] for t, axes in zip(toks, spec.ins)]
+    return Val(Tile(spec.alu(op, stacks, scalar, pos)[0]))
+
+
 def _alu(c: _Ctx) -> None:
     op, ports, fn, scalar, pos = _alu_signature(c.where(), c.params, [p for p in "abc" if p in c.inputs])
+    spec = c.tile
     while True:
         toks = [c.pop(p) for p in ports]
-        if op == "coalesce" and is_elem(toks[0]):
+        if spec is not None and all(is_elem(t) for t in toks):
+            c.emit("val", _tile_alu(spec, op, toks, scalar, pos))
+            if op != "coalesce":
+                c.counters["flops"] += spec.flops_per_token
+        elif op == "coalesce" and is_elem(toks[0]):
             c.emit("val", Val(scalar if toks[0] is Empty else float(_num(toks[0]))))
         elif all(is_elem(t) for t in toks):
             if op == "const":
@@ -533,23 +562,31 @@ def _alu(c: _Ctx) -> None:
 
 
 def _reducer(c: _Ctx):
+    """(combine, identity, value of an element token, FLOPs per element, wrap a result)."""
     kind = c.params.get("kind", "sum")
     if kind not in REDUCERS:
         raise GraphError(f"{c.where()}: unknown reduction {kind!r}")
-    return REDUCERS[kind]
+    spec = c.tile
+    if spec is None:
+        return REDUCERS[kind] + (_num, 1, float)
+
+    def element(tok):
+        return spec.full(1, 0.0)[0] if tok is Empty else spec.inner(tok.x.a[None], kind)[0]
+
+    return (lambda a, b: spec.combine(kind, a, b)), spec.identity(kind), element, spec.in_elements, Tile
 
 
 def _reduce(c: _Ctx) -> None:
-    combine, identity = _reducer(c)
+    combine, identity, element, flops, wrap = _reducer(c)
     acc, open_fiber = identity, False
     while True:
         tok = c.pop("val")
         if is_elem(tok):
-            acc = combine(acc, _num(tok))
+            acc = combine(acc, element(tok))
             open_fiber = True
-            c.counters["flops"] += 1
+            c.counters["flops"] += flops
         elif isinstance(tok, Stop) and tok.n == 0:
-            c.emit("val", Val(acc))
+            c.emit("val", Val(wrap(acc)))
             acc, open_fiber = identity, False
         elif isinstance(tok, Stop) or tok is Done:
             if open_fiber:
@@ -563,7 +600,7 @@ def _reduce(c: _Ctx) -> None:
 
 
 def _spacc(c: _Ctx) -> None:
-    combine, identity = _reducer(c)
+    combine, identity, element, flops, wrap = _reducer(c)
     acc: dict = {}
     drain: list | None = None  # entries still to emit at an outer S0, largest coordinate first
     while True:
@@ -575,8 +612,8 @@ def _spacc(c: _Ctx) -> None:
                 v = c.pop("val")
                 if not is_elem(v):
                     c.fail("val is not aligned with crd_inner", inner, v)
-                acc[inner.x] = combine(acc.get(inner.x, identity), _num(v))
-                c.counters["flops"] += 1
+                acc[inner.x] = combine(acc.get(inner.x, identity), element(v))
+                c.counters["flops"] += flops
             elif inner == Stop(0):
                 c.pop("crd_inner")
                 v = c.pop("val")
@@ -595,12 +632,12 @@ def _spacc(c: _Ctx) -> None:
             if v != want:
                 c.fail("val is not aligned with crd_inner", inner, v)
             if outer == Stop(0) and drain is None:
-                drain = sorted(acc.items(), reverse=True)
+                drain = sorted(acc.items(), key=lambda e: e[0], reverse=True)
                 acc = {}
             if drain:
                 crd, value = drain.pop()
                 c.emit("crd", Val(crd))
-                c.emit("val", Val(value))
+                c.emit("val", Val(wrap(value)))
             else:
                 drain = None
                 for port in ("crd_outer", "crd_inner", "val"):
@@ -623,7 +660,7 @@ def _spacc2(c: _Ctx) -> None:
     `S0`, one step per emitted w1 coordinate, one per emitted (w2, val) entry and one per closing
     `S0` of a w2 fiber; then one step per outer stop or `D`, consuming the aligned stops of all
     inputs and emitting `Sn` on crd_mid and `S(n+1)` on crd and val."""
-    combine, identity = _reducer(c)
+    combine, identity, element, flops, wrap = _reducer(c)
     acc: dict = {}
     while True:
         outer = c.peek("crd_outer")
@@ -637,8 +674,8 @@ def _spacc2(c: _Ctx) -> None:
                     if not is_elem(v):
                         c.fail("val is not aligned with crd_inner", inner, v)
                     row = acc.setdefault(mid.x, {})
-                    row[inner.x] = combine(row.get(inner.x, identity), _num(v))
-                    c.counters["flops"] += 1
+                    row[inner.x] = combine(row.get(inner.x, identity), element(v))
+                    c.counters["flops"] += flops
                 elif inner == Stop(0):
                     c.pop("crd_inner")
                     if c.pop("val") != inner:
@@ -670,9 +707,9 @@ def _spacc2(c: _Ctx) -> None:
                 for w1 in sorted(acc):
                     c.emit("crd_mid", Val(w1))
                     c.step()
-                    for w2, value in sorted(acc[w1].items()):
+                    for w2, value in sorted(acc[w1].items(), key=lambda e: e[0]):
                         c.emit("crd", Val(w2))
-                        c.emit("val", Val(value))
+                        c.emit("val", Val(wrap(value)))
                         c.step()
                     c.emit("crd", Stop(0))
                     c.emit("val", Stop(0))
@@ -766,10 +803,13 @@ def _level_write(c: _Ctx) -> None:
 
 
 def _value_write(c: _Ctx) -> None:
-    vals = []
+    vals, spec = [], c.tile
     while True:
         tok = c.pop("val")
-        if is_elem(tok):
+        if is_elem(tok) and spec is not None:
+            vals.append(spec.full(1, 0.0)[0] if tok is Empty else tok.x.a)
+            c.counters["mem_writes"] += spec.out_elements
+        elif is_elem(tok):
             vals.append(_num(tok))
             c.counters["mem_writes"] += 1
         elif not (isinstance(tok, Stop) or tok is Done):
@@ -947,7 +987,8 @@ def run_graph(graph: SamGraph, tensors: dict[str, StoredTensor], hw: HwConfig | 
             produced[Stream(node.id, port)] = (run.outs[port], run.times[port])
         node_steps[node.id] = run.steps
         for port, stream in node.inputs.items():
-            lat = hw.latency_of(graph.nodes[stream.node].kind)
+            producer = graph.nodes[stream.node]
+            lat = hw.timing(producer.kind, producer.params)[0]
             sent = [t - lat for t in produced[stream][1]]
             occupancy[stream] = channel_occupancy(sent, run.consumed[port])
         for key, value in run.counters.items():

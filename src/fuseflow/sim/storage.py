@@ -8,6 +8,10 @@ last level, in position order. `from_dense` stores a coordinate of a compressed 
 subtensor below it holds a value other than the tensor's background `fill` (0 unless an op makes
 it, e.g., -inf for masked scores); positions not stored read back as `fill`. Arrays are numpy.
 
+A blocked format (`block=16x16`) stores the tensor's grid of blocks in its levels and one dense
+tile per position (`vals` has shape (positions, *block)); a block is stored when any of its
+entries differs from `fill`, and missing blocks read back as `fill`.
+
     >>> import numpy as np
     >>> from fuseflow.ir.formats import TensorFormat
     >>> A = np.array([[1.0, 0.0], [2.0, 3.0]])
@@ -19,6 +23,10 @@ it, e.g., -inf for masked scores); positions not stored read back as `fill`. Arr
     ([0, 1], [0, 2, 3], [0, 1, 1], [1.0, 2.0, 3.0])
     >>> bool((t.to_dense() == A).all())
     True
+    >>> B = np.kron([[1.0, 0.0], [0.0, 2.0]], np.ones((2, 2)))
+    >>> t = StoredTensor.from_dense(B, TensorFormat.parse("dense,compressed;block=2x2"))
+    >>> t.levels[1].crd.tolist(), t.vals.shape, bool((t.to_dense() == B).all())
+    ([0, 1], (2, 2, 2), True)
 """
 from __future__ import annotations
 
@@ -26,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import UserError
 from ..ir.formats import TensorFormat
 
 
@@ -82,7 +91,29 @@ def _entries(levels: list[Level]) -> tuple[np.ndarray, list[np.ndarray]]:
     return pos, coords
 
 
-def _decode(levels: list[Level], vals, shape, mode_order, fill: float = 0.0) -> np.ndarray:
+def _blocks(shape, block) -> tuple[int, ...]:
+    """The grid of blocks of `shape` (UserError unless every block size divides its dimension)."""
+    shape, block = tuple(int(s) for s in shape), tuple(int(b) for b in block)
+    if len(block) != len(shape) or any(b < 1 or s % b for s, b in zip(shape, block)):
+        raise UserError(f"block shape {'x'.join(map(str, block))} does not divide tensor shape {shape}",
+                        "format", "choose block sizes that divide every dimension")
+    return tuple(s // b for s, b in zip(shape, block))
+
+
+def _unblock(grid: np.ndarray, block) -> np.ndarray:
+    """(g0, .., b0, ..) -> the dense (g0*b0, ..) array."""
+    rank = len(block)
+    inter = [a for d in range(rank) for a in (d, rank + d)]
+    return np.transpose(grid, inter).reshape([grid.shape[d] * block[d] for d in range(rank)])
+
+
+def _decode(levels: list[Level], vals, shape, mode_order, fill: float = 0.0, block=None) -> np.ndarray:
+    if block:
+        grid_shape = _blocks(shape, block)
+        tiles = np.asarray(vals, dtype=np.float64).reshape((-1,) + tuple(block)) if len(vals) else \
+            np.zeros((0,) + tuple(block))
+        grid = _decode(levels, tiles, grid_shape, mode_order, fill)
+        return _unblock(grid, tuple(block))
     shape = tuple(int(s) for s in shape)
     rank = len(shape)
     mode_order = tuple(range(rank)) if mode_order is None else tuple(mode_order)
@@ -93,6 +124,7 @@ def _decode(levels: list[Level], vals, shape, mode_order, fill: float = 0.0) -> 
         if not level.is_compressed and level.dim != dims[k]:
             raise ValueError(f"dense level {k} has dim {level.dim}, the shape needs {dims[k]}")
     vals = np.asarray(vals if vals is not None else [], dtype=np.float64)
+    tile = vals.shape[1:]  # () for scalars, the block shape for tiles
     pos, coords = _entries(levels)
     n_pos = (len(levels[-1].crd) if levels[-1].is_compressed else int(pos.max(initial=-1)) + 1) if levels else 1
     if len(vals) != n_pos:
@@ -100,10 +132,10 @@ def _decode(levels: list[Level], vals, shape, mode_order, fill: float = 0.0) -> 
     for c, d in zip(coords, dims):
         if len(c) and (c.min() < 0 or c.max() >= d):
             raise ValueError(f"a coordinate is out of range {tuple(dims)}")
-    dense = np.full(dims, fill, dtype=np.float64)
+    dense = np.full(tuple(dims) + tile, fill, dtype=np.float64)
     if rank:
         dense[tuple(coords)] = vals[pos]
-        return np.transpose(dense, np.argsort(mode_order))
+        return np.transpose(dense, tuple(np.argsort(mode_order)) + tuple(range(rank, rank + len(tile))))
     dense[()] = vals[0] if len(vals) else fill
     return dense
 
@@ -119,12 +151,19 @@ class StoredTensor:
     @staticmethod
     def from_dense(array, fmt: TensorFormat, fill: float = 0.0) -> "StoredTensor":
         array = np.asarray(array, dtype=np.float64)
-        if fmt.block:
-            raise NotImplementedError("blocked formats are not supported by the simulator yet")
         if fmt.rank != array.ndim:
             raise ValueError(f"format {fmt} has {fmt.rank} levels, the array has {array.ndim} dims")
-        tiled = np.transpose(array, fmt.mode_order) if array.ndim else array
-        stored = tiled != fill
+        rank, block = array.ndim, tuple(fmt.block or ())
+        if block:  # levels over the grid of blocks, one dense tile per position
+            grid = _blocks(array.shape, block)
+            split = array.reshape([x for g, b in zip(grid, block) for x in (g, b)])
+            values = np.transpose(split, tuple(range(0, 2 * rank, 2)) + tuple(range(1, 2 * rank, 2)))
+            nonfill = (values != fill).any(axis=tuple(range(rank, 2 * rank)))
+        else:
+            values, nonfill = array, array != fill
+        tail = tuple(range(rank, values.ndim))
+        tiled = np.transpose(values, tuple(fmt.mode_order) + tail) if rank else values
+        stored = np.transpose(nonfill, fmt.mode_order) if rank else nonfill
         pos = np.zeros(1, dtype=np.int64)
         coords: list[np.ndarray] = []
         levels = []
@@ -132,7 +171,7 @@ class StoredTensor:
             dim = tiled.shape[k]
             if lf.is_compressed:
                 # a coordinate is stored when the subtensor below it holds a value other than fill
-                has = stored.any(axis=tuple(range(k + 1, tiled.ndim))) if k + 1 < tiled.ndim else stored
+                has = stored.any(axis=tuple(range(k + 1, rank))) if k + 1 < rank else stored
                 sub = has[tuple(coords)] if coords else has[None, :]
                 rows, crd = np.nonzero(sub)
                 seg = np.concatenate([[0], np.cumsum(sub.sum(axis=1))])
@@ -145,7 +184,7 @@ class StoredTensor:
                 pos = np.repeat(pos * dim, dim) + crd
             coords = [c[rows] for c in coords] + [crd]
         n_pos = (len(levels[-1].crd) if levels[-1].is_compressed else int(pos.max(initial=-1)) + 1) if levels else 1
-        vals = np.full(n_pos, fill, dtype=np.float64)
+        vals = np.full((n_pos,) + block, fill, dtype=np.float64)
         if levels:
             vals[pos] = tiled[tuple(coords)]
         else:
@@ -155,19 +194,21 @@ class StoredTensor:
     def to_dense(self, shape=None) -> np.ndarray:
         shape = self.shape if shape is None else shape
         order = self.fmt.mode_order if self.fmt is not None else None
-        return _decode(self.levels, self.vals, shape, order, self.fill)
+        block = self.fmt.block if self.fmt is not None else None
+        return _decode(self.levels, self.vals, shape, order, self.fill, block)
 
 
 @dataclass
 class WrittenTensor:
-    """What the level writers and the value writer of one output tensor produced."""
+    """What the level writers and the value writer of one output tensor produced (`vals` are
+    floats, or tiles of a blocked tensor: give `block` to decode them)."""
 
     levels: dict[int, Level] = field(default_factory=dict)
-    vals: list[float] | None = None
+    vals: list | None = None
 
-    def to_dense(self, shape, mode_order=None, fill: float = 0.0) -> np.ndarray:
+    def to_dense(self, shape, mode_order=None, fill: float = 0.0, block=None) -> np.ndarray:
         rank = len(tuple(shape))
         missing = [k for k in range(rank) if k not in self.levels]
         if missing or len(self.levels) != rank:
             raise ValueError(f"levels written {sorted(self.levels)}, a rank-{rank} tensor needs 0..{rank - 1}")
-        return _decode([self.levels[k] for k in range(rank)], self.vals, shape, mode_order, fill)
+        return _decode([self.levels[k] for k in range(rank)], self.vals, shape, mode_order, fill, block)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 import re
+
+import numpy as np
 from dataclasses import dataclass
 from typing import Iterable, Union
 
@@ -78,6 +80,8 @@ def format_number(x) -> str:
         x = int(x)
     if isinstance(x, int):
         return str(x)
+    if not isinstance(x, (float, np.floating)):
+        return repr(x)  # a tile
     x = float(x)
     if math.isfinite(x) and x.is_integer() and abs(x) < 1e16:
         return str(int(x))
