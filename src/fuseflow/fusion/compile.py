@@ -58,9 +58,8 @@ def _format_of(meta: dict) -> TensorFormat:
     return TensorFormat(tuple(LEVEL_FORMATS[x] for x in meta["levels"]), tuple(meta["mode_order"]), block)
 
 
-def _choose(region: Region, wanted: str | None, k: int) -> list[str]:
+def _choose(region: Region, wanted: str | None, k: int, best: list[str] | None = None) -> list[str]:
     if wanted is None:
-        best = default_order(region)
         if best is not None:
             return best
         raise UserError(f"group {k} ({','.join(region.group)}) has no valid order among the first "
@@ -93,14 +92,86 @@ def _choose(region: Region, wanted: str | None, k: int) -> list[str]:
     return order
 
 
+class _LayoutWanted(Exception):
+    """A group needs tensors written by earlier groups stored in other mode orders."""
+
+    def __init__(self, formats: dict[str, TensorFormat]):
+        super().__init__(", ".join(f"{n}: {f}" for n, f in formats.items()))
+        self.formats = formats
+
+
+def _region_with_order(prog: Program, group: list[str], formats: dict, shapes: dict, free: set,
+                       region: Region | None = None) -> tuple[Region, list[str] | None]:
+    """The group's region and its default order; if it has none, the region where reductions
+    keep their variables to themselves (`Region.build(separate_reductions=True)`), if that has one."""
+    region = region or Region.build(prog, group, formats=formats, shapes=shapes, free=free)
+    order = default_order(region)
+    if order is None:
+        separate = Region.build(prog, group, formats=formats, shapes=shapes, free=free, separate_reductions=True)
+        order = default_order(separate)
+        region = separate if order is not None else region
+    return region, order
+
+
+def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict, free: set,
+                    movable: set[str]) -> dict[str, TensorFormat]:
+    """Mode orders for `movable` tensors (written by earlier groups in the layouts of their
+    default orders) under which `group` gets a valid order, or {} if none is found. Fewest
+    changed tensors first; for each set, the program's declared layouts, then the layouts the
+    group's best order would induce."""
+    def valid_with(candidate: dict) -> bool:
+        return _region_with_order(prog, group, {**formats, **candidate}, shapes, free)[1] is not None
+
+    declared = {n: TensorFormat(formats[n].levels, prog.tensors[n].format.mode_order) for n in sorted(movable)}
+    candidates = [declared]
+    region, order = _region_with_order(prog, group, formats, shapes, free | movable)
+    if order is not None:
+        pos = {v: k for k, v in enumerate(order)}
+        induced: dict[str, TensorFormat] = {}
+        for leaf in region.leaves:
+            if leaf.tensor in movable and leaf.tensor not in induced:
+                leaf.induce(pos)
+                induced[leaf.tensor] = TensorFormat(formats[leaf.tensor].levels, leaf.format.mode_order)
+        candidates.append(induced)
+    names = sorted(movable)
+    for size in range(1, len(names) + 1):  # change as few layouts as possible
+        for subset in itertools.combinations(names, size):
+            for candidate in candidates:
+                changed = {n: candidate[n] for n in subset
+                           if n in candidate and candidate[n].mode_order != formats[n].mode_order}
+                if len(changed) == size and valid_with(changed):
+                    return changed
+    return {}
+
+
 def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | None = None,
                      canonical: bool = False) -> Compiled:
-    """Kernels for every group of `schedule`, lowered in dependency order."""
+    """Kernels for every group of `schedule`, lowered in dependency order.
+
+    A tensor written by one group is stored in the order its dataflow order visits it. When a
+    later group has no valid order with that layout, the writer is asked for the layout the
+    reader needs (as if the schedule said `format.T=...;order=...`) and the groups are compiled
+    again; layouts the schedule gives are never changed."""
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule)
     prog = program if canonical else prepare(program, shapes)
+    pinned: dict[str, TensorFormat] = {}
+    tried: set = set()
+    while True:
+        try:
+            return _compile(prog, schedule, shapes, pinned, negotiate=True)
+        except _LayoutWanted as wanted:
+            pinned.update(wanted.formats)
+            state = frozenset((n, f.mode_order) for n, f in pinned.items())
+            if state in tried:  # negotiation goes round in circles: report the plain failure
+                return _compile(prog, schedule, shapes, pinned, negotiate=False)
+            tried.add(state)
+
+
+def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dict,
+             negotiate: bool) -> Compiled:
     all_shapes = infer_shapes(prog, shapes or {})
-    formats: dict[str, TensorFormat] = {}
+    formats: dict[str, TensorFormat] = dict(pinned)
     for name, text in schedule.formats.items():
         if name not in prog.tensors:
             raise UserError(f"format given for {name!r}, which the program does not have", "schedule")
@@ -125,6 +196,7 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
     if unknown:
         raise UserError(f"par given for group {unknown[0]}, but there are {len(groups)} groups", "schedule")
     ops = {op_output(op): op for op in prog.ops}
+    chosen_layout: set[str] = set()  # written tensors laid out by their writer's default order
     for k, group in enumerate(groups):
         kernel = Kernel(k, group)
         if not isinstance(ops[group[0]], IndexOp):
@@ -138,10 +210,21 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
         free = set(prog.inputs) - set(schedule.formats) if schedule.layout == "induced" else set()
         region = Region.build(prog, group, formats=formats, shapes=region_shapes, free=free)
         kernel.region = region
-        kernel.order = _choose(region, schedule.orders.get(k), k)
+        wanted_order = schedule.orders.get(k)
+        best = None
+        if wanted_order is None:
+            region, best = _region_with_order(prog, group, formats, region_shapes, free, region)
+            kernel.region = region
+        if wanted_order is None and best is None and negotiate:
+            movable = {leaf.tensor for leaf in region.leaves} & chosen_layout
+            wanted = _wanted_layouts(prog, group, formats, region_shapes, free, movable) if movable else {}
+            if wanted:
+                raise _LayoutWanted(wanted)
+        kernel.order = _choose(region, wanted_order, k, best)
         kernel.table = FusionTable(region, kernel.order)
         tiling = blocking.tiling(region) if blocking is not None else None
-        kernel.graph = lower(kernel.table, {n: formats[n] for n in region.outputs if n in formats}, tiling)
+        kernel.graph = lower(kernel.table, {n: formats[n] for n in region.outputs if n in formats}, tiling,
+                             set(pinned) - set(schedule.formats))
         if blocking is not None:
             for name, meta in kernel.graph.tensors.items():
                 blocking.full_metadata(meta, name)
@@ -149,12 +232,8 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
         if k in schedule.pars:
             kernel.graph = apply_pars(kernel.graph, schedule.pars[k], kernel.order, k)
         for name in region.outputs:
+            if (name not in formats or name in pinned) and wanted_order is None and name not in schedule.formats:
+                chosen_layout.add(name)
             formats[name] = _format_of(kernel.graph.tensors[name])
         kernels.append(kernel)
     return Compiled(prog, schedule, kernels, formats)
-
-
-def group_regions(program: Program, schedule: Schedule | str, shapes: dict | None = None):
-    """(group, region) pairs with earlier groups compiled as the schedule says (for listing orders)."""
-    compiled = compile_schedule(program, schedule, shapes)
-    return [(k.group, k.region) for k in compiled.kernels]

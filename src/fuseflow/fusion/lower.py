@@ -68,13 +68,15 @@ IDENTITY = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}
 
 
 class _Lowering:
-    def __init__(self, table: FusionTable, formats: dict[str, TensorFormat] | None, tiling: Tiling | None = None):
+    def __init__(self, table: FusionTable, formats: dict[str, TensorFormat] | None, tiling: Tiling | None = None,
+                 order_only: set[str] | frozenset = frozenset()):
         self.t = table
         self.tiling = tiling or Tiling(1, frozenset())
         self.axes: dict[int, tuple] = {}  # tile axes of each finished instance's values
         self.r = table.region
         self.n = table.nesting
         self.formats = formats or {}
+        self.order_only = order_only
         self.g = SamGraph("+".join(self.r.outputs) or "region")
         self.root = self.g.add("root").out("ref")
         self.env: dict = {("ref", leaf.id): self.root for leaf in self.r.leaves}
@@ -362,6 +364,7 @@ class _Lowering:
             if list(declared.mode_order) != mode_order:
                 raise NotSupported(f"{name} is produced in mode order {mode_order}, declared "
                                    f"{list(declared.mode_order)}")
+        if declared is not None and name not in self.order_only:
             levels = list(declared.levels)
         else:
             levels = [DENSE if u else COMPRESSED for u in universe] + [DENSE] * (len(out) - len(level_vars))
@@ -407,7 +410,8 @@ class _Lowering:
 
 
 def lower(table: FusionTable, formats: dict[str, TensorFormat] | None = None,
-          tiling: Tiling | None = None) -> SamGraph:
-    """The SamGraph of a fusion table; `formats` fixes the storage of written tensors; `tiling`
-    lowers a region whose extents count blocks to tile-valued streams."""
-    return _Lowering(table, formats, tiling).run()
+          tiling: Tiling | None = None, order_only: set[str] | frozenset = frozenset()) -> SamGraph:
+    """The SamGraph of a fusion table; `formats` fixes the storage of written tensors (only their
+    mode order for names in `order_only`); `tiling` lowers a region whose extents count blocks to
+    tile-valued streams."""
+    return _Lowering(table, formats, tiling, order_only).run()

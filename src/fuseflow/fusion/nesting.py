@@ -23,10 +23,15 @@ from .region import Region
 
 
 class Nesting:
-    def __init__(self, region: Region, order: list[str]):
+    """The nests and reduction plans of `order`. With `partial=True`, `order` may be a prefix of
+    an order: only instances whose variables are all placed are analysed, and only the checks
+    whose instances are all analysed run, so a problem found for a prefix holds for every
+    order that extends it (the order search prunes with this)."""
+
+    def __init__(self, region: Region, order: list[str], partial: bool = False):
         self.region = region
         self.order = list(order)
-        if sorted(order) != sorted(region.vars):
+        if not partial and sorted(order) != sorted(region.vars):
             raise UserError(f"order {','.join(order)} must list each of {','.join(region.vars)} once")
         self.pos = {v: k for k, v in enumerate(order)}
         by_id = {inst.id: inst for inst in region.instances}
@@ -42,10 +47,12 @@ class Nesting:
         self.value_vars: dict[int, list[str]] = {}
         self.problem: str | None = None
         for inst in region.instances:
+            if not all(v in self.pos for v in inst.local_vars):
+                continue  # a prefix that does not place all of its variables yet
             last = max(inst.local_vars, key=self.pos.get) if inst.local_vars else None
             self.last[inst.id] = last
             limit = self.pos[last] if last is not None else -1
-            nest = sorted((v for v in self.scope[inst.id] if self.pos[v] <= limit), key=self.pos.get)
+            nest = sorted((v for v in self.scope[inst.id] if self.pos.get(v, limit + 1) <= limit), key=self.pos.get)
             self.nest[inst.id] = nest
             self.plan[inst.id] = self._plan(inst, nest)
             self.value_vars[inst.id] = [v for v in nest if v not in inst.reduce_vars]
@@ -79,8 +86,10 @@ class Nesting:
 
     def _check_values(self, by_id) -> None:
         for inst in self.region.instances:
-            vs = self.value_vars[inst.id]
-            for consumer_id, _ in inst.consumers:
+            vs = self.value_vars.get(inst.id)
+            for consumer_id, _ in inst.consumers if vs is not None else ():
+                if consumer_id not in self.nest:
+                    continue
                 consumer = by_id[consumer_id]
                 nest = self.nest[consumer_id]
                 if not set(vs) <= set(nest):
@@ -94,6 +103,8 @@ class Nesting:
                         self._fail(f"the values of {inst.tensor} would have to be replayed inside "
                                    f"{','.join(inner)} for {consumer.tensor}")
         for name, inst_id in self.region.output_instance.items():
+            if inst_id not in self.nest:
+                continue
             inst = by_id[inst_id]
             out_vars = [v for v in inst.out_indices if isinstance(v, str)]
             if sorted(self.value_vars[inst_id]) != sorted(out_vars):
@@ -105,7 +116,10 @@ class Nesting:
         accumulator's inputs must be complete by then (not only after a later variable)."""
         done: dict[int, int] = {}
         for inst in self.region.instances:  # producers first
-            ends = [self.pos[self.last[inst.id]]] + [done[ref] for kind, ref in inst.operands if kind == "inst"]
+            producers = [ref for kind, ref in inst.operands if kind == "inst"]
+            if inst.id not in self.last or any(ref not in done for ref in producers):
+                continue
+            ends = [self.pos.get(self.last[inst.id], -1)] + [done[ref] for ref in producers]
             done[inst.id] = max(ends)
             if self.plan[inst.id][0].startswith("spacc") and inst.consumers and done[inst.id] > ends[0]:
                 late = self.order[done[inst.id]]
@@ -120,24 +134,8 @@ class Nesting:
 def topological_orders(region: Region):
     """Every order of the region's variables that respects its storage constraints, generated
     by backtracking over the variables in first-use order (index 0 is the most natural order)."""
-    names = list(region.vars)
-    preds = {v: {a for a, b in region.before if b == v} for v in names}
-    chosen: list[str] = []
-    used: set[str] = set()
-
-    def extend():
-        if len(chosen) == len(names):
-            yield list(chosen)
-            return
-        for v in names:
-            if v not in used and preds[v] <= used:
-                chosen.append(v)
-                used.add(v)
-                yield from extend()
-                chosen.pop()
-                used.discard(v)
-
-    yield from extend()
+    preds = {v: {a for a, b in region.before if b == v} for v in region.vars}
+    return _part_orders(region, list(region.vars), preds)
 
 
 def valid_orders(region: Region):
@@ -198,18 +196,115 @@ def greedy_orders(region: Region) -> list[list[str]]:
     return found
 
 
-def default_order(region: Region, limit: int = 3000) -> list[str] | None:
-    """The valid order with the least `nest_cost` among the first `limit` orders of the enumeration
-    (ties: the earlier one), else among the producer-by-producer orders; None if none is valid."""
-    best, best_cost = None, None
-    for candidates in (itertools.islice(topological_orders(region), limit), greedy_orders(region)):
-        for order in candidates:
-            nesting = Nesting(region, order)
-            if not nesting.valid:
-                continue
-            cost = nest_cost(nesting)
-            if best_cost is None or cost < best_cost:
-                best, best_cost = order, cost
-        if best is not None:
-            return best
-    return best
+def independent_parts(region: Region) -> list[list[str]]:
+    """The region's variables split into groups that no op instance or stored tensor connects
+    (e.g. the Q, K and V projections of a fused layer, each with its own copy of the layer norm);
+    the parts' orders are independent, and any concatenation of valid ones is valid."""
+    link = {v: v for v in region.vars}
+
+    def find(v):
+        while link[v] != v:
+            link[v] = link[link[v]]
+            v = link[v]
+        return v
+
+    together = [inst.local_vars for inst in region.instances]
+    together += [[v for v in leaf.level_vars() if isinstance(v, str)] for leaf in region.leaves]
+    together += [list(pair) for pair in region.before]
+    for names in together:
+        for a, b in zip(names, names[1:]):
+            link[find(b)] = find(a)
+    parts: dict[str, list[str]] = {}
+    for v in region.vars:
+        parts.setdefault(find(v), []).append(v)
+    return list(parts.values())
+
+
+def search_order(region: Region, names: list[str] | None = None, budget: int = 5000,
+                 seeds: int = 300) -> list[str] | None:
+    """The valid order of `names` (default: all variables) with the least `nest_cost`, found by
+    depth-first branch and bound over prefixes: a prefix is dropped as soon as `Nesting` finds a
+    problem in it or its cost bound (finished instances exactly, the others at least their own
+    and their consumers' placed loops) reaches the best order so far. Cheaper prefixes are
+    extended first (ties in first-use order). The first `seeds` orders of the enumeration give the
+    first bound. After `budget` prefixes, the best found so far.
+
+        >>> from fuseflow.frontend import from_mlir
+        >>> search_order(Region.build(from_mlir("tests/mlir/matmul_chain.mlir"), ["T", "O"]))
+        ['i', 'l', 'k', 'j']
+    """
+    names = list(region.vars if names is None else names)
+    inside = set(names)
+    preds = {v: {a for a, b in region.before if b == v and a in inside} for v in names}
+    instances = [inst for inst in region.instances if set(inst.local_vars) <= inside]
+    extent = region.extent
+    best: list = [None, float("inf")]
+    visited = 0
+
+    def bound(nesting: Nesting, placed: set[str]) -> float:
+        """A lower bound of the cost of every order that extends the prefix: an unfinished
+        instance will still iterate its own loops and every placed loop of its consumers."""
+        total = 0.0
+        for inst in instances:
+            nest = nesting.nest.get(inst.id)
+            work = 1.0
+            for v in nest if nest is not None else (set(inst.local_vars) | (nesting.scope[inst.id] & placed)):
+                work *= extent[v]
+            total += work
+        return total
+
+    def extend(prefix: list[str], cost: float) -> None:
+        nonlocal visited
+        if len(prefix) == len(names):
+            best[:] = [list(prefix), cost]
+            return
+        placed = set(prefix)
+        children = []
+        for v in names:
+            if v not in placed and preds[v] <= placed:
+                visited += 1
+                nesting = Nesting(region, prefix + [v], partial=True)
+                if nesting.problem is None:
+                    children.append((bound(nesting, placed | {v}), len(children), v))
+        for child_cost, _, v in sorted(children):
+            if child_cost >= best[1] or visited >= budget:
+                return
+            extend(prefix + [v], child_cost)
+
+    for order in itertools.islice(_part_orders(region, names, preds), seeds):  # a first incumbent
+        nesting = Nesting(region, order, partial=True)
+        if nesting.problem is None and bound(nesting, inside) < best[1]:
+            best[:] = [order, bound(nesting, inside)]
+    extend([], 0.0)
+    return best[0]
+
+
+def _part_orders(region: Region, names: list[str], preds: dict):
+    """Orders of `names` with each variable after its `preds`, by backtracking in list order."""
+    chosen: list[str] = []
+
+    def extend():
+        if len(chosen) == len(names):
+            yield list(chosen)
+            return
+        for v in names:
+            if v not in chosen and preds[v] <= set(chosen):
+                chosen.append(v)
+                yield from extend()
+                chosen.pop()
+
+    yield from extend()
+
+
+def default_order(region: Region, budget: int = 5000) -> list[str] | None:
+    """The valid order with the least `nest_cost` (`search_order` on each independent part,
+    concatenated), else the first valid producer-by-producer order; None if none is found."""
+    parts = [search_order(region, names, budget) for names in independent_parts(region)]
+    if all(part is not None for part in parts):
+        order = [v for part in parts for v in part]
+        if Nesting(region, order).valid:
+            return order
+    for order in greedy_orders(region):
+        if Nesting(region, order).valid:
+            return order
+    return None

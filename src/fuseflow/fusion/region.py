@@ -125,12 +125,15 @@ class Region:
     @staticmethod
     def build(program: Program, group: list[str], outputs: list[str] | None = None,
               formats: dict[str, TensorFormat] | None = None, shapes: dict | None = None,
-              free: set[str] | frozenset = frozenset()) -> "Region":
+              free: set[str] | frozenset = frozenset(), separate_reductions: bool = False) -> "Region":
         """Instances, logical variables and ordering constraints for the ops producing `group`.
 
         `outputs` defaults to the group's tensors read outside the group or returned by the program;
         `formats` gives the storage of tensors that differs from the program's declaration;
         tensors in `free` are laid out in whatever mode order the dataflow order needs.
+        `separate_reductions`: a consumer downstream of a reduction over a variable never shares
+        that variable (it gets its own copy of the producer): more recomputation, but orders
+        exist where a fused chain reduces the same dimension twice (layer norm, then a product).
         """
         ops = {op_output(op): op for op in program.ops}
         for name in group:
@@ -159,11 +162,32 @@ class Region:
                 by_op.setdefault(name, []).append(inst.id)
                 return inst
 
-            def conflict_free(u: _UnionFind) -> bool:
+            def conflict_free(u: _UnionFind, edge: tuple[int, int] | None = None) -> bool:
+                """No instance gets two of its variables unified; with `separate_reductions`, no
+                instance iterates a variable that one of its producers (`edge` = a trial producer
+                -> consumer link included) reduces."""
                 for inst in instances:
                     roots = [u.find(v) for v in inst.var_of.values()]
                     if len(set(roots)) != len(roots):
                         return False
+                if not separate_reductions:
+                    return True
+                below: dict[int, set[int]] = {}  # instance -> instances downstream of it
+                for inst in instances:
+                    stack = [c for c, _ in inst.consumers] + ([edge[1]] if edge and edge[0] == inst.id else [])
+                    seen: set[int] = set()
+                    while stack:
+                        c = stack.pop()
+                        if c not in seen:
+                            seen.add(c)
+                            stack += [d for d, _ in instances[c].consumers]
+                            stack += [edge[1]] if edge and edge[0] == c else []
+                    below[inst.id] = seen
+                for inst in instances:
+                    reduced = {u.find(inst.var_of[v]) for v in inst.op.reduce_vars}
+                    for d in below[inst.id] if reduced else ():
+                        if reduced & {u.find(v) for v in instances[d].var_of.values()}:
+                            return False
                 return True
 
             output_instance = {name: new_instance(name).id for name in outputs}
@@ -192,8 +216,8 @@ class Region:
                         for index, theirs in zip(access.indices, producer.op.output.indices):
                             if isinstance(index, str) and isinstance(theirs, str):
                                 trial.union(inst.var_of[index], producer.var_of[theirs])
-                        if conflict_free(trial) or candidate is None:
-                            if not conflict_free(trial):
+                        if candidate is None or conflict_free(trial, (producer.id, inst.id)):
+                            if candidate is None and not conflict_free(trial):
                                 raise NotSupported(f"{access} binds two different index variables of one op "
                                                    "to the same dimension (a diagonal access)")
                             uf.parent = trial.parent
