@@ -22,6 +22,21 @@ from ..errors import UserError
 from .region import Region
 
 
+def _scopes(region: Region) -> dict[int, set[str]]:
+    """Each instance's variables and those of its consumers, transitively (order-independent,
+    so computed once per region)."""
+    cached = region.__dict__.get("_scopes")
+    if cached is None:
+        cached = {}
+        for inst in reversed(region.instances):  # consumers first
+            scope = set(inst.local_vars)
+            for consumer, _ in inst.consumers:
+                scope |= cached[consumer]
+            cached[inst.id] = scope
+        region.__dict__["_scopes"] = cached
+    return cached
+
+
 class Nesting:
     """The nests and reduction plans of `order`. With `partial=True`, `order` may be a prefix of
     an order: only instances whose variables are all placed are analysed, and only the checks
@@ -35,12 +50,7 @@ class Nesting:
             raise UserError(f"order {','.join(order)} must list each of {','.join(region.vars)} once")
         self.pos = {v: k for k, v in enumerate(order)}
         by_id = {inst.id: inst for inst in region.instances}
-        self.scope: dict[int, set[str]] = {}
-        for inst in reversed(region.instances):  # consumers first
-            scope = set(inst.local_vars)
-            for consumer, _ in inst.consumers:
-                scope |= self.scope[consumer]
-            self.scope[inst.id] = scope
+        self.scope = _scopes(region)
         self.last: dict[int, str] = {}
         self.nest: dict[int, list[str]] = {}
         self.plan: dict[int, tuple] = {}

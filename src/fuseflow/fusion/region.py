@@ -66,7 +66,11 @@ class Instance:
 
     @property
     def local_vars(self) -> list[str]:
-        return [self.var_of[v] for v in self.op.vars]
+        cached = self.__dict__.get("_local")
+        if cached is None or cached[0] is not self.var_of:  # var_of is replaced, never edited
+            cached = self.__dict__["_local"] = (self.var_of, [self.var_of[v] for v in self.op.vars],
+                                                [self.var_of[v] for v in self.op.reduce_vars])
+        return cached[1]
 
     @property
     def out_indices(self) -> tuple:
@@ -74,7 +78,8 @@ class Instance:
 
     @property
     def reduce_vars(self) -> list[str]:
-        return [self.var_of[v] for v in self.op.reduce_vars]
+        self.local_vars  # noqa: B018 (fills the cache)
+        return self.__dict__["_local"][2]
 
     def access(self, k: int) -> tuple:
         return tuple(self.var_of[i] if isinstance(i, str) else i for i in self.op.inputs[k].indices)
