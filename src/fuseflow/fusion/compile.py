@@ -113,6 +113,24 @@ def _region_with_order(prog: Program, group: list[str], formats: dict, shapes: d
     return region, order
 
 
+def _layouts_for_order(prog: Program, region: Region, order: list[str], formats: dict, free: set,
+                       movable: set[str]) -> dict[str, TensorFormat]:
+    """Mode orders of `movable` tensors under which the schedule's explicit `order` is valid, or {}."""
+    trial = Region.build(prog, region.group, formats=formats, shapes=region.shapes, free=free | movable,
+                         separate_reductions=len(region.vars) != len(Region.build(
+                             prog, region.group, formats=formats, shapes=region.shapes, free=free).vars))
+    if sorted(trial.vars) != sorted(order) or order_problem(trial, order):
+        return {}
+    pos = {v: k for k, v in enumerate(order)}
+    wanted: dict[str, TensorFormat] = {}
+    for leaf in trial.leaves:
+        if leaf.tensor in movable and leaf.tensor not in wanted:
+            leaf.induce(pos)
+            if leaf.format.mode_order != formats[leaf.tensor].mode_order:
+                wanted[leaf.tensor] = TensorFormat(formats[leaf.tensor].levels, leaf.format.mode_order)
+    return wanted
+
+
 def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict, free: set,
                     movable: set[str]) -> dict[str, TensorFormat]:
     """Mode orders for `movable` tensors (written by earlier groups in the layouts of their
@@ -215,9 +233,19 @@ def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dic
         if wanted_order is None:
             region, best = _region_with_order(prog, group, formats, region_shapes, free, region)
             kernel.region = region
-        if wanted_order is None and best is None and negotiate:
-            movable = {leaf.tensor for leaf in region.leaves} & chosen_layout
-            wanted = _wanted_layouts(prog, group, formats, region_shapes, free, movable) if movable else {}
+        listed = [v.strip() for v in wanted_order.split(",")] if wanted_order and not wanted_order.startswith("#") else None
+        if listed is not None and sorted(listed) != sorted(region.vars):  # an order of the separate region
+            separate = Region.build(prog, group, formats=formats, shapes=region_shapes, free=free,
+                                    separate_reductions=True)
+            region = kernel.region = separate if sorted(listed) == sorted(separate.vars) else region
+        movable = {leaf.tensor for leaf in region.leaves} & chosen_layout
+        if wanted_order is None and best is None and negotiate and movable:
+            wanted = _wanted_layouts(prog, group, formats, region_shapes, free, movable)
+            if wanted:
+                raise _LayoutWanted(wanted)
+        if listed is not None and negotiate and movable and sorted(listed) == sorted(region.vars) \
+                and order_problem(region, listed):
+            wanted = _layouts_for_order(prog, region, listed, formats, free, movable)
             if wanted:
                 raise _LayoutWanted(wanted)
         kernel.order = _choose(region, wanted_order, k, best)
