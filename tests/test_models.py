@@ -95,3 +95,17 @@ def test_study_cli(capsys, tmp_path):
     assert (tmp_path / "p.png").stat().st_size > 1000
     assert main(["study", "fusion", "--model", "nope"]) == 2
     assert "unknown model 'nope'" in capsys.readouterr().err
+
+
+def test_simulate_reports_each_kernel(gcn):
+    from fuseflow.sim.simulate import simulate
+
+    seen = []
+    result = simulate(gcn.program, gcn.presets["unfused"], gcn.inputs, on_kernel=lambda done, total: seen.append((done, total)))
+    assert seen == [(k, len(result.kernels)) for k in range(1, len(result.kernels) + 1)] and len(seen) == 8
+
+
+def test_study_draws_a_progress_bar(gcn, capsys):
+    fusion_study(gcn, ["partial"], progress=True)
+    err = capsys.readouterr().err
+    assert "gcn partial kernels: 2/2 100%" in err

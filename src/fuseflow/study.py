@@ -11,6 +11,7 @@ import sys
 import time
 
 from .errors import UserError
+from .explore.progress import Progress
 from .sim.simulate import simulate
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
@@ -24,10 +25,20 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
     rows = []
     for name in schedules:
         schedule = case.presets.get(name, name)
+        bar: list[Progress] = []
+
+        def on_kernel(done: int, total: int) -> None:
+            if not bar:
+                bar.append(Progress(total, label=f"{case.name} {name} kernels"))
+            bar[0].update()
+
         if progress:
             print(f"  simulating {case.name} on {case.dataset}: {name} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
-        result = simulate(case.program, schedule, case.inputs, engine=engine)
+        result = simulate(case.program, schedule, case.inputs, engine=engine,
+                          on_kernel=on_kernel if progress else None)
+        for b in bar:
+            b.close()
         rows.append({"model": case.name, "dataset": case.dataset, "schedule": name,
                      "schedule_text": result.schedule, "kernels": len(result.kernels), "cycles": result.cycles,
                      "flops": result.flops, "mem": result.mem_reads + result.mem_writes,

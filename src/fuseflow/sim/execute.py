@@ -67,7 +67,9 @@ def decode(written, meta: dict) -> np.ndarray:
     return np.reshape(sub, shape)
 
 
-def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run_graph) -> ScheduleRun:
+def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run_graph,
+            on_kernel=None) -> ScheduleRun:
+    """Run every kernel in order; `on_kernel(done, total)` is called after each one."""
     program = compiled.program
     values = bind_inputs(program, inputs)
     result = ScheduleRun({})
@@ -76,6 +78,8 @@ def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run
             op = program.producer(kernel.group[0])
             values[op.output] = np.reshape(values[op.input], program.tensors[op.output].shape)
             result.kernels.append(KernelRun(kernel.index, f"k{kernel.index}:reshape", 0, {}))
+            if on_kernel is not None:
+                on_kernel(len(result.kernels), len(compiled.kernels))
             continue
         graph = kernel.graph
         stored = {}
@@ -96,6 +100,8 @@ def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run
         result.kernels.append(KernelRun(kernel.index, graph.name, run.cycles, dict(run.counters),
                                         sum(run.stream_tokens.values()),
                                         max((run.max_occupancy or {}).values(), default=0)))
+        if on_kernel is not None:
+            on_kernel(len(result.kernels), len(compiled.kernels))
     result.outputs = {name: values[name] for name in program.outputs}
     result.values = values
     return result
