@@ -13,7 +13,7 @@ import types
 import pytest
 
 from fuseflow.errors import UserError
-from fuseflow.explore import cli
+from fuseflow import cli as fuseflow_cli
 from fuseflow.explore.db import SweepDB
 from fuseflow.explore.runner import SweepSpec, run_sweep
 
@@ -38,7 +38,7 @@ def results(rows) -> set:
 
 
 def sweep(*argv) -> int:
-    return cli.main(["sweep", *argv])
+    return fuseflow_cli.main(["sweep", *argv])
 
 
 def test_sweep_writes_rows_and_resumes(tmp_path, capsys):
@@ -119,9 +119,7 @@ def test_toml_config_and_flag_override(tmp_path):
     ([SPMV, "-g", "fusion=[a"], "cannot read groups"),
 ])
 def test_bad_input_raises_user_error(argv, message, tmp_path):
-    parser = cli.argparse.ArgumentParser()
-    cli.add_commands(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["sweep", *argv, "--db", str(tmp_path / "x.db"), "-q"])
+    args = fuseflow_cli.build_parser().parse_args(["sweep", *argv, "--db", str(tmp_path / "x.db"), "-q"])
     with pytest.raises(UserError, match=message.replace("(", r"\(").replace("[", r"\[")):
         args.run(args)
 
@@ -191,12 +189,12 @@ def test_plot(tmp_path, capsys):
                  "--engine", "oracle", "--db", db, "-q") == 0
     capsys.readouterr()
     out_dir = str(tmp_path / "charts")
-    assert cli.main(["plot", db, "-o", out_dir, "--factors", "1.5,2"]) == 0
+    assert fuseflow_cli.main(["plot", db, "-o", out_dir, "--factors", "1.5,2"]) == 0
     text = capsys.readouterr().out
     assert "spearman" in text and "prune factor" in text and "wrote 2 charts" in text
     assert sorted(os.listdir(out_dir)) == ["cycles-0.png", "heuristic-vs-simulated.png"]
     assert all(os.path.getsize(os.path.join(out_dir, f)) > 5000 for f in os.listdir(out_dir))
-    assert cli.main(["plot", str(tmp_path / "missing.db")]) == 2
+    assert fuseflow_cli.main(["plot", str(tmp_path / "missing.db")]) == 2
 
 
 def _count(db: str) -> int:
@@ -210,7 +208,7 @@ def _count(db: str) -> int:
 
 
 def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
-    argv = [sys.executable, "-m", "fuseflow.explore.cli", "sweep", BATCH, "-g", "full layout=induced",
+    argv = [sys.executable, "-m", "fuseflow.cli", "sweep", BATCH, "-g", "full layout=induced",
             "--orders", "all", "--density", "0.05,0.2,0.35,0.5,0.65", "--engine", "oracle", "-q"]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     killed = str(tmp_path / "killed.db")

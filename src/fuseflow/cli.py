@@ -112,23 +112,10 @@ def _cmd_orders(args) -> int:
 
 
 def _read_inputs(path: str | None, program) -> dict:
-    """Inputs from an .npz keyed arg0, arg1, ... in argument order (dense arrays)."""
-    import numpy as np
+    """Inputs from an .npz keyed arg0, arg1, ... in argument order (or by input name)."""
+    from .data.inputs import read_inputs
 
-    if not path:
-        return {}
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as err:
-        raise UserError(f"cannot read inputs from {path}: {err}", "--inputs") from None
-    names = {f"arg{k}": name for k, name in enumerate(program.inputs)}
-    data = {}
-    for key in archive.files:
-        if key not in names:
-            raise UserError(f"{path} holds {key!r}; the program takes arg0..arg{len(names) - 1}", "--inputs",
-                            f"arguments are {', '.join(f'{k}={v}' for k, v in names.items())}")
-        data[names[key]] = archive[key]
-    return data
+    return read_inputs(path, program, "--inputs") if path else {}
 
 
 def _cmd_simulate(args) -> int:
@@ -296,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fuseflow: error: {err.one_line()}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("fuseflow: interrupted", file=sys.stderr)
+        print("fuseflow: interrupted (a sweep resumes when rerun with the same arguments)", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`
         import os

@@ -1,5 +1,4 @@
-"""The `sweep` and `plot` commands (wired into `fuseflow` by `add_commands(subparsers)`; also
-runnable alone as `python -m fuseflow.explore.cli sweep|plot ...`).
+"""The `sweep` and `plot` commands (wired into `fuseflow` by `add_commands(subparsers)`).
 
     fuseflow sweep tests/mlir/matmul_chain.mlir --granularity "full layout=induced" --orders all \\
         --density 0.05 --density 0.3 --db sweep.db
@@ -10,11 +9,9 @@ Handlers return an exit code; bad input raises fuseflow.errors.UserError.
 """
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 
-from ..errors import FuseflowError, UserError
+from ..errors import UserError
 
 DEFAULT_PRUNE = 1.5  # measured: keeps the best schedule of every swept group (docs/exploration.md)
 
@@ -226,21 +223,3 @@ def add_commands(subparsers) -> None:
     p.add_argument("--factors", help="pruning factors to evaluate, comma-separated (default 1.25,1.5,2,3)")
     p.add_argument("--no-charts", action="store_true", help="print the statistics only")
     p.set_defaults(run=cmd_plot)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fuseflow-explore", description="fuseflow sweeps and charts")
-    add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.run(args)
-    except FuseflowError as err:
-        print(f"fuseflow: error: {err.one_line()}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("fuseflow: interrupted (rerun the same sweep to resume)", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

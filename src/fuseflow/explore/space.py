@@ -169,19 +169,9 @@ def _random_data(program, point: DataPoint, seed: int, shapes: dict) -> dict:
 
 
 def _npz_data(program, path: str) -> dict:
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as err:
-        raise UserError(f"cannot read inputs from {path}: {err}", "sweep dataset") from None
-    names = {f"arg{k}": name for k, name in enumerate(program.inputs)}
-    data = {}
-    for key in archive.files:
-        name = names.get(key, key)
-        if name not in program.inputs:
-            raise UserError(f"{path} holds {key!r}, which is not an input of {program.name}", "sweep dataset",
-                            f"key arrays by input name ({', '.join(program.inputs)}) or arg0, arg1, ...")
-        data[name] = np.asarray(archive[key], dtype=np.float64)
-    return data
+    from ..data.inputs import read_inputs
+
+    return read_inputs(path, program, "sweep dataset")
 
 
 def load(ref: ProgramRef, point: DataPoint, seed: int = 0, source: str | None = None) -> Loaded:
