@@ -109,3 +109,15 @@ def test_study_draws_a_progress_bar(gcn, capsys):
     fusion_study(gcn, ["partial"], progress=True)
     err = capsys.readouterr().err
     assert "gcn partial kernels: 2/2 100%" in err
+
+
+def test_study_estimates_schedules_too_big_to_simulate(gcn):
+    from fuseflow.study import format_table
+
+    rows = fusion_study(gcn, ["unfused", "full"], max_tokens=1e5)
+    unfused, full = rows
+    assert unfused["verified"] is True and full["verified"] == "skipped" and full["cycles"] is None
+    assert "token events > 1e+05" in full["skipped"]
+    # the estimate still shows full fusion's recomputation (simulated: 73x the unfused FLOPs)
+    assert full["flops_ratio"] > 10 and full["speedup"] < 0.5
+    assert "full: not simulated" in format_table(rows)

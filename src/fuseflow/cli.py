@@ -178,7 +178,7 @@ def _cmd_study(args) -> int:
 
     case = _study_case(args)
     schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]
-    rows = fusion_study(case, schedules, engine=args.engine, progress=not args.json)
+    rows = fusion_study(case, schedules, engine=args.engine, progress=not args.json, max_tokens=args.max_tokens)
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
@@ -259,6 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
+    p.add_argument("--max-tokens", type=float, default=2e9, metavar="N",
+                   help="estimate, not simulate, schedules the heuristic puts above N token events "
+                        "(default 2e9, what fits in 24 GB)")
     p.set_defaults(run=_cmd_study)
 
     from .explore.cli import add_commands as add_explore_commands

@@ -20,11 +20,38 @@ COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycle
            ("verified", "verified", "{}"), ("wall", "wall s", "{:.1f}")]
 
 
-def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False) -> list[dict]:
-    """One row per preset (or schedule string), normalised to the first one (unfused)."""
+MAX_TOKENS = 2e9  # token events the fast engine simulates within this machine's memory (24 GB)
+
+
+def _too_big(case, name: str, schedule: str, max_tokens: float) -> dict | None:
+    """A row for a schedule whose estimated token events (`explore.heuristic`, which counts about
+    half of what the simulator streams) exceed `max_tokens`, with the estimate's ratios; else None."""
+    from .explore.heuristic import estimate
+
+    est = estimate(case.program, schedule, case.inputs)
+    if est.tokens <= max_tokens:
+        return None
+    return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": schedule,
+            "kernels": len(est.kernels), "cycles": None, "est_cycles": est.cycles, "est_flops": est.flops,
+            "est_mem": est.reads + est.writes, "flops": None, "mem": None, "max_occupancy": None,
+            "verified": "skipped", "max_abs_error": None, "wall": 0.0,
+            "skipped": f"estimated {est.tokens:.2g} token events > {max_tokens:.2g}"}
+
+
+def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
+                 max_tokens: float = MAX_TOKENS) -> list[dict]:
+    """One row per preset (or schedule string), normalised to the first one (unfused). A schedule
+    estimated beyond `max_tokens` token events is not simulated: its row holds the heuristic's
+    estimates (`est_*`, ratios to the first row's estimate) and says why."""
     rows = []
     for name in schedules:
         schedule = case.presets.get(name, name)
+        skipped = _too_big(case, name, schedule, max_tokens) if rows else None
+        if skipped is not None:
+            if progress:
+                print(f"  skipping {case.name} on {case.dataset}: {name} ({skipped['skipped']})", file=sys.stderr)
+            rows.append(skipped)
+            continue
         bar: list[Progress] = []
 
         def on_kernel(done: int, total: int) -> None:
@@ -47,7 +74,17 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
     if not rows:
         raise UserError("no schedules to study", "--schedules")
     base = rows[0]
+    base_est = None
     for row in rows:
+        if row.get("skipped"):
+            if base_est is None:
+                from .explore.heuristic import estimate
+
+                base_est = estimate(case.program, base["schedule_text"], case.inputs)
+            row["speedup"] = base_est.cycles / row["est_cycles"] if row["est_cycles"] else float("nan")
+            row["flops_ratio"] = row["est_flops"] / base_est.flops if base_est.flops else float("nan")
+            row["mem_ratio"] = row["est_mem"] / (base_est.reads + base_est.writes)
+            continue
         row["speedup"] = base["cycles"] / row["cycles"] if row["cycles"] else float("nan")
         row["flops_ratio"] = row["flops"] / base["flops"] if base["flops"] else float("nan")
         row["mem_ratio"] = row["mem"] / base["mem"] if base["mem"] else float("nan")
@@ -55,13 +92,17 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
 
 
 def format_table(rows: list[dict]) -> str:
-    cells = [[fmt.format(row[key]) for key, _, fmt in COLUMNS] for row in rows]
+    """The study as a text table; a skipped schedule shows its estimated ratios marked `~`."""
+    cells = [[("~" if row.get("skipped") and key in ("speedup", "flops_ratio", "mem_ratio") else "")
+              + (fmt.format(row[key]) if row[key] is not None else "-") for key, _, fmt in COLUMNS] for row in rows]
     headers = [title for _, title, _ in COLUMNS]
     widths = [max(len(h), *(len(c[k]) for c in cells)) for k, h in enumerate(headers)]
     lines = ["  ".join(h.rjust(w) if k else h.ljust(w) for k, (h, w) in enumerate(zip(headers, widths)))]
     for c in cells:
         lines.append("  ".join(x.rjust(w) if k else x.ljust(w) for k, (x, w) in enumerate(zip(c, widths))))
-    return "\n".join(lines)
+    notes = [f"{row['schedule']}: not simulated, {row['skipped']}; ~ marks heuristic estimates"
+             for row in rows if row.get("skipped")]
+    return "\n".join(lines + notes)
 
 
 def plot(rows: list[dict], path: str) -> str:

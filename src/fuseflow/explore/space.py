@@ -15,7 +15,7 @@ order varied one group at a time (`orders="all"`).
     >>> sorted(loaded.inputs), loaded.inputs["A"].shape
     (['A', 'x'], (64, 48))
     >>> [s for s, label, compiled in schedules(loaded, ["full layout=induced"], orders="all")]
-    ['full layout=induced', 'full layout=induced order.0=j,i']
+    ['full layout=induced', 'full layout=induced order.0=i,j']
 """
 from __future__ import annotations
 

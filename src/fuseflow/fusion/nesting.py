@@ -171,6 +171,28 @@ def order_problem(region: Region, order: list[str]) -> str | None:
 __all__ = ["Nesting", "topological_orders", "valid_orders", "order_problem"]
 
 
+SPARSE_DENSITY = 0.1  # assumed share of a compressed level's coordinates that are stored
+
+
+def loop_work(region: Region, inst, nest: list[str]) -> float:
+    """Steps of an instance's loop nest: each level visits every coordinate of its variable for
+    every surviving iteration of the levels above it, and a level over a compressed level of a
+    stored operand lets `SPARSE_DENSITY` of them through (a nest's prefix gives a lower bound).
+    Breaks ties of `nest_cost`: A(i,k)·X(k,j) with A sparse costs less in order i,k,j than i,j,k."""
+    cached = region.__dict__.setdefault("_sparse_vars", {})
+    if inst.id not in cached:
+        leaves = [region.leaves[ref] for kind, ref in inst.operands if kind == "leaf"]
+        cached[inst.id] = {v for leaf in leaves
+                           for v, level in zip(leaf.level_vars(), leaf.format.levels) if level.is_compressed}
+    work, reach = 0.0, 1.0
+    for v in nest:
+        reach *= region.extent[v]
+        work += reach
+        if v in cached[inst.id]:
+            reach *= SPARSE_DENSITY
+    return work
+
+
 def nest_cost(nesting: Nesting) -> float:
     """Iterations of every op instance in its nest, a size-only estimate of the work an order
     implies (an op recomputed inside a consumer's extra loop pays for every iteration of it)."""
@@ -232,7 +254,8 @@ def independent_parts(region: Region) -> list[list[str]]:
 
 def search_order(region: Region, names: list[str] | None = None, budget: int = 5000,
                  seeds: int = 300) -> list[str] | None:
-    """The valid order of `names` (default: all variables) with the least `nest_cost`, found by
+    """The valid order of `names` (default: all variables) with the least `nest_cost` (ties: the
+    least `loop_work`, which prefers walking dense operands inside sparse loops), found by
     depth-first branch and bound over prefixes: a prefix is dropped as soon as `Nesting` finds a
     problem in it or its cost bound (finished instances exactly, the others at least their own
     and their consumers' placed loops) reaches the best order so far. Cheaper prefixes are
@@ -248,22 +271,26 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
     preds = {v: {a for a, b in region.before if b == v and a in inside} for v in names}
     instances = [inst for inst in region.instances if set(inst.local_vars) <= inside]
     extent = region.extent
-    best: list = [None, float("inf")]
+    best: list = [None, (float("inf"), float("inf"))]
     visited = 0
 
-    def bound(nesting: Nesting, placed: set[str]) -> float:
-        """A lower bound of the cost of every order that extends the prefix: an unfinished
-        instance will still iterate its own loops and every placed loop of its consumers."""
-        total = 0.0
+    def bound(nesting: Nesting, placed: set[str]) -> tuple[float, float]:
+        """Lower bounds of (`nest_cost`, `loop_work` summed) of every order that extends the
+        prefix: an unfinished instance will still iterate its own loops and every placed loop
+        of its consumers, and its nest starts with those placed loops."""
+        size = work = 0.0
         for inst in instances:
             nest = nesting.nest.get(inst.id)
-            work = 1.0
-            for v in nest if nest is not None else (set(inst.local_vars) | (nesting.scope[inst.id] & placed)):
-                work *= extent[v]
-            total += work
-        return total
+            loops = nest if nest is not None else (set(inst.local_vars) | (nesting.scope[inst.id] & placed))
+            product = 1.0
+            for v in loops:
+                product *= extent[v]
+            size += product
+            work += loop_work(region, inst, nest if nest is not None else
+                              [v for v in nesting.order if v in nesting.scope[inst.id]])
+        return size, work
 
-    def extend(prefix: list[str], cost: float) -> None:
+    def extend(prefix: list[str], cost: tuple) -> None:
         nonlocal visited
         if len(prefix) == len(names):
             best[:] = [list(prefix), cost]
@@ -285,7 +312,7 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
         nesting = Nesting(region, order, partial=True)
         if nesting.problem is None and bound(nesting, inside) < best[1]:
             best[:] = [order, bound(nesting, inside)]
-    extend([], 0.0)
+    extend([], (0.0, 0.0))
     return best[0]
 
 

@@ -67,12 +67,32 @@ def decode(written, meta: dict) -> np.ndarray:
     return np.reshape(sub, shape)
 
 
+def _as_written(entry, meta: dict) -> StoredTensor | None:
+    """An intermediate read in the layout its writer stored it in, as stored: explicit zeros a
+    kernel wrote (e.g. a sum over an empty fiber) stay, as they would in memory. None when the
+    reader needs another layout (then the dense values are encoded again)."""
+    if entry is None:
+        return None
+    tensor, wmeta = entry
+    same = all(wmeta.get(k) == meta.get(k) for k in ("levels", "mode_order", "shape", "block", "fill"))
+    rank = len(meta["shape"])
+    if not same or len(tensor.levels) != rank or tensor.vals is None:
+        return None
+    vals = np.asarray(tensor.vals, dtype=np.float64)
+    block = tuple(meta["block"]) if meta.get("block") else ()
+    if block:
+        vals = vals.reshape((-1,) + block)
+    return StoredTensor([tensor.levels[k] for k in range(rank)], vals, tuple(meta["shape"]), _format(meta),
+                        meta.get("fill", 0.0))
+
+
 def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run_graph,
             on_kernel=None) -> ScheduleRun:
     """Run every kernel in order; `on_kernel(done, total)` is called after each one."""
     program = compiled.program
     values = bind_inputs(program, inputs)
     result = ScheduleRun({})
+    written: dict = {}  # tensors earlier kernels wrote, as they wrote them
     for kernel in compiled.kernels:
         if kernel.is_reshape:
             op = program.producer(kernel.group[0])
@@ -88,7 +108,8 @@ def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run
                 source = meta.get("source", name)
                 if source not in values:
                     raise UserError(f"kernel {kernel.index} reads {source}, which nothing computed")
-                stored[name] = StoredTensor.from_dense(values[source], _format(meta), meta.get("fill", 0.0))
+                stored[name] = (_as_written(written.get(source), meta)
+                                or StoredTensor.from_dense(values[source], _format(meta), meta.get("fill", 0.0)))
         run = run_graph_fn(graph, stored, hw)
         if hw is not None and hw.channel_depth is not None:
             from .bounded import bounded_cycles
@@ -97,6 +118,7 @@ def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run
         for name, meta in graph.tensors.items():
             if meta["role"] == "output":
                 values[name] = decode(run.written[name], meta)
+                written[name] = (run.written[name], meta)
         result.kernels.append(KernelRun(kernel.index, graph.name, run.cycles, dict(run.counters),
                                         sum(run.stream_tokens.values()),
                                         max((run.max_occupancy or {}).values(), default=0)))
