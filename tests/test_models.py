@@ -121,3 +121,12 @@ def test_study_estimates_schedules_too_big_to_simulate(gcn):
     # the estimate still shows full fusion's recomputation (simulated: 73x the unfused FLOPs)
     assert full["flops_ratio"] > 10 and full["speedup"] < 0.5
     assert "full: not simulated" in format_table(rows)
+
+
+def test_study_keeps_going_when_a_schedule_fails(gcn):
+    from fuseflow.study import format_table
+
+    rows = fusion_study(gcn, ["unfused", "fusion=[nope]", "partial"])
+    assert [r["verified"] for r in rows] == [True, "failed", True]
+    assert "names 'nope'" in rows[1]["error"] and rows[2]["speedup"] > 1
+    assert "fusion=[nope]: failed:" in format_table(rows)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
-from .errors import UserError
+from .errors import FuseflowError, UserError
 from .explore.progress import Progress
 from .sim.simulate import simulate
 
@@ -38,6 +38,12 @@ def _too_big(case, name: str, schedule: str, max_tokens: float) -> dict | None:
             "skipped": f"estimated {est.tokens:.2g} token events > {max_tokens:.2g}"}
 
 
+def _failed_row(case, name: str, schedule: str, why: str, wall: float) -> dict:
+    return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": schedule,
+            "kernels": None, "cycles": None, "flops": None, "mem": None, "max_occupancy": None,
+            "verified": "failed", "max_abs_error": None, "wall": wall, "error": why}
+
+
 def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
                  max_tokens: float = MAX_TOKENS) -> list[dict]:
     """One row per preset (or schedule string), normalised to the first one (unfused). A schedule
@@ -46,7 +52,11 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
     rows = []
     for name in schedules:
         schedule = case.presets.get(name, name)
-        skipped = _too_big(case, name, schedule, max_tokens) if rows else None
+        try:
+            skipped = _too_big(case, name, schedule, max_tokens) if rows else None
+        except FuseflowError as err:
+            rows.append(_failed_row(case, name, schedule, err.one_line(), 0.0))
+            continue
         if skipped is not None:
             if progress:
                 print(f"  skipping {case.name} on {case.dataset}: {name} ({skipped['skipped']})", file=sys.stderr)
@@ -62,10 +72,17 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
         if progress:
             print(f"  simulating {case.name} on {case.dataset}: {name} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
-        result = simulate(case.program, schedule, case.inputs, engine=engine,
-                          on_kernel=on_kernel if progress else None)
-        for b in bar:
-            b.close()
+        try:
+            result = simulate(case.program, schedule, case.inputs, engine=engine,
+                              on_kernel=on_kernel if progress else None)
+        except FuseflowError as err:  # this schedule fails; the others still run
+            if not rows:
+                raise
+            rows.append(_failed_row(case, name, schedule, err.one_line(), time.perf_counter() - start))
+            continue
+        finally:
+            for b in bar:
+                b.close()
         rows.append({"model": case.name, "dataset": case.dataset, "schedule": name,
                      "schedule_text": result.schedule, "kernels": len(result.kernels), "cycles": result.cycles,
                      "flops": result.flops, "mem": result.mem_reads + result.mem_writes,
@@ -76,6 +93,9 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
     base = rows[0]
     base_est = None
     for row in rows:
+        if row.get("error"):
+            row["speedup"] = row["flops_ratio"] = row["mem_ratio"] = None
+            continue
         if row.get("skipped"):
             if base_est is None:
                 from .explore.heuristic import estimate
@@ -102,6 +122,7 @@ def format_table(rows: list[dict]) -> str:
         lines.append("  ".join(x.rjust(w) if k else x.ljust(w) for k, (x, w) in enumerate(zip(c, widths))))
     notes = [f"{row['schedule']}: not simulated, {row['skipped']}; ~ marks heuristic estimates"
              for row in rows if row.get("skipped")]
+    notes += [f"{row['schedule']}: failed: {row['error']}" for row in rows if row.get("error")]
     return "\n".join(lines + notes)
 
 
@@ -117,7 +138,7 @@ def plot(rows: list[dict], path: str) -> str:
     fig, ax = plt.subplots(figsize=(7, 3.6))
     width = 0.8 / len(metrics)
     for k, (key, label) in enumerate(metrics):
-        ax.bar([i + k * width for i in range(len(rows))], [r[key] for r in rows], width, label=label)
+        ax.bar([i + k * width for i in range(len(rows))], [r[key] if r[key] is not None else 0.0 for r in rows], width, label=label)
     ax.set_xticks([i + width for i in range(len(rows))], [r["schedule"] for r in rows])
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.set_yscale("log")

@@ -136,7 +136,7 @@ def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict
     """Mode orders for `movable` tensors (written by earlier groups in the layouts of their
     default orders) under which `group` gets a valid order, or {} if none is found. Fewest
     changed tensors first; for each set, the program's declared layouts, then the layouts the
-    group's best order would induce."""
+    group's best order would induce; then every mode order of a single tensor."""
     def valid_with(candidate: dict) -> bool:
         return _region_with_order(prog, group, {**formats, **candidate}, shapes, free)[1] is not None
 
@@ -158,6 +158,12 @@ def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict
                 changed = {n: candidate[n] for n in subset
                            if n in candidate and candidate[n].mode_order != formats[n].mode_order}
                 if len(changed) == size and valid_with(changed):
+                    return changed
+    for name in names:  # last resort: every other mode order of one tensor
+        for perm in itertools.permutations(range(len(formats[name].mode_order))):
+            if perm != tuple(formats[name].mode_order) and perm != declared[name].mode_order:
+                changed = {name: TensorFormat(formats[name].levels, perm)}
+                if valid_with(changed):
                     return changed
     return {}
 

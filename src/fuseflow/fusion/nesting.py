@@ -177,13 +177,16 @@ SPARSE_DENSITY = 0.1  # assumed share of a compressed level's coordinates that a
 def loop_work(region: Region, inst, nest: list[str]) -> float:
     """Steps of an instance's loop nest: each level visits every coordinate of its variable for
     every surviving iteration of the levels above it, and a level over a compressed level of a
-    stored operand lets `SPARSE_DENSITY` of them through (a nest's prefix gives a lower bound).
+    stored operand lets `SPARSE_DENSITY` of them through (a nest's prefix gives a lower bound);
+    0 for an instance without compressed operands.
     Breaks ties of `nest_cost`: A(i,k)·X(k,j) with A sparse costs less in order i,k,j than i,j,k."""
     cached = region.__dict__.setdefault("_sparse_vars", {})
     if inst.id not in cached:
         leaves = [region.leaves[ref] for kind, ref in inst.operands if kind == "leaf"]
         cached[inst.id] = {v for leaf in leaves
                            for v, level in zip(leaf.level_vars(), leaf.format.levels) if level.is_compressed}
+    if not cached[inst.id]:
+        return 0.0  # only sparse operands make one equal-size order cheaper than another
     work, reach = 0.0, 1.0
     for v in nest:
         reach *= region.extent[v]
