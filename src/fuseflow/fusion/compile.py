@@ -92,6 +92,9 @@ def _choose(region: Region, wanted: str | None, k: int, best: list[str] | None =
     return order
 
 
+MAX_LAYOUT_TRIALS = 64  # candidate layouts tried for one group (each costs an order search)
+
+
 class _LayoutWanted(Exception):
     """A group needs tensors written by earlier groups stored in other mode orders."""
 
@@ -137,7 +140,12 @@ def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict
     default orders) under which `group` gets a valid order, or {} if none is found. Fewest
     changed tensors first; for each set, the program's declared layouts, then the layouts the
     group's best order would induce; then every mode order of a single tensor."""
+    trials = [0]
+
     def valid_with(candidate: dict) -> bool:
+        trials[0] += 1
+        if trials[0] > MAX_LAYOUT_TRIALS:
+            return False
         return _region_with_order(prog, group, {**formats, **candidate}, shapes, free)[1] is not None
 
     declared = {n: TensorFormat(formats[n].levels, prog.tensors[n].format.mode_order) for n in sorted(movable)}
