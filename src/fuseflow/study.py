@@ -23,15 +23,10 @@ COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycle
 MAX_TOKENS = 2e9  # token events the fast engine simulates within this machine's memory (24 GB)
 
 
-def _too_big(case, name: str, schedule: str, max_tokens: float) -> dict | None:
-    """A row for a schedule whose estimated token events (`explore.heuristic`, which counts about
-    half of what the simulator streams) exceed `max_tokens`, with the estimate's ratios; else None."""
-    from .explore.heuristic import estimate
-
-    est = estimate(case.program, schedule, case.inputs)
-    if est.tokens <= max_tokens:
-        return None
-    return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": schedule,
+def _skipped_row(case, name: str, compiled, est, max_tokens: float) -> dict:
+    """The row of a schedule estimated (`explore.heuristic`, which counts about half of what the
+    simulator streams) beyond `max_tokens` token events: the estimates instead of a simulation."""
+    return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": str(compiled.schedule),
             "kernels": len(est.kernels), "cycles": None, "est_cycles": est.cycles, "est_flops": est.flops,
             "est_mem": est.reads + est.writes, "flops": None, "mem": None, "max_occupancy": None,
             "verified": "skipped", "max_abs_error": None, "wall": 0.0,
@@ -46,21 +41,31 @@ def _failed_row(case, name: str, schedule: str, why: str, wall: float) -> dict:
 
 def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
                  max_tokens: float = MAX_TOKENS) -> list[dict]:
-    """One row per preset (or schedule string), normalised to the first one (unfused). A schedule
-    estimated beyond `max_tokens` token events is not simulated: its row holds the heuristic's
-    estimates (`est_*`, ratios to the first row's estimate) and says why."""
-    rows = []
+    """One row per preset (or schedule string), normalised to the first one (unfused). Each
+    schedule is compiled once, for the cost estimate and the simulation. A schedule estimated
+    beyond `max_tokens` token events is not simulated: its row holds the heuristic's estimates
+    (`est_*`, ratios to the first row's estimate) and says why; one that fails says why."""
+    from .explore.heuristic import CostModel
+    from .fusion.compile import compile_schedule
+
+    model = CostModel(case.program, case.inputs)
+    rows, first = [], None
     for name in schedules:
         schedule = case.presets.get(name, name)
+        start = time.perf_counter()
         try:
-            skipped = _too_big(case, name, schedule, max_tokens) if rows else None
-        except FuseflowError as err:
-            rows.append(_failed_row(case, name, schedule, err.one_line(), 0.0))
+            compiled = compile_schedule(case.program, schedule, model.shapes or None)
+            est = model.estimate(compiled) if rows else None
+        except FuseflowError as err:  # this schedule fails; the others still run
+            if not rows:
+                raise
+            rows.append(_failed_row(case, name, schedule, err.one_line(), time.perf_counter() - start))
             continue
-        if skipped is not None:
+        if est is not None and est.tokens > max_tokens:
             if progress:
-                print(f"  skipping {case.name} on {case.dataset}: {name} ({skipped['skipped']})", file=sys.stderr)
-            rows.append(skipped)
+                print(f"  skipping {case.name} on {case.dataset}: {name} "
+                      f"(estimated {est.tokens:.2g} token events)", file=sys.stderr)
+            rows.append(_skipped_row(case, name, compiled, est, max_tokens))
             continue
         bar: list[Progress] = []
 
@@ -71,11 +76,10 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
 
         if progress:
             print(f"  simulating {case.name} on {case.dataset}: {name} ...", file=sys.stderr, flush=True)
-        start = time.perf_counter()
         try:
-            result = simulate(case.program, schedule, case.inputs, engine=engine,
+            result = simulate(case.program, compiled, case.inputs, engine=engine,
                               on_kernel=on_kernel if progress else None)
-        except FuseflowError as err:  # this schedule fails; the others still run
+        except FuseflowError as err:
             if not rows:
                 raise
             rows.append(_failed_row(case, name, schedule, err.one_line(), time.perf_counter() - start))
@@ -83,6 +87,7 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
         finally:
             for b in bar:
                 b.close()
+        first = first or compiled
         rows.append({"model": case.name, "dataset": case.dataset, "schedule": name,
                      "schedule_text": result.schedule, "kernels": len(result.kernels), "cycles": result.cycles,
                      "flops": result.flops, "mem": result.mem_reads + result.mem_writes,
@@ -97,10 +102,7 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
             row["speedup"] = row["flops_ratio"] = row["mem_ratio"] = None
             continue
         if row.get("skipped"):
-            if base_est is None:
-                from .explore.heuristic import estimate
-
-                base_est = estimate(case.program, base["schedule_text"], case.inputs)
+            base_est = base_est or model.estimate(first)
             row["speedup"] = base_est.cycles / row["est_cycles"] if row["est_cycles"] else float("nan")
             row["flops_ratio"] = row["est_flops"] / base_est.flops if base_est.flops else float("nan")
             row["mem_ratio"] = row["est_mem"] / (base_est.reads + base_est.writes)

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..errors import FuseflowError, UserError
-from ..fusion.compile import compile_schedule
+from ..fusion.compile import Compiled, compile_schedule
 from ..ir.generate import random_inputs
 from ..ir.program import Program
 from ..ir.reference import bind_inputs, reference
@@ -85,8 +85,9 @@ def first_mismatch(name: str, got: np.ndarray, want: np.ndarray, rtol: float, at
 def simulate(program: Program, schedule="full", inputs: dict | None = None, *, seed: int = 0,
              density: float = 0.1, hw: HwConfig | None = None, engine: str = "fast", check: bool = True,
              rtol: float = 1e-6, atol: float = 1e-9, on_kernel=None) -> SimResult:
-    """Compile, simulate every kernel, and compare the outputs with `fuseflow.reference`;
-    `on_kernel(done, total)` reports progress after each kernel."""
+    """Compile (unless `schedule` is already a `Compiled` of `program`), simulate every kernel,
+    and compare the outputs with `fuseflow.reference`; `on_kernel(done, total)` reports progress
+    after each kernel."""
     from .execute import execute
 
     start = time.perf_counter()
@@ -95,7 +96,8 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
     data = {**random_inputs(program, density=density, seed=seed,
                             shapes={n: s for n, s in shapes.items()}), **given}
     data = {n: v for n, v in data.items() if n in program.inputs}
-    compiled = compile_schedule(program, schedule, {n: np.shape(v) for n, v in data.items()})
+    compiled = schedule if isinstance(schedule, Compiled) else \
+        compile_schedule(program, schedule, {n: np.shape(v) for n, v in data.items()})
     run = execute(compiled, data, hw, _engine(engine), on_kernel)
     error, verified = 0.0, False
     if check:
