@@ -116,22 +116,26 @@ def _region_with_order(prog: Program, group: list[str], formats: dict, shapes: d
     return region, order
 
 
+def _induced_layouts(region: Region, order: list[str], formats: dict, movable: set[str]) -> dict[str, TensorFormat]:
+    """The mode order `order` visits each `movable` tensor's (free) leaf in, with its stored levels."""
+    pos = {v: k for k, v in enumerate(order)}
+    induced: dict[str, TensorFormat] = {}
+    for leaf in region.leaves:
+        if leaf.tensor in movable and leaf.tensor not in induced:
+            leaf.induce(pos)
+            induced[leaf.tensor] = TensorFormat(formats[leaf.tensor].levels, leaf.format.mode_order)
+    return induced
+
+
 def _layouts_for_order(prog: Program, region: Region, order: list[str], formats: dict, free: set,
-                       movable: set[str]) -> dict[str, TensorFormat]:
+                       movable: set[str], separate: bool) -> dict[str, TensorFormat]:
     """Mode orders of `movable` tensors under which the schedule's explicit `order` is valid, or {}."""
     trial = Region.build(prog, region.group, formats=formats, shapes=region.shapes, free=free | movable,
-                         separate_reductions=len(region.vars) != len(Region.build(
-                             prog, region.group, formats=formats, shapes=region.shapes, free=free).vars))
+                         separate_reductions=separate)
     if sorted(trial.vars) != sorted(order) or order_problem(trial, order):
         return {}
-    pos = {v: k for k, v in enumerate(order)}
-    wanted: dict[str, TensorFormat] = {}
-    for leaf in trial.leaves:
-        if leaf.tensor in movable and leaf.tensor not in wanted:
-            leaf.induce(pos)
-            if leaf.format.mode_order != formats[leaf.tensor].mode_order:
-                wanted[leaf.tensor] = TensorFormat(formats[leaf.tensor].levels, leaf.format.mode_order)
-    return wanted
+    return {n: f for n, f in _induced_layouts(trial, order, formats, movable).items()
+            if f.mode_order != formats[n].mode_order}
 
 
 def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict, free: set,
@@ -152,13 +156,7 @@ def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict
     candidates = [declared]
     region, order = _region_with_order(prog, group, formats, shapes, free | movable)
     if order is not None:
-        pos = {v: k for k, v in enumerate(order)}
-        induced: dict[str, TensorFormat] = {}
-        for leaf in region.leaves:
-            if leaf.tensor in movable and leaf.tensor not in induced:
-                leaf.induce(pos)
-                induced[leaf.tensor] = TensorFormat(formats[leaf.tensor].levels, leaf.format.mode_order)
-        candidates.append(induced)
+        candidates.append(_induced_layouts(region, order, formats, movable))
     names = sorted(movable)
     for size in range(1, len(names) + 1):  # change as few layouts as possible
         for subset in itertools.combinations(names, size):
@@ -248,10 +246,12 @@ def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dic
             region, best = _region_with_order(prog, group, formats, region_shapes, free, region)
             kernel.region = region
         listed = [v.strip() for v in wanted_order.split(",")] if wanted_order and not wanted_order.startswith("#") else None
+        separate = False  # whether the region is the separate-reductions one
         if listed is not None and sorted(listed) != sorted(region.vars):  # an order of the separate region
-            separate = Region.build(prog, group, formats=formats, shapes=region_shapes, free=free,
-                                    separate_reductions=True)
-            region = kernel.region = separate if sorted(listed) == sorted(separate.vars) else region
+            other = Region.build(prog, group, formats=formats, shapes=region_shapes, free=free,
+                                 separate_reductions=True)
+            separate = sorted(listed) == sorted(other.vars)
+            region = kernel.region = other if separate else region
         movable = {leaf.tensor for leaf in region.leaves} & chosen_layout
         if wanted_order is None and best is None and negotiate and movable:
             wanted = _wanted_layouts(prog, group, formats, region_shapes, free, movable)
@@ -259,7 +259,7 @@ def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dic
                 raise _LayoutWanted(wanted)
         if listed is not None and negotiate and movable and sorted(listed) == sorted(region.vars) \
                 and order_problem(region, listed):
-            wanted = _layouts_for_order(prog, region, listed, formats, free, movable)
+            wanted = _layouts_for_order(prog, region, listed, formats, free, movable, separate)
             if wanted:
                 raise _LayoutWanted(wanted)
         kernel.order = _choose(region, wanted_order, k, best)
