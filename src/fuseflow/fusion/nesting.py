@@ -17,6 +17,7 @@ non-reduction variable follows the reduction variable (order 2 with two, for wri
 from __future__ import annotations
 
 import itertools
+import math
 
 from ..errors import UserError
 from .region import Region
@@ -200,13 +201,7 @@ def nest_cost(nesting: Nesting) -> float:
     """Iterations of every op instance in its nest, a size-only estimate of the work an order
     implies (an op recomputed inside a consumer's extra loop pays for every iteration of it)."""
     extent = nesting.region.extent
-    total = 0.0
-    for inst in nesting.region.instances:
-        work = 1.0
-        for v in nesting.nest[inst.id]:
-            work *= extent[v]
-        total += work
-    return total
+    return sum(math.prod(extent[v] for v in nesting.nest[inst.id]) for inst in nesting.region.instances)
 
 
 def greedy_orders(region: Region) -> list[list[str]]:
@@ -285,10 +280,7 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
         for inst in instances:
             nest = nesting.nest.get(inst.id)
             loops = nest if nest is not None else (set(inst.local_vars) | (nesting.scope[inst.id] & placed))
-            product = 1.0
-            for v in loops:
-                product *= extent[v]
-            size += product
+            size += math.prod(extent[v] for v in loops)
             work += loop_work(region, inst, nest if nest is not None else
                               [v for v in nesting.order if v in nesting.scope[inst.id]])
         return size, work
@@ -313,8 +305,9 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
 
     for order in itertools.islice(_part_orders(region, names, preds), seeds):  # a first incumbent
         nesting = Nesting(region, order, partial=True)
-        if nesting.problem is None and bound(nesting, inside) < best[1]:
-            best[:] = [order, bound(nesting, inside)]
+        cost = bound(nesting, inside) if nesting.problem is None else None
+        if cost is not None and cost < best[1]:
+            best[:] = [order, cost]
     extend([], (0.0, 0.0))
     return best[0]
 
@@ -322,16 +315,19 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
 def _part_orders(region: Region, names: list[str], preds: dict):
     """Orders of `names` with each variable after its `preds`, by backtracking in list order."""
     chosen: list[str] = []
+    used: set[str] = set()
 
     def extend():
         if len(chosen) == len(names):
             yield list(chosen)
             return
         for v in names:
-            if v not in chosen and preds[v] <= set(chosen):
+            if v not in used and preds[v] <= used:
                 chosen.append(v)
+                used.add(v)
                 yield from extend()
                 chosen.pop()
+                used.discard(v)
 
     yield from extend()
 
