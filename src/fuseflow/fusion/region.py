@@ -177,22 +177,23 @@ class Region:
                         return False
                 if not separate_reductions:
                     return True
-                below: dict[int, set[int]] = {}  # instance -> instances downstream of it
-                for inst in instances:
-                    stack = [c for c, _ in inst.consumers] + ([edge[1]] if edge and edge[0] == inst.id else [])
+
+                def downstream(start: int) -> set[int]:
+                    """Instances reachable over consumer links (the trial edge included)."""
                     seen: set[int] = set()
+                    stack = [start]
                     while stack:
-                        c = stack.pop()
-                        if c not in seen:
-                            seen.add(c)
-                            stack += [d for d, _ in instances[c].consumers]
-                            stack += [edge[1]] if edge and edge[0] == c else []
-                    below[inst.id] = seen
+                        i = stack.pop()
+                        nxt = [c for c, _ in instances[i].consumers] + ([edge[1]] if edge and edge[0] == i else [])
+                        stack += [c for c in nxt if c not in seen]
+                        seen.update(nxt)
+                    return seen
+
                 for inst in instances:
                     reduced = {u.find(inst.var_of[v]) for v in inst.op.reduce_vars}
-                    for d in below[inst.id] if reduced else ():
-                        if reduced & {u.find(v) for v in instances[d].var_of.values()}:
-                            return False
+                    if reduced and any(reduced & {u.find(v) for v in instances[d].var_of.values()}
+                                       for d in downstream(inst.id)):
+                        return False
                 return True
 
             output_instance = {name: new_instance(name).id for name in outputs}
