@@ -21,6 +21,11 @@ from ..ir.formats import TensorFormat
 from ..ir.program import Access, IndexOp, Program, op_output
 
 
+# op instances a fused region may hold; each recomputed use of an intermediate adds its producers
+# again (the built-in models' largest region has 54)
+MAX_INSTANCES = 400
+
+
 @dataclass
 class Leaf:
     """One access of a tensor that the region reads from memory."""
@@ -126,6 +131,7 @@ class Region:
     before: set[tuple[str, str]]  # partial order: (a, b) means a must come before b
     shapes: dict = field(default_factory=dict)  # resolved shapes of the program's tensors
     background: dict = field(default_factory=dict)  # value of each tensor where it stores nothing
+    stats: object = None  # data statistics (`explore.stats.DataStats`) the order search may weigh loops by
 
     @staticmethod
     def build(program: Program, group: list[str], outputs: list[str] | None = None,
@@ -159,6 +165,10 @@ class Region:
             by_op: dict[str, list[int]] = {}
 
             def new_instance(name: str) -> Instance:
+                if len(instances) >= MAX_INSTANCES:
+                    raise NotSupported(f"fusing these {len(group)} ops recomputes their producers for so many "
+                                       f"uses that the region exceeds {MAX_INSTANCES} op instances",
+                                       f"group {','.join(group[:3])},...", "split the group")
                 inst = Instance(len(instances), ops[name])
                 inst.var_of = {v: f"{inst.id}:{v}" for v in inst.op.vars}
                 for v in inst.var_of.values():
