@@ -54,7 +54,7 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
         schedule = case.presets.get(name, name)
         start = time.perf_counter()
         try:
-            compiled = compile_schedule(case.program, schedule, model.shapes or None)
+            compiled = compile_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
             est = model.estimate(compiled) if rows else None
         except FuseflowError as err:  # this schedule fails; the others still run
             if not rows:

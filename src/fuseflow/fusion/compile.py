@@ -104,13 +104,16 @@ class _LayoutWanted(Exception):
 
 
 def _region_with_order(prog: Program, group: list[str], formats: dict, shapes: dict, free: set,
-                       region: Region | None = None) -> tuple[Region, list[str] | None]:
-    """The group's region and its default order; if it has none, the region where reductions
-    keep their variables to themselves (`Region.build(separate_reductions=True)`), if that has one."""
+                       region: Region | None = None, stats=None) -> tuple[Region, list[str] | None]:
+    """The group's region and its default order (weighing loops by the data `stats` if given);
+    if it has none, the region where reductions keep their variables to themselves
+    (`Region.build(separate_reductions=True)`), if that has one."""
     region = region or Region.build(prog, group, formats=formats, shapes=shapes, free=free)
+    region.stats = stats
     order = default_order(region)
     if order is None:
         separate = Region.build(prog, group, formats=formats, shapes=shapes, free=free, separate_reductions=True)
+        separate.stats = stats
         order = default_order(separate)
         region = separate if order is not None else region
     return region, order
@@ -139,7 +142,7 @@ def _layouts_for_order(prog: Program, region: Region, order: list[str], formats:
 
 
 def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict, free: set,
-                    movable: set[str]) -> dict[str, TensorFormat]:
+                    movable: set[str], stats=None) -> dict[str, TensorFormat]:
     """Mode orders for `movable` tensors (written by earlier groups in the layouts of their
     default orders) under which `group` gets a valid order, or {} if none is found. Fewest
     changed tensors first; for each set, the program's declared layouts, then the layouts the
@@ -150,11 +153,11 @@ def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict
         trials[0] += 1
         if trials[0] > MAX_LAYOUT_TRIALS:
             return False
-        return _region_with_order(prog, group, {**formats, **candidate}, shapes, free)[1] is not None
+        return _region_with_order(prog, group, {**formats, **candidate}, shapes, free, stats=stats)[1] is not None
 
     declared = {n: TensorFormat(formats[n].levels, prog.tensors[n].format.mode_order) for n in sorted(movable)}
     candidates = [declared]
-    region, order = _region_with_order(prog, group, formats, shapes, free | movable)
+    region, order = _region_with_order(prog, group, formats, shapes, free | movable, stats=stats)
     if order is not None:
         candidates.append(_induced_layouts(region, order, formats, movable))
     names = sorted(movable)
@@ -175,13 +178,14 @@ def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict
 
 
 def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | None = None,
-                     canonical: bool = False) -> Compiled:
+                     canonical: bool = False, stats=None) -> Compiled:
     """Kernels for every group of `schedule`, lowered in dependency order.
 
     A tensor written by one group is stored in the order its dataflow order visits it. When a
     later group has no valid order with that layout, the writer is asked for the layout the
     reader needs (as if the schedule said `format.T=...;order=...`) and the groups are compiled
-    again; layouts the schedule gives are never changed."""
+    again; layouts the schedule gives are never changed. With data statistics (`stats`, an
+    `explore.stats.DataStats` of the inputs), default orders weigh loops by the data's densities."""
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule)
     prog = program if canonical else prepare(program, shapes)
@@ -189,17 +193,17 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
     tried: set = set()
     while True:
         try:
-            return _compile(prog, schedule, shapes, pinned, negotiate=True)
+            return _compile(prog, schedule, shapes, pinned, negotiate=True, stats=stats)
         except _LayoutWanted as wanted:
             pinned.update(wanted.formats)
             state = frozenset((n, f.mode_order) for n, f in pinned.items())
             if state in tried:  # negotiation goes round in circles: report the plain failure
-                return _compile(prog, schedule, shapes, pinned, negotiate=False)
+                return _compile(prog, schedule, shapes, pinned, negotiate=False, stats=stats)
             tried.add(state)
 
 
 def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dict,
-             negotiate: bool) -> Compiled:
+             negotiate: bool, stats=None) -> Compiled:
     all_shapes = infer_shapes(prog, shapes or {})
     formats: dict[str, TensorFormat] = dict(pinned)
     for name, text in schedule.formats.items():
@@ -243,7 +247,7 @@ def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dic
         wanted_order = schedule.orders.get(k)
         best = None
         if wanted_order is None:
-            region, best = _region_with_order(prog, group, formats, region_shapes, free, region)
+            region, best = _region_with_order(prog, group, formats, region_shapes, free, region, stats)
             kernel.region = region
         listed = [v.strip() for v in wanted_order.split(",")] if wanted_order and not wanted_order.startswith("#") else None
         separate = False  # whether the region is the separate-reductions one
@@ -254,7 +258,7 @@ def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dic
             region = kernel.region = other if separate else region
         movable = {leaf.tensor for leaf in region.leaves} & chosen_layout
         if wanted_order is None and best is None and negotiate and movable:
-            wanted = _wanted_layouts(prog, group, formats, region_shapes, free, movable)
+            wanted = _wanted_layouts(prog, group, formats, region_shapes, free, movable, stats)
             if wanted:
                 raise _LayoutWanted(wanted)
         if listed is not None and negotiate and movable and sorted(listed) == sorted(region.vars) \

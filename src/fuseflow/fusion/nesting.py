@@ -38,6 +38,23 @@ def _scopes(region: Region) -> dict[int, set[str]]:
     return cached
 
 
+def _var_index(region: Region) -> tuple[dict, dict, dict]:
+    """Per region (cached): each instance's topological position, the instances using each
+    variable, and each instance's number of distinct variables."""
+    cached = region.__dict__.get("_var_index")
+    if cached is None:
+        topo = {inst.id: k for k, inst in enumerate(region.instances)}
+        users: dict[str, list[int]] = {}
+        counts = {}
+        for inst in region.instances:
+            names = set(inst.local_vars)
+            counts[inst.id] = len(names)
+            for v in names:
+                users.setdefault(v, []).append(inst.id)
+        cached = region.__dict__["_var_index"] = (topo, users, counts)
+    return cached
+
+
 class Nesting:
     """The nests and reduction plans of `order`. With `partial=True`, `order` may be a prefix of
     an order: only instances whose variables are all placed are analysed, and only the checks
@@ -50,16 +67,25 @@ class Nesting:
         if not partial and sorted(order) != sorted(region.vars):
             raise UserError(f"order {','.join(order)} must list each of {','.join(region.vars)} once")
         self.pos = {v: k for k, v in enumerate(order)}
-        by_id = {inst.id: inst for inst in region.instances}
+        by_id = region._by_id
         self.scope = _scopes(region)
         self.last: dict[int, str] = {}
         self.nest: dict[int, list[str]] = {}
         self.plan: dict[int, tuple] = {}
         self.value_vars: dict[int, list[str]] = {}
         self.problem: str | None = None
-        for inst in region.instances:
-            if not all(v in self.pos for v in inst.local_vars):
-                continue  # a prefix that does not place all of its variables yet
+        self.analysed: list = []  # instances whose variables are all placed, producers first
+        topo, users, counts = _var_index(region)
+        placed: dict[int, int] = {inst_id: 0 for inst_id, count in counts.items() if count == 0}
+        for v in self.order:  # only instances that use a placed variable need a look
+            for inst_id in users.get(v, ()):
+                placed[inst_id] = placed.get(inst_id, 0) + 1
+        for inst_id in sorted(placed, key=topo.__getitem__):
+            inst = by_id[inst_id]
+            if placed[inst_id] < counts[inst_id]:
+                self._check_open_reduction(inst)  # a prefix that does not place all of its variables yet
+                continue
+            self.analysed.append(inst)
             last = max(inst.local_vars, key=self.pos.get) if inst.local_vars else None
             self.last[inst.id] = last
             limit = self.pos[last] if last is not None else -1
@@ -75,6 +101,21 @@ class Nesting:
     def _fail(self, why: str) -> None:
         if self.problem is None:
             self.problem = why
+
+    def _check_open_reduction(self, inst) -> None:
+        """For a prefix: an instance that has placed a reduction variable but not all of its own
+        variables will nest every unplaced one of them after it, besides the placed loops after it
+        (its last variable, not yet placed, comes later); too many for an accumulator is a problem
+        for every order that extends the prefix."""
+        red = [v for v in inst.reduce_vars if v in self.pos]
+        if not red:
+            return
+        first = min(self.pos[v] for v in red)
+        own = set(inst.local_vars)
+        after = [v for v in self.scope[inst.id] if v not in inst.reduce_vars and
+                 (self.pos[v] > first if v in self.pos else v in own)]
+        if (len(inst.reduce_vars) > 1 and after) or len(after) > 2 or (len(after) == 2 and inst.consumers):
+            self._fail(f"{inst.tensor} reduces {','.join(red)} with {len(after)} loops inside it")
 
     def _plan(self, inst, nest: list[str]) -> tuple:
         red = inst.reduce_vars
@@ -96,9 +137,9 @@ class Nesting:
         return ("unsupported",)
 
     def _check_values(self, by_id) -> None:
-        for inst in self.region.instances:
-            vs = self.value_vars.get(inst.id)
-            for consumer_id, _ in inst.consumers if vs is not None else ():
+        for inst in self.analysed:
+            vs = self.value_vars[inst.id]
+            for consumer_id, _ in inst.consumers:
                 if consumer_id not in self.nest:
                     continue
                 consumer = by_id[consumer_id]
@@ -126,7 +167,7 @@ class Nesting:
         """A consumer reads an accumulator's output at the accumulator's innermost variable, so the
         accumulator's inputs must be complete by then (not only after a later variable)."""
         done: dict[int, int] = {}
-        for inst in self.region.instances:  # producers first
+        for inst in self.analysed:  # producers first
             producers = [ref for kind, ref in inst.operands if kind == "inst"]
             if inst.id not in self.last or any(ref not in done for ref in producers):
                 continue
@@ -172,6 +213,7 @@ def order_problem(region: Region, order: list[str]) -> str | None:
 __all__ = ["Nesting", "topological_orders", "valid_orders", "order_problem"]
 
 
+SEARCH_WORK = 2_000_000_000  # (instances x variables) x prefixes an order search may spend
 SPARSE_DENSITY = 0.1  # assumed share of a compressed level's coordinates that are stored
 
 
@@ -197,11 +239,63 @@ def loop_work(region: Region, inst, nest: list[str]) -> float:
     return work
 
 
+def _filter_leaves(region: Region) -> dict[int, list]:
+    """Per instance: the stored operands with compressed levels, and data statistics, that it or
+    a consumer downstream reads; their stored coordinates filter the loops the instance runs in."""
+    cached = region.__dict__.get("_filter_leaves")
+    if cached is None:
+        cached = {}
+        for inst in reversed(region.instances):  # consumers first
+            found = {ref: region.leaves[ref] for kind, ref in inst.operands if kind == "leaf"
+                     and region.leaves[ref].tensor in region.stats
+                     and any(lv.is_compressed for lv in region.leaves[ref].format.levels)}
+            for consumer, _ in inst.consumers:
+                found.update(cached[consumer])
+            cached[inst.id] = found
+        region.__dict__["_filter_leaves"] = cached
+    return cached
+
+
+def _kept(region: Region, leaf, pos: dict[str, int]) -> dict[str, float]:
+    """Share of each variable's coordinates that the compressed levels of `leaf` keep, with its
+    levels stored as they are or, for a free leaf, in the order `pos` visits them."""
+    if leaf.free:
+        far = len(pos)
+        dims = tuple(sorted(range(len(leaf.indices)), key=lambda d: (
+            pos.get(leaf.indices[d], far) if isinstance(leaf.indices[d], str) else -1, d)))
+    else:
+        dims = tuple(leaf.format.mode_order)
+    cache = region.__dict__.setdefault("_kept", {})
+    if (leaf.id, dims) not in cache:
+        from ..ir.formats import TensorFormat
+
+        shares = region.stats.level_densities(leaf.tensor, TensorFormat(leaf.format.levels, dims))
+        cache[leaf.id, dims] = {leaf.indices[d]: x for d, x, lv in zip(dims, shares, leaf.format.levels)
+                                if lv.is_compressed and isinstance(leaf.indices[d], str)}
+    return cache[leaf.id, dims]
+
+
+def loops_cost(region: Region, inst, loops, pos: dict[str, int]) -> float:
+    """Iterations of `inst` in `loops`: the product of their extents; with data statistics
+    (`region.stats`), each extent times the share of its coordinates that the compressed data
+    read by the instance or its consumers keeps (at least one iteration per loop)."""
+    extent = region.extent
+    leaves = _filter_leaves(region)[inst.id] if region.stats is not None else None
+    if not leaves:
+        return math.prod(extent[v] for v in loops)
+    kept: dict[str, float] = {}
+    for leaf in leaves.values():
+        for v, share in _kept(region, leaf, pos).items():
+            kept[v] = min(kept.get(v, 1.0), share)
+    return math.prod(max(1.0, extent[v] * kept.get(v, 1.0)) for v in loops)
+
+
 def nest_cost(nesting: Nesting) -> float:
-    """Iterations of every op instance in its nest, a size-only estimate of the work an order
-    implies (an op recomputed inside a consumer's extra loop pays for every iteration of it)."""
-    extent = nesting.region.extent
-    return sum(math.prod(extent[v] for v in nesting.nest[inst.id]) for inst in nesting.region.instances)
+    """Iterations of every op instance in its nest, an estimate of the work an order implies (an
+    op recomputed inside a consumer's extra loop pays for every iteration of it): by sizes alone,
+    or weighted by the data's densities when the region has statistics (`loops_cost`)."""
+    return sum(loops_cost(nesting.region, inst, nesting.nest[inst.id], nesting.pos)
+               for inst in nesting.region.instances)
 
 
 def greedy_orders(region: Region) -> list[list[str]]:
@@ -258,7 +352,8 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
     problem in it or its cost bound (finished instances exactly, the others at least their own
     and their consumers' placed loops) reaches the best order so far. Cheaper prefixes are
     extended first (ties in first-use order). The first `seeds` orders of the enumeration give the
-    first bound. After `budget` prefixes, the best found so far.
+    first bound. After `budget` prefixes (raised to 8 descents to a full order, within
+    `SEARCH_WORK`; no search if one descent does not fit), the best found so far.
 
         >>> from fuseflow.frontend import from_mlir
         >>> search_order(Region.build(from_mlir("tests/mlir/matmul_chain.mlir"), ["T", "O"]))
@@ -268,9 +363,10 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
     inside = set(names)
     preds = {v: {a for a, b in region.before if b == v and a in inside} for v in names}
     instances = [inst for inst in region.instances if set(inst.local_vars) <= inside]
-    extent = region.extent
     best: list = [None, (float("inf"), float("inf"))]
     visited = 0
+    dive = len(names) * (len(names) + 1) // 2  # prefixes one descent to a full order may try
+    budget = max(budget, min(8 * dive, SEARCH_WORK // max(1, len(instances) * len(names))))
 
     def bound(nesting: Nesting, placed: set[str]) -> tuple[float, float]:
         """Lower bounds of (`nest_cost`, `loop_work` summed) of every order that extends the
@@ -280,12 +376,12 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
         for inst in instances:
             nest = nesting.nest.get(inst.id)
             loops = nest if nest is not None else (set(inst.local_vars) | (nesting.scope[inst.id] & placed))
-            size += math.prod(extent[v] for v in loops)
+            size += loops_cost(region, inst, loops, nesting.pos)
             work += loop_work(region, inst, nest if nest is not None else
                               [v for v in nesting.order if v in nesting.scope[inst.id]])
         return size, work
 
-    def extend(prefix: list[str], cost: tuple) -> None:
+    def extend(prefix: list[str], cost: tuple, limit: int) -> None:
         nonlocal visited
         if len(prefix) == len(names):
             best[:] = [list(prefix), cost]
@@ -298,17 +394,23 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
                 nesting = Nesting(region, prefix + [v], partial=True)
                 if nesting.problem is None:
                     children.append((bound(nesting, placed | {v}), len(children), v))
-        for child_cost, _, v in sorted(children):
-            if child_cost >= best[1] or visited >= budget:
+        children.sort()
+        for k, (child_cost, _, v) in enumerate(children):
+            if child_cost >= best[1] or visited >= limit:
                 return
-            extend(prefix + [v], child_cost)
+            # at the root, every first variable gets its share of the budget: the cheapest
+            # first loop (often a small one) is not always the start of the cheapest order
+            share = (limit - visited) // (len(children) - k)
+            share = visited + share if not prefix and share >= dive else limit
+            extend(prefix + [v], child_cost, share)
 
     for order in itertools.islice(_part_orders(region, names, preds), seeds):  # a first incumbent
         nesting = Nesting(region, order, partial=True)
         cost = bound(nesting, inside) if nesting.problem is None else None
         if cost is not None and cost < best[1]:
             best[:] = [order, cost]
-    extend([], (0.0, 0.0))
+    if budget >= dive:  # else not even one descent would reach a full order
+        extend([], (0.0, 0.0), budget)
     return best[0]
 
 
