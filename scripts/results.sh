@@ -11,4 +11,9 @@ run --model graphsage --dataset cora_ml
 run --model gcn --dataset cora
 run --model graphsage --dataset cora
 run --model sae --dataset small
+run --model sae --dataset imagenet
+run --model gpt3-bigbird --dataset tiny --block 16
 for b in 16 32 64; do run --model gpt3-bigbird --dataset mini --block "$b"; done
+# full fusion on the real graphs simulated too (above the default token limit)
+run --model gcn --dataset cora --schedules unfused,full --max-tokens 1e10
+run --model graphsage --dataset cora --schedules unfused,full --max-tokens 1e10

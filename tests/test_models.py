@@ -152,3 +152,20 @@ def test_study_keeps_going_when_a_schedule_fails(gcn):
     assert [r["verified"] for r in rows] == [True, "failed", True]
     assert "names 'nope'" in rows[1]["error"] and rows[2]["speedup"] > 1
     assert "fusion=[nope]: failed:" in format_table(rows)
+
+
+def test_gpt3_attention_reads_qkv_in_the_layouts_it_wants():
+    # the LN+QKV kernel's cheapest order alone would store Q, K, V so that attention costs ~5x
+    # more; the attention kernel asks for the layouts of its own best order (cost-based
+    # negotiation), which keeps the partial schedule near the unfused FLOPs
+    from fuseflow.explore.heuristic import CostModel
+
+    case = build("gpt3-bigbird", "tiny", block=16)
+    model = CostModel(case.program, case.inputs)
+    unfused = model.estimate(compile_schedule(case.program, case.presets["unfused"], model.shapes))
+    partial = compile_schedule(case.program, case.presets["partial"], model.shapes, stats=model.stats)
+    assert model.estimate(partial).flops < 3 * unfused.flops
+    # a blocked token carries a 16x16 tile: the study's memory guard counts its elements
+    tokens = model.estimate(partial).tokens
+    rows = fusion_study(case, ["unfused", "partial"], max_tokens=tokens * 100)
+    assert rows[1]["verified"] == "skipped" and "16x16" in rows[1]["skipped"]

@@ -23,14 +23,22 @@ COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycle
 MAX_TOKENS = 2e9  # token events the fast engine simulates within this machine's memory (24 GB)
 
 
+def _load(compiled, est) -> float:
+    """Token events weighed by what they carry: a blocked schedule's token holds a BxB tile."""
+    return est.tokens * (compiled.schedule.block or 1) ** 2
+
+
 def _skipped_row(case, name: str, compiled, est, max_tokens: float) -> dict:
     """The row of a schedule estimated (`explore.heuristic`, which counts about half of what the
-    simulator streams) beyond `max_tokens` token events: the estimates instead of a simulation."""
+    simulator streams) beyond `max_tokens` token events (`_load`): the estimates instead of a
+    simulation."""
     return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": str(compiled.schedule),
             "kernels": len(est.kernels), "cycles": None, "est_cycles": est.cycles, "est_flops": est.flops,
             "est_mem": est.reads + est.writes, "flops": None, "mem": None, "max_occupancy": None,
             "verified": "skipped", "max_abs_error": None, "wall": 0.0,
-            "skipped": f"estimated {est.tokens:.2g} token events > {max_tokens:.2g}"}
+            "skipped": f"estimated {_load(compiled, est):.2g} token events > {max_tokens:.2g}"
+                       + (f" (tiles of {compiled.schedule.block}x{compiled.schedule.block} counted "
+                          "element by element)" if compiled.schedule.block else "")}
 
 
 def _failed_row(case, name: str, schedule: str, why: str, wall: float) -> dict:
@@ -43,7 +51,7 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
                  max_tokens: float = MAX_TOKENS) -> list[dict]:
     """One row per preset (or schedule string), normalised to the first one (unfused). Each
     schedule is compiled once, for the cost estimate and the simulation. A schedule estimated
-    beyond `max_tokens` token events is not simulated: its row holds the heuristic's estimates
+    beyond `max_tokens` token events (tile elements for blocked ones) is not simulated: its row holds the heuristic's estimates
     (`est_*`, ratios to the first row's estimate) and says why; one that fails says why."""
     from .explore.heuristic import CostModel
     from .fusion.compile import compile_schedule
@@ -61,10 +69,10 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
                 raise
             rows.append(_failed_row(case, name, schedule, err.one_line(), time.perf_counter() - start))
             continue
-        if est is not None and est.tokens > max_tokens:
+        if est is not None and _load(compiled, est) > max_tokens:
             if progress:
                 print(f"  skipping {case.name} on {case.dataset}: {name} "
-                      f"(estimated {est.tokens:.2g} token events)", file=sys.stderr)
+                      f"(estimated {_load(compiled, est):.2g} token events)", file=sys.stderr)
             rows.append(_skipped_row(case, name, compiled, est, max_tokens))
             continue
         bar: list[Progress] = []

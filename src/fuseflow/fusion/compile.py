@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from ..errors import UserError
+from ..errors import FuseflowError, UserError
 from ..ir.canonicalize import drop_unit_variables, inline_copies
 from ..ir.formats import LEVEL_FORMATS, TensorFormat
 from ..ir.program import IndexOp, Program, op_output
@@ -19,7 +19,7 @@ from ..sam.graph import SamGraph
 from ..schedule.schedule import Schedule
 from .blocking import Blocking, check_format_blocks
 from .lower import lower
-from .nesting import Nesting, default_order, order_problem, topological_orders, valid_orders
+from .nesting import Nesting, default_order, nest_cost, order_problem, topological_orders, valid_orders
 from .parallel import apply_pars
 from .region import Region
 from .table import FusionTable
@@ -93,14 +93,17 @@ def _choose(region: Region, wanted: str | None, k: int, best: list[str] | None =
 
 
 MAX_LAYOUT_TRIALS = 64  # candidate layouts tried for one group (each costs an order search)
+CHEAPER = 0.5  # a reader asks for other layouts of its inputs when they at least halve its order's cost
 
 
 class _LayoutWanted(Exception):
-    """A group needs tensors written by earlier groups stored in other mode orders."""
+    """A group needs tensors written by earlier groups stored in other mode orders (or, if
+    `optional`, its order gets much cheaper with them)."""
 
-    def __init__(self, formats: dict[str, TensorFormat]):
+    def __init__(self, formats: dict[str, TensorFormat], optional: bool = False):
         super().__init__(", ".join(f"{n}: {f}" for n, f in formats.items()))
         self.formats = formats
+        self.optional = optional
 
 
 def _region_with_order(prog: Program, group: list[str], formats: dict, shapes: dict, free: set,
@@ -145,15 +148,17 @@ def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict
                     movable: set[str], stats=None) -> dict[str, TensorFormat]:
     """Mode orders for `movable` tensors (written by earlier groups in the layouts of their
     default orders) under which `group` gets a valid order, or {} if none is found. Fewest
-    changed tensors first; for each set, the program's declared layouts, then the layouts the
-    group's best order would induce; then every mode order of a single tensor."""
+    changed tensors first; for each set, the program's declared layouts and the layouts the
+    group's best order would induce, the cheaper of the valid ones (`nest_cost` of the group's
+    default order); then every mode order of a single tensor."""
     trials = [0]
 
-    def valid_with(candidate: dict) -> bool:
+    def cost_with(candidate: dict) -> float | None:
         trials[0] += 1
         if trials[0] > MAX_LAYOUT_TRIALS:
-            return False
-        return _region_with_order(prog, group, {**formats, **candidate}, shapes, free, stats=stats)[1] is not None
+            return None
+        region, order = _region_with_order(prog, group, {**formats, **candidate}, shapes, free, stats=stats)
+        return nest_cost(Nesting(region, order)) if order is not None else None
 
     declared = {n: TensorFormat(formats[n].levels, prog.tensors[n].format.mode_order) for n in sorted(movable)}
     candidates = [declared]
@@ -162,19 +167,35 @@ def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict
         candidates.append(_induced_layouts(region, order, formats, movable))
     names = sorted(movable)
     for size in range(1, len(names) + 1):  # change as few layouts as possible
+        found = []
         for subset in itertools.combinations(names, size):
             for candidate in candidates:
                 changed = {n: candidate[n] for n in subset
                            if n in candidate and candidate[n].mode_order != formats[n].mode_order}
-                if len(changed) == size and valid_with(changed):
-                    return changed
+                if len(changed) == size and changed not in [c for _, c in found]:
+                    cost = cost_with(changed)
+                    if cost is not None:
+                        found.append((cost, changed))
+        if found:
+            return min(found, key=lambda pair: pair[0])[1]
     for name in names:  # last resort: every other mode order of one tensor
         for perm in itertools.permutations(range(len(formats[name].mode_order))):
             if perm != tuple(formats[name].mode_order) and perm != declared[name].mode_order:
                 changed = {name: TensorFormat(formats[name].levels, perm)}
-                if valid_with(changed):
+                if cost_with(changed) is not None:
                     return changed
     return {}
+
+
+def _cheaper_layouts(prog: Program, region: Region, order: list[str], formats: dict, shapes: dict, free: set,
+                     movable: set[str], stats=None) -> dict[str, TensorFormat]:
+    """Layouts of `movable` tensors under which the group's default order costs at most
+    `CHEAPER` times what `order` costs with the current ones (`nest_cost`), or {}."""
+    other, better = _region_with_order(prog, region.group, formats, shapes, free | movable, stats=stats)
+    if better is None or nest_cost(Nesting(other, better)) > CHEAPER * nest_cost(Nesting(region, order)):
+        return {}
+    return {n: f for n, f in _induced_layouts(other, better, formats, movable).items()
+            if f.mode_order != formats[n].mode_order}
 
 
 def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | None = None,
@@ -184,26 +205,40 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
     A tensor written by one group is stored in the order its dataflow order visits it. When a
     later group has no valid order with that layout, the writer is asked for the layout the
     reader needs (as if the schedule said `format.T=...;order=...`) and the groups are compiled
-    again; layouts the schedule gives are never changed. With data statistics (`stats`, an
+    again; the same when other layouts would at least halve the reader's cost, unless the writer
+    then has no valid order. Layouts the schedule gives are never changed. With data statistics (`stats`, an
     `explore.stats.DataStats` of the inputs), default orders weigh loops by the data's densities."""
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule)
     prog = program if canonical else prepare(program, shapes)
     pinned: dict[str, TensorFormat] = {}
     tried: set = set()
+    optional: set[str] = set()  # pinned only because a reader gets cheaper
+    declined: set[str] = set()  # optional layouts a writer could not produce
     while True:
         try:
-            return _compile(prog, schedule, shapes, pinned, negotiate=True, stats=stats)
+            return _compile(prog, schedule, shapes, pinned, negotiate=True, stats=stats, declined=declined)
         except _LayoutWanted as wanted:
+            state = frozenset((n, f.mode_order) for n, f in {**pinned, **wanted.formats}.items())
+            if state in tried and wanted.optional:  # been there: keep the layouts as they are
+                declined |= set(wanted.formats)
+                continue
             pinned.update(wanted.formats)
-            state = frozenset((n, f.mode_order) for n, f in pinned.items())
+            optional = optional | set(wanted.formats) if wanted.optional else optional - set(wanted.formats)
             if state in tried:  # negotiation goes round in circles: report the plain failure
-                return _compile(prog, schedule, shapes, pinned, negotiate=False, stats=stats)
+                return _compile(prog, schedule, shapes, pinned, negotiate=False, stats=stats, declined=declined)
             tried.add(state)
+        except FuseflowError:
+            if not optional:
+                raise
+            for name in optional:  # a writer cannot produce a layout asked for only to save work
+                pinned.pop(name, None)
+            declined |= optional
+            optional = set()
 
 
 def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dict,
-             negotiate: bool, stats=None) -> Compiled:
+             negotiate: bool, stats=None, declined: set = frozenset()) -> Compiled:
     all_shapes = infer_shapes(prog, shapes or {})
     formats: dict[str, TensorFormat] = dict(pinned)
     for name, text in schedule.formats.items():
@@ -261,6 +296,11 @@ def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dic
             wanted = _wanted_layouts(prog, group, formats, region_shapes, free, movable, stats)
             if wanted:
                 raise _LayoutWanted(wanted)
+        optional = movable - declined
+        if wanted_order is None and best is not None and negotiate and optional:
+            wanted = _cheaper_layouts(prog, region, best, formats, region_shapes, free, optional, stats)
+            if wanted:
+                raise _LayoutWanted(wanted, optional=True)
         if listed is not None and negotiate and movable and sorted(listed) == sorted(region.vars) \
                 and order_problem(region, listed):
             wanted = _layouts_for_order(prog, region, listed, formats, free, movable, separate)

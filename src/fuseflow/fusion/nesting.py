@@ -381,7 +381,7 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
                               [v for v in nesting.order if v in nesting.scope[inst.id]])
         return size, work
 
-    def extend(prefix: list[str], cost: tuple, limit: int) -> None:
+    def extend(prefix: list[str], cost: tuple) -> None:
         nonlocal visited
         if len(prefix) == len(names):
             best[:] = [list(prefix), cost]
@@ -394,15 +394,10 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
                 nesting = Nesting(region, prefix + [v], partial=True)
                 if nesting.problem is None:
                     children.append((bound(nesting, placed | {v}), len(children), v))
-        children.sort()
-        for k, (child_cost, _, v) in enumerate(children):
-            if child_cost >= best[1] or visited >= limit:
+        for child_cost, _, v in sorted(children):
+            if child_cost >= best[1] or visited >= budget:
                 return
-            # at the root, every first variable gets its share of the budget: the cheapest
-            # first loop (often a small one) is not always the start of the cheapest order
-            share = (limit - visited) // (len(children) - k)
-            share = visited + share if not prefix and share >= dive else limit
-            extend(prefix + [v], child_cost, share)
+            extend(prefix + [v], child_cost)
 
     for order in itertools.islice(_part_orders(region, names, preds), seeds):  # a first incumbent
         nesting = Nesting(region, order, partial=True)
@@ -410,7 +405,7 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
         if cost is not None and cost < best[1]:
             best[:] = [order, cost]
     if budget >= dive:  # else not even one descent would reach a full order
-        extend([], (0.0, 0.0), budget)
+        extend([], (0.0, 0.0))
     return best[0]
 
 
