@@ -46,7 +46,7 @@ from numba import njit
 
 from ..sam.graph import GraphError, SamGraph, Stream
 from ..sam.primitives import PRIMITIVES
-from . import oracle
+from . import oracle, oracle_node
 from .fast_alu import ALU_CODES, _alu  # ALU_CODES, REDUCE_CODES: re-exported
 from .fast_core import _NeedOracle, _Node, _Res
 from .fast_drop import _crd_drop
@@ -94,7 +94,7 @@ def _occupancy(sent, consumed):
 def _by_oracle(n: _Node, names: dict, strict: bool) -> _Res:
     """Run the node with the oracle on token lists (raises what the oracle raises)."""
     inputs = {p: (to_tokens(a), a.time.tolist()) for p, a in n.ins.items()}
-    run = oracle._run_node(n.id, n.kind, n.params, n.arity, inputs, n.tensors, n.hw, names)
+    run = oracle_node._run_node(n.id, n.kind, n.params, n.arity, inputs, n.tensors, n.hw, names)
     if strict:
         raise AssertionError(f"fast engine: n{n.id} {n.kind} found malformed input the oracle accepts "
                              "(a bug in fuseflow.sim.fast)")

@@ -13,9 +13,10 @@ import math
 import numpy as np
 from numba import njit
 
-from . import fast_tiles, oracle
+from . import fast_tiles
 from .fast_core import _INF, _NAN, _check, _counters, _NeedOracle, _Node, _Res
 from .fast_stream import DONE, EMPTY, REPEAT, STOP, VAL, _is_elem
+from .oracle_alu import _alu_signature
 
 ALU_CODES = {"neg": 0, "exp": 1, "sqrt": 2, "rsqrt": 3, "tanh": 4, "erf": 5, "abs": 6, "const": 7,
              "add": 8, "sub": 9, "mul": 10, "div": 11, "max": 12, "min": 13, "gt": 14, "ge": 15,
@@ -165,7 +166,7 @@ def _k_alu(nin, ak, ad, a_s, al, bk, bd, b_s, bl, ck_, cd, c_s, cl, op, has_scal
 
 def _alu(n: _Node) -> _Res:
     try:
-        op, ports, _fn, scalar, pos = oracle._alu_signature(
+        op, ports, _fn, scalar, pos = _alu_signature(
             f"n{n.id} alu", n.params, [p for p in "abc" if p in n.ins])
     except Exception:
         raise _NeedOracle(False) from None

@@ -22,15 +22,16 @@ import math
 import numpy as np
 from numba import njit
 
-from . import oracle
 from .fast_stream import STOP, Arr
 from .hw import MEMORY_KINDS, HwConfig
+from .oracle_arith import NAN
+from .oracle_ctx import _Ctx
 from .tiles import TileSpec
 
 _INF = math.inf
 # The oracle's NaN constant, passed to kernels in an array: a NaN literal would let LLVM fold
 # `x >= 0 ? sqrt(x) : NaN` into `sqrt(x)`, whose NaN has another sign bit.
-_NAN = np.array([oracle.NAN], dtype=np.float64)
+_NAN = np.array([NAN], dtype=np.float64)
 _NO_MEM = np.zeros(4, dtype=np.int64)  # memory model off
 
 
@@ -107,7 +108,7 @@ class _Node:
 
     def ctx(self):
         """An oracle context (no inputs) to evaluate parameters exactly as the oracle does."""
-        return oracle._Ctx(self.id, self.kind, self.params, self.arity, {}, self.tensors, self.hw)
+        return _Ctx(self.id, self.kind, self.params, self.arity, {}, self.tensors, self.hw)
 
     def mem(self) -> np.ndarray:
         """(hbm, channels, latency, startup) of the memory model for this node's kind."""
