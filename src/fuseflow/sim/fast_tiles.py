@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fast import EMPTY, STOP, VAL, Arr
+from .fast_stream import EMPTY, STOP, VAL, Arr
 from .tiles import TileSpec
 
 
