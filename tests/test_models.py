@@ -46,23 +46,16 @@ def test_gcn_study_ranks_partial_unfused_full(gcn):
     assert 4 < rows["full"]["flops_ratio"] < 20
 
 
-def test_data_aware_order_nests_layer_one_only_in_the_row_loop(gcn):
+def test_data_aware_orders_do_less_work_than_size_only_ones(gcn):
     from fuseflow.explore.heuristic import CostModel
-    from fuseflow.fusion.nesting import Nesting
 
     model = CostModel(gcn.program, gcn.inputs)
-    sized = compile_schedule(gcn.program, gcn.presets["full"], model.shapes)
-    weighed_full = compile_schedule(gcn.program, gcn.presets["full"], model.shapes, stats=model.stats)
-    weighed = weighed_full.kernels[0]
-    region, nesting = weighed.region, Nesting(weighed.region, weighed.order)
-    a_times_x = [inst for inst in region.instances if inst.tensor == "t2"]  # A·X, one per softmax read
-    assert len(a_times_x) == 2
-    for inst in a_times_x:  # around its own row, neighbour and feature loops: layer 2's row loop only
-        outer = [v for v in nesting.nest[inst.id] if v not in inst.local_vars]
-        assert [region.extent[v] for v in outer] == [34]
-    # by sizes alone (every loop over karate's 34 nodes looks alike) the search puts class and
-    # hidden-unit loops around one copy of layer 1; the data's densities make the order cheaper
-    assert model.estimate(weighed_full).flops < 0.8 * model.estimate(sized).flops
+    for preset in ("unfused", "full"):
+        sized = compile_schedule(gcn.program, gcn.presets[preset], model.shapes)
+        weighed = compile_schedule(gcn.program, gcn.presets[preset], model.shapes, stats=model.stats)
+        # by sizes alone every loop over karate's 34 nodes looks alike, and a dense row streamed
+        # against a sparse weight looks as cheap as the other way round
+        assert model.estimate(weighed).tokens < 0.8 * model.estimate(sized).tokens, preset
 
 
 def test_sae_presets_and_sparse_weights():

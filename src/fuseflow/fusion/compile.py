@@ -148,17 +148,15 @@ def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict
                     movable: set[str], stats=None) -> dict[str, TensorFormat]:
     """Mode orders for `movable` tensors (written by earlier groups in the layouts of their
     default orders) under which `group` gets a valid order, or {} if none is found. Fewest
-    changed tensors first; for each set, the program's declared layouts and the layouts the
-    group's best order would induce, the cheaper of the valid ones (`nest_cost` of the group's
-    default order); then every mode order of a single tensor."""
+    changed tensors first; for each set, the program's declared layouts, then the layouts the
+    group's best order would induce; then every mode order of a single tensor."""
     trials = [0]
 
-    def cost_with(candidate: dict) -> float | None:
+    def valid_with(candidate: dict) -> bool:
         trials[0] += 1
         if trials[0] > MAX_LAYOUT_TRIALS:
-            return None
-        region, order = _region_with_order(prog, group, {**formats, **candidate}, shapes, free, stats=stats)
-        return nest_cost(Nesting(region, order)) if order is not None else None
+            return False
+        return _region_with_order(prog, group, {**formats, **candidate}, shapes, free, stats=stats)[1] is not None
 
     declared = {n: TensorFormat(formats[n].levels, prog.tensors[n].format.mode_order) for n in sorted(movable)}
     candidates = [declared]
@@ -167,22 +165,17 @@ def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict
         candidates.append(_induced_layouts(region, order, formats, movable))
     names = sorted(movable)
     for size in range(1, len(names) + 1):  # change as few layouts as possible
-        found = []
         for subset in itertools.combinations(names, size):
             for candidate in candidates:
                 changed = {n: candidate[n] for n in subset
                            if n in candidate and candidate[n].mode_order != formats[n].mode_order}
-                if len(changed) == size and changed not in [c for _, c in found]:
-                    cost = cost_with(changed)
-                    if cost is not None:
-                        found.append((cost, changed))
-        if found:
-            return min(found, key=lambda pair: pair[0])[1]
+                if len(changed) == size and valid_with(changed):
+                    return changed
     for name in names:  # last resort: every other mode order of one tensor
         for perm in itertools.permutations(range(len(formats[name].mode_order))):
             if perm != tuple(formats[name].mode_order) and perm != declared[name].mode_order:
                 changed = {name: TensorFormat(formats[name].levels, perm)}
-                if cost_with(changed) is not None:
+                if valid_with(changed):
                     return changed
     return {}
 
@@ -213,8 +206,9 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
     prog = program if canonical else prepare(program, shapes)
     pinned: dict[str, TensorFormat] = {}
     tried: set = set()
-    optional: set[str] = set()  # pinned only because a reader gets cheaper
-    declined: set[str] = set()  # optional layouts a writer could not produce
+    optional: set[str] = set()  # asked for only because a reader gets cheaper
+    before: tuple = ({}, set())  # pins and states before the first of those
+    declined: set[str] = set()  # such layouts that led nowhere: not asked for again
     while True:
         try:
             return _compile(prog, schedule, shapes, pinned, negotiate=True, stats=stats, declined=declined)
@@ -223,16 +217,23 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
             if state in tried and wanted.optional:  # been there: keep the layouts as they are
                 declined |= set(wanted.formats)
                 continue
-            pinned.update(wanted.formats)
-            optional = optional | set(wanted.formats) if wanted.optional else optional - set(wanted.formats)
+            if state in tried and optional:  # in circles since a layout was asked to save work: undo those
+                pinned, tried = dict(before[0]), set(before[1])
+                declined |= optional
+                optional = set()
+                continue
             if state in tried:  # negotiation goes round in circles: report the plain failure
                 return _compile(prog, schedule, shapes, pinned, negotiate=False, stats=stats, declined=declined)
+            if wanted.optional:
+                if not optional:
+                    before = (dict(pinned), set(tried))
+                optional |= set(wanted.formats)
+            pinned.update(wanted.formats)
             tried.add(state)
         except FuseflowError:
             if not optional:
                 raise
-            for name in optional:  # a writer cannot produce a layout asked for only to save work
-                pinned.pop(name, None)
+            pinned, tried = dict(before[0]), set(before[1])  # a writer cannot produce what was asked to save work
             declined |= optional
             optional = set()
 
@@ -296,7 +297,7 @@ def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dic
             wanted = _wanted_layouts(prog, group, formats, region_shapes, free, movable, stats)
             if wanted:
                 raise _LayoutWanted(wanted)
-        optional = movable - declined
+        optional = movable - set(pinned) - declined
         if wanted_order is None and best is not None and negotiate and optional:
             wanted = _cheaper_layouts(prog, region, best, formats, region_shapes, free, optional, stats)
             if wanted:

@@ -290,11 +290,43 @@ def loops_cost(region: Region, inst, loops, pos: dict[str, int]) -> float:
     return math.prod(max(1.0, extent[v] * kept.get(v, 1.0)) for v in loops)
 
 
+def streamed_cost(region: Region, inst, nest: list[str], pos: dict[str, int]) -> float:
+    """With data statistics: coordinates the nest of `inst` streams. At each loop, the iterations
+    of the loops above times the longest fiber one of its operands streams there (a dense or a
+    computed operand streams every coordinate, even where an intersection keeps few); the loops
+    below iterate what the intersection keeps (`loops_cost`). A(i,k)·W(k,j) with W sparse costs
+    less in order i,k,j than i,j,k, where A's dense rows are streamed once per j."""
+    extent = region.extent
+    leaves = _filter_leaves(region)[inst.id]
+    kept: dict[str, float] = {}
+    for leaf in leaves.values():
+        for v, share in _kept(region, leaf, pos).items():
+            kept[v] = min(kept.get(v, 1.0), share)
+    longest: dict[str, float] = {}
+    for k, (kind, ref) in enumerate(inst.operands):
+        shares = _kept(region, region.leaves[ref], pos) if kind == "leaf" and ref in leaves else {}
+        for v in inst.access(k):
+            if isinstance(v, str):
+                longest[v] = max(longest.get(v, 0.0), shares.get(v, 1.0))
+    points = total = 1.0
+    for v in nest:
+        total += points * extent[v] * longest.get(v, kept.get(v, 1.0))
+        points *= max(1.0, extent[v] * kept.get(v, 1.0))
+    return max(total, points)
+
+
+def _finished_cost(region: Region, inst, nest: list[str], pos: dict[str, int]) -> float:
+    """`streamed_cost` where the data's densities filter the instance's loops, else `loops_cost`."""
+    if region.stats is None or not _filter_leaves(region)[inst.id]:
+        return loops_cost(region, inst, nest, pos)
+    return streamed_cost(region, inst, nest, pos)
+
+
 def nest_cost(nesting: Nesting) -> float:
     """Iterations of every op instance in its nest, an estimate of the work an order implies (an
     op recomputed inside a consumer's extra loop pays for every iteration of it): by sizes alone,
-    or weighted by the data's densities when the region has statistics (`loops_cost`)."""
-    return sum(loops_cost(nesting.region, inst, nesting.nest[inst.id], nesting.pos)
+    or, where data statistics show compressed inputs, the coordinates streamed (`_finished_cost`)."""
+    return sum(_finished_cost(nesting.region, inst, nesting.nest[inst.id], nesting.pos)
                for inst in nesting.region.instances)
 
 
@@ -375,8 +407,11 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
         size = work = 0.0
         for inst in instances:
             nest = nesting.nest.get(inst.id)
-            loops = nest if nest is not None else (set(inst.local_vars) | (nesting.scope[inst.id] & placed))
-            size += loops_cost(region, inst, loops, nesting.pos)
+            if nest is not None:
+                size += _finished_cost(region, inst, nest, nesting.pos)
+            else:  # at most what it will stream
+                loops = set(inst.local_vars) | (nesting.scope[inst.id] & placed)
+                size += loops_cost(region, inst, loops, nesting.pos)
             work += loop_work(region, inst, nest if nest is not None else
                               [v for v in nesting.order if v in nesting.scope[inst.id]])
         return size, work

@@ -22,6 +22,7 @@ import torch
 GPT3_SMALL = {"seq": 1024, "d_model": 768, "heads": 12, "ffn": 3072, "layers": 12}  # the reference's decoder
 GPT3_TINY = {"seq": 64, "d_model": 32, "heads": 2, "ffn": 64, "layers": 2}  # simulates in seconds
 GPT3_MINI = {"seq": 256, "d_model": 32, "heads": 2, "ffn": 64, "layers": 2}  # room for 16/32/64 blocks
+GPT3_WIDE = {"seq": 256, "d_model": 128, "heads": 2, "ffn": 256, "layers": 2}  # several 32/64 blocks per row
 
 
 def bigbird_mask(seq: int, block: int, seed: int = 0, random_blocks: int = 2, global_blocks: int = 2) -> np.ndarray:

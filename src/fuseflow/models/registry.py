@@ -31,7 +31,13 @@ class ModelCase:
     note: str = ""
 
 
-def _graph_case(name: str, dataset: str, scale: float, seed: int, hidden: int) -> ModelCase:
+# graph models' weights: the reference generates them with 60% zeros and stores them compressed,
+# input dimension first (F x 16), i.e. transposed from torch's (16 x F) Linear weight
+WEIGHT_DENSITY = 0.4
+
+
+def _graph_case(name: str, dataset: str, scale: float, seed: int, hidden: int,
+                weight_density: float = WEIGHT_DENSITY) -> ModelCase:
     import torch
 
     from ..data import load_graph
@@ -45,13 +51,21 @@ def _graph_case(name: str, dataset: str, scale: float, seed: int, hidden: int) -
     torch.manual_seed(seed)
     cls = GCN if name == "gcn" else GraphSAGE
     model = cls(features=features.shape[1], classes=max(graph.num_classes, 2), hidden=hidden).eval()
+    weights = {n: p for n, p in model.named_parameters() if p.dim() == 2}
+    if weight_density < 1:
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for p in weights.values():
+                p.mul_(torch.rand(p.shape, generator=generator) < weight_density)
     A = graph.adjacency.tocsr()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         example_A = torch.sparse_csr_tensor(torch.tensor(A.indptr), torch.tensor(A.indices),
                                             torch.tensor(A.data, dtype=torch.float32), size=A.shape)
         program = prepare(from_torch(model, example_A, torch.tensor(features, dtype=torch.float32),
-                                     formats={"A": "compressed,compressed"}))
+                                     formats={"A": "compressed,compressed",
+                                              **({n: "compressed,compressed;order=1,0" for n in weights}
+                                                 if weight_density < 1 else {})}))
     return ModelCase(name, graph.name, program, {"A": A.toarray(), "X": features})
 
 
@@ -78,11 +92,11 @@ def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
     import torch
 
     from ..frontend import from_torch
-    from .gpt3 import GPT3_MINI, GPT3_SMALL, GPT3_TINY, GPT3BigBird, bigbird_mask
+    from .gpt3 import GPT3_MINI, GPT3_SMALL, GPT3_TINY, GPT3_WIDE, GPT3BigBird, bigbird_mask
 
-    cfg = {"tiny": GPT3_TINY, "mini": GPT3_MINI, "small": GPT3_SMALL}.get(config)
+    cfg = {"tiny": GPT3_TINY, "mini": GPT3_MINI, "wide": GPT3_WIDE, "small": GPT3_SMALL}.get(config)
     if cfg is None:
-        raise UserError(f"unknown GPT-3 config {config!r}", "--dataset", "use tiny, mini or small")
+        raise UserError(f"unknown GPT-3 config {config!r}", "--dataset", "use tiny, mini, wide or small")
     model = GPT3BigBird(**cfg, seed=seed).eval()
     if not isinstance(block, int) or block < 1 or cfg["seq"] % block:
         raise UserError(f"BigBird block {block} does not divide the sequence length {cfg['seq']}", "--block",
@@ -106,7 +120,7 @@ def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
 def build(name: str, dataset: str | None = None, *, scale: float = 1.0, seed: int = 0, block: int = 16,
           hidden: int = 16, density: float = 0.1) -> ModelCase:
     """A built-in model on a dataset: graphs for gcn/graphsage (karate, cora, synthetic:dblp, ...),
-    a size for sae (small, imagenet, ...), a config for gpt3-bigbird (tiny, mini, small).
+    a size for sae (small, imagenet, ...), a config for gpt3-bigbird (tiny, mini, wide, small).
     gpt3-bigbird's presets run blocked with tiles of its BigBird block size (`block=B`); its
     `<preset>-unblocked` presets run the same groups on scalar streams."""
     from ..schedule.schedule import statement_groups
