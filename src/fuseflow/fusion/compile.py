@@ -198,12 +198,31 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
     A tensor written by one group is stored in the order its dataflow order visits it. When a
     later group has no valid order with that layout, the writer is asked for the layout the
     reader needs (as if the schedule said `format.T=...;order=...`) and the groups are compiled
-    again; the same when other layouts would at least halve the reader's cost, unless the writer
-    then has no valid order. Layouts the schedule gives are never changed. With data statistics (`stats`, an
+    again. Also compiled: the same where other layouts would at least halve a reader's cost
+    (unless a writer then has no valid order); the one with less total `nest_cost` is returned.
+    Layouts the schedule gives are never changed. With data statistics (`stats`, an
     `explore.stats.DataStats` of the inputs), default orders weigh loops by the data's densities."""
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule)
     prog = program if canonical else prepare(program, shapes)
+    try:
+        plain = _negotiate(prog, schedule, shapes, stats, cost_based=False)
+    except FuseflowError:
+        return _negotiate(prog, schedule, shapes, stats, cost_based=True)
+    try:
+        tuned = _negotiate(prog, schedule, shapes, stats, cost_based=True)
+    except FuseflowError:
+        return plain
+    return tuned if _total_cost(tuned) < _total_cost(plain) else plain
+
+
+def _total_cost(compiled: Compiled) -> float:
+    return sum(nest_cost(Nesting(k.region, k.order)) for k in compiled.kernels if k.region is not None)
+
+
+def _negotiate(prog: Program, schedule: Schedule, shapes: dict | None, stats, cost_based: bool) -> Compiled:
+    """Compile, asking writers for the layouts readers need (and, if `cost_based`, for those
+    that halve a reader's cost), until every group compiles."""
     pinned: dict[str, TensorFormat] = {}
     tried: set = set()
     optional: set[str] = set()  # asked for only because a reader gets cheaper
@@ -211,7 +230,8 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
     declined: set[str] = set()  # such layouts that led nowhere: not asked for again
     while True:
         try:
-            return _compile(prog, schedule, shapes, pinned, negotiate=True, stats=stats, declined=declined)
+            return _compile(prog, schedule, shapes, pinned, negotiate=True, stats=stats, declined=declined,
+                            cost_based=cost_based)
         except _LayoutWanted as wanted:
             state = frozenset((n, f.mode_order) for n, f in {**pinned, **wanted.formats}.items())
             if state in tried and wanted.optional:  # been there: keep the layouts as they are
@@ -239,7 +259,7 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
 
 
 def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dict,
-             negotiate: bool, stats=None, declined: set = frozenset()) -> Compiled:
+             negotiate: bool, stats=None, declined: set = frozenset(), cost_based: bool = False) -> Compiled:
     all_shapes = infer_shapes(prog, shapes or {})
     formats: dict[str, TensorFormat] = dict(pinned)
     for name, text in schedule.formats.items():
@@ -298,7 +318,7 @@ def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dic
             if wanted:
                 raise _LayoutWanted(wanted)
         optional = movable - set(pinned) - declined
-        if wanted_order is None and best is not None and negotiate and optional:
+        if wanted_order is None and best is not None and negotiate and cost_based and optional:
             wanted = _cheaper_layouts(prog, region, best, formats, region_shapes, free, optional, stats)
             if wanted:
                 raise _LayoutWanted(wanted, optional=True)
