@@ -51,8 +51,9 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
                  max_tokens: float = MAX_TOKENS) -> list[dict]:
     """One row per preset (or schedule string), normalised to the first one (unfused). Each
     schedule is compiled once, for the cost estimate and the simulation. A schedule estimated
-    beyond `max_tokens` token events (tile elements for blocked ones) is not simulated: its row holds the heuristic's estimates
-    (`est_*`, ratios to the first row's estimate) and says why; one that fails says why."""
+    beyond `max_tokens` token events (tile elements for blocked ones) is not simulated: its row
+    holds the heuristic's estimates (`est_*`, ratios to the first row's estimate) and says why;
+    one that fails says why."""
     from .explore.heuristic import CostModel
     from .fusion.compile import compile_schedule
 
@@ -69,10 +70,11 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
                 raise
             rows.append(_failed_row(case, name, schedule, err.one_line(), time.perf_counter() - start))
             continue
-        if est is not None and _load(compiled, est) > max_tokens:
+        load = _load(compiled, est) if est is not None else 0.0
+        if load > max_tokens:
             if progress:
                 print(f"  skipping {case.name} on {case.dataset}: {name} "
-                      f"(estimated {_load(compiled, est):.2g} token events)", file=sys.stderr)
+                      f"(estimated {load:.2g} token events)", file=sys.stderr)
             rows.append(_skipped_row(case, name, compiled, est, max_tokens))
             continue
         bar: list[Progress] = []

@@ -133,6 +133,12 @@ def _induced_layouts(region: Region, order: list[str], formats: dict, movable: s
     return induced
 
 
+def _changed_layouts(region: Region, order: list[str], formats: dict, movable: set[str]) -> dict[str, TensorFormat]:
+    """The `_induced_layouts` that differ from the tensors' current ones."""
+    return {n: f for n, f in _induced_layouts(region, order, formats, movable).items()
+            if f.mode_order != formats[n].mode_order}
+
+
 def _layouts_for_order(prog: Program, region: Region, order: list[str], formats: dict, free: set,
                        movable: set[str], separate: bool) -> dict[str, TensorFormat]:
     """Mode orders of `movable` tensors under which the schedule's explicit `order` is valid, or {}."""
@@ -140,8 +146,7 @@ def _layouts_for_order(prog: Program, region: Region, order: list[str], formats:
                          separate_reductions=separate)
     if sorted(trial.vars) != sorted(order) or order_problem(trial, order):
         return {}
-    return {n: f for n, f in _induced_layouts(trial, order, formats, movable).items()
-            if f.mode_order != formats[n].mode_order}
+    return _changed_layouts(trial, order, formats, movable)
 
 
 def _wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict, free: set,
@@ -187,8 +192,7 @@ def _cheaper_layouts(prog: Program, region: Region, order: list[str], formats: d
     other, better = _region_with_order(prog, region.group, formats, shapes, free | movable, stats=stats)
     if better is None or nest_cost(Nesting(other, better)) > CHEAPER * nest_cost(Nesting(region, order)):
         return {}
-    return {n: f for n, f in _induced_layouts(other, better, formats, movable).items()
-            if f.mode_order != formats[n].mode_order}
+    return _changed_layouts(other, better, formats, movable)
 
 
 def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | None = None,
@@ -206,13 +210,18 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
         schedule = Schedule.parse(schedule)
     prog = program if canonical else prepare(program, shapes)
     try:
-        plain = _negotiate(prog, schedule, shapes, stats, cost_based=False)
-    except FuseflowError:
-        return _negotiate(prog, schedule, shapes, stats, cost_based=True)
+        tuned, asked = _negotiate(prog, schedule, shapes, stats, cost_based=True)
+    except FuseflowError as err:
+        try:
+            return _negotiate(prog, schedule, shapes, stats, cost_based=False)[0]
+        except FuseflowError:
+            raise err from None
+    if not asked:  # no reader asked for a layout to save work: the same as without cost-based asks
+        return tuned
     try:
-        tuned = _negotiate(prog, schedule, shapes, stats, cost_based=True)
+        plain = _negotiate(prog, schedule, shapes, stats, cost_based=False)[0]
     except FuseflowError:
-        return plain
+        return tuned
     return tuned if _total_cost(tuned) < _total_cost(plain) else plain
 
 
@@ -220,19 +229,23 @@ def _total_cost(compiled: Compiled) -> float:
     return sum(nest_cost(Nesting(k.region, k.order)) for k in compiled.kernels if k.region is not None)
 
 
-def _negotiate(prog: Program, schedule: Schedule, shapes: dict | None, stats, cost_based: bool) -> Compiled:
+def _negotiate(prog: Program, schedule: Schedule, shapes: dict | None, stats,
+               cost_based: bool) -> tuple[Compiled, bool]:
     """Compile, asking writers for the layouts readers need (and, if `cost_based`, for those
-    that halve a reader's cost), until every group compiles."""
+    that halve a reader's cost), until every group compiles; also whether a layout was asked
+    for only to save work."""
     pinned: dict[str, TensorFormat] = {}
     tried: set = set()
     optional: set[str] = set()  # asked for only because a reader gets cheaper
     before: tuple = ({}, set())  # pins and states before the first of those
     declined: set[str] = set()  # such layouts that led nowhere: not asked for again
+    asked = False
     while True:
         try:
             return _compile(prog, schedule, shapes, pinned, negotiate=True, stats=stats, declined=declined,
-                            cost_based=cost_based)
+                            cost_based=cost_based), asked
         except _LayoutWanted as wanted:
+            asked = asked or wanted.optional
             state = frozenset((n, f.mode_order) for n, f in {**pinned, **wanted.formats}.items())
             if state in tried and wanted.optional:  # been there: keep the layouts as they are
                 declined |= set(wanted.formats)
@@ -243,7 +256,7 @@ def _negotiate(prog: Program, schedule: Schedule, shapes: dict | None, stats, co
                 optional = set()
                 continue
             if state in tried:  # negotiation goes round in circles: report the plain failure
-                return _compile(prog, schedule, shapes, pinned, negotiate=False, stats=stats, declined=declined)
+                return _compile(prog, schedule, shapes, pinned, negotiate=False, stats=stats, declined=declined), asked
             if wanted.optional:
                 if not optional:
                     before = (dict(pinned), set(tried))

@@ -275,6 +275,15 @@ def _kept(region: Region, leaf, pos: dict[str, int]) -> dict[str, float]:
     return cache[leaf.id, dims]
 
 
+def _kept_by(region: Region, leaves: dict, pos: dict[str, int]) -> dict[str, float]:
+    """Per variable, the least share of its coordinates that the compressed `leaves` keep."""
+    kept: dict[str, float] = {}
+    for leaf in leaves.values():
+        for v, share in _kept(region, leaf, pos).items():
+            kept[v] = min(kept.get(v, 1.0), share)
+    return kept
+
+
 def loops_cost(region: Region, inst, loops, pos: dict[str, int]) -> float:
     """Iterations of `inst` in `loops`: the product of their extents; with data statistics
     (`region.stats`), each extent times the share of its coordinates that the compressed data
@@ -283,10 +292,7 @@ def loops_cost(region: Region, inst, loops, pos: dict[str, int]) -> float:
     leaves = _filter_leaves(region)[inst.id] if region.stats is not None else None
     if not leaves:
         return math.prod(extent[v] for v in loops)
-    kept: dict[str, float] = {}
-    for leaf in leaves.values():
-        for v, share in _kept(region, leaf, pos).items():
-            kept[v] = min(kept.get(v, 1.0), share)
+    kept = _kept_by(region, leaves, pos)
     return math.prod(max(1.0, extent[v] * kept.get(v, 1.0)) for v in loops)
 
 
@@ -298,10 +304,7 @@ def streamed_cost(region: Region, inst, nest: list[str], pos: dict[str, int]) ->
     less in order i,k,j than i,j,k, where A's dense rows are streamed once per j."""
     extent = region.extent
     leaves = _filter_leaves(region)[inst.id]
-    kept: dict[str, float] = {}
-    for leaf in leaves.values():
-        for v, share in _kept(region, leaf, pos).items():
-            kept[v] = min(kept.get(v, 1.0), share)
+    kept = _kept_by(region, leaves, pos)
     longest: dict[str, float] = {}
     for k, (kind, ref) in enumerate(inst.operands):
         shares = _kept(region, region.leaves[ref], pos) if kind == "leaf" and ref in leaves else {}
