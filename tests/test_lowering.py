@@ -94,3 +94,17 @@ def test_shared_intermediate_filtered_by_one_consumer_is_copied():
     compiled = compile_schedule(program, "full")
     region = compiled.kernels[0].region
     assert [i.tensor for i in region.instances].count("T") == 2
+
+
+def test_dense_operand_is_read_out_of_its_stored_order():
+    """B stored column-major (k before l) in an order visiting l first: a dense tensor is read by
+    random access (strided scans), where a compressed one would need another layout."""
+    program, _ = load(os.path.join(os.path.dirname(__file__), "mlir", "matmul_chain.mlir"))
+    data = fuseflow.random_inputs(program, density=0.4, seed=5)
+    compiled = compile_schedule(program, "unfused order.0=i,k,j format.B=dense,dense;order=1,0")
+    strided = [n.params["stride"] for n in compiled.kernels[0].graph.nodes
+               if n.kind == "scan" and n.params.get("stride")]
+    assert sorted(strided) == [1, 30]  # B(k,j) stored as (j,k): k steps by 1, j by 30
+    run = execute(compiled, data)
+    A, B, C = (data[n].todense() if hasattr(data[n], "todense") else np.asarray(data[n]) for n in "ABC")
+    assert np.allclose(run.outputs["O"], (A @ B) @ C)

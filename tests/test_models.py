@@ -41,8 +41,9 @@ def test_gcn_study_ranks_partial_unfused_full(gcn):
     # full fusion (the reference keeps FLOPs equal; the order chosen here may add a little)
     assert rows["partial"]["flops_ratio"] < 1.25 < rows["full"]["flops_ratio"]
     assert rows["partial"]["mem_ratio"] < 0.85  # karate 0.81; Cora 0.72 (published 0.62-0.80)
-    # layer 1 runs once per edge (for each of the softmax's two reads of the logits), not once
-    # per edge and hidden unit: the reference measures 8.5-18.6x the unfused FLOPs
+    # layer 1 runs once per edge, not once per edge and hidden unit (the softmax's two reads of
+    # the logits share one copy: with the bias added they cover every coordinate); the
+    # reference measures 8.5-18.6x the unfused FLOPs
     assert 4 < rows["full"]["flops_ratio"] < 20
 
 
@@ -50,12 +51,15 @@ def test_data_aware_orders_do_less_work_than_size_only_ones(gcn):
     from fuseflow.explore.heuristic import CostModel
 
     model = CostModel(gcn.program, gcn.inputs)
+    tokens = {}
     for preset in ("unfused", "full"):
         sized = compile_schedule(gcn.program, gcn.presets[preset], model.shapes)
         weighed = compile_schedule(gcn.program, gcn.presets[preset], model.shapes, stats=model.stats)
-        # by sizes alone every loop over karate's 34 nodes looks alike, and a dense row streamed
-        # against a sparse weight looks as cheap as the other way round
-        assert model.estimate(weighed).tokens < 0.8 * model.estimate(sized).tokens, preset
+        tokens[preset] = model.estimate(sized).tokens, model.estimate(weighed).tokens
+    # by sizes alone every loop over karate's 34 nodes looks alike, and a dense row streamed
+    # against a sparse weight looks as cheap as the other way round
+    assert tokens["unfused"][1] < 0.8 * tokens["unfused"][0]
+    assert tokens["full"][1] <= tokens["full"][0]
 
 
 def test_sae_presets_and_sparse_weights():
@@ -133,8 +137,8 @@ def test_study_estimates_schedules_too_big_to_simulate(gcn):
     unfused, full = rows
     assert unfused["verified"] is True and full["verified"] == "skipped" and full["cycles"] is None
     assert "token events > 1e+05" in full["skipped"]
-    # the estimate still shows full fusion's recomputation (layer 1 once per edge, twice)
-    assert full["flops_ratio"] > 5 and full["speedup"] < 0.5
+    # the estimate still shows full fusion's recomputation (layer 1 once per edge)
+    assert full["flops_ratio"] > 3 and full["speedup"] < 0.6
     assert "full: not simulated" in format_table(rows)
 
 
@@ -162,3 +166,23 @@ def test_gpt3_attention_reads_qkv_in_the_layouts_it_wants():
     tokens = model.estimate(partial).tokens
     rows = fusion_study(case, ["unfused", "partial"], max_tokens=tokens * 100)
     assert rows[1]["verified"] == "skipped" and "16x16" in rows[1]["skipped"]
+
+
+def test_gpt3_full_fusion_beats_partial_without_recomputing():
+    """Cross-layer fusion (the reference ranks full > partial > unfused): the tail's residual
+    reads its input row again through a buffer (the feed-forward network reduced and rebuilt
+    d_model in between), the layer norms share their input, and attention reads K and V in
+    place, so the fused group computes every op once."""
+    case = build("gpt3-bigbird", "tiny", block=16)
+    rows = {r["schedule"]: r for r in fusion_study(case, ["unfused", "partial", "full"])}
+    assert all(r["verified"] is True for r in rows.values())
+    assert rows["full"]["cycles"] < rows["partial"]["cycles"] < rows["unfused"]["cycles"]
+    assert rows["full"]["flops_ratio"] < 1.05
+    from fuseflow.explore.heuristic import CostModel
+
+    model = CostModel(case.program, case.inputs)
+    compiled = compile_schedule(case.program, case.presets["full"], model.shapes, stats=model.stats)
+    cross = max(compiled.kernels, key=lambda k: len(k.group))
+    assert len(cross.group) == 40 and len(cross.region.instances) == 40
+    buffered = [(i.tensor, i.rename) for i in cross.region.instances if i.rename]
+    assert len(buffered) == 1 and len(buffered[0][1]) == 1  # one dimension of one read

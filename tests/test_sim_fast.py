@@ -191,10 +191,23 @@ def test_scan(data):
         universe = draw(st.booleans())
         params = ({"format": "dense", "dim": dim} if universe else
                   {"tensor": "T", "level": 0, "format": "dense", "dim": dim})
+        if draw(st.booleans()):  # a dense level visited out of its stored order
+            params["stride"] = draw(st.integers(1, 7))
         refs = st.integers(0, 6)
     toks = fill(skeleton(draw, depth), depth, elem_list(draw, refs))
     check_apply("scan", {"ref": timed(draw, toks)}, params, tensors={"T": StoredTensor([level], [])},
                 hw=hw_for(draw, "scan"))
+
+
+def test_strided_dense_scan_adds_coordinate_times_stride():
+    """A dense tensor read out of its stored level order: each level adds coordinate x stride."""
+    run = check_apply("scan", {"ref": "2 S0 D"}, {"tensor": "T", "level": 0, "format": "dense", "dim": 3, "stride": 5},
+                      tensors={"T": StoredTensor([Level("dense", 3)], [])})
+    assert oracle.format_tokens(run.outs["ref"]) == "2 7 12 S0 S1 D"
+    assert oracle.format_tokens(run.outs["crd"]) == "0 1 2 S0 S1 D"
+    with pytest.raises(Exception, match="stride"):
+        oracle.apply("scan", {"ref": "0 D"}, {"tensor": "T", "level": 0, "format": "compressed", "stride": 2},
+                     tensors={"T": StoredTensor([Level("compressed", 3, [0, 1], [2])], [])})
 
 
 @settings(max_examples=20, **SETTINGS)

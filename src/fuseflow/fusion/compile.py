@@ -21,7 +21,7 @@ from .blocking import Blocking, check_format_blocks
 from .lower import lower
 from .nesting import Nesting, default_order, nest_cost, order_problem, topological_orders, valid_orders
 from .parallel import apply_pars
-from .region import Region
+from .region import Region, buffer_candidates
 from .table import FusionTable
 
 
@@ -92,6 +92,7 @@ def _choose(region: Region, wanted: str | None, k: int, best: list[str] | None =
     return order
 
 
+MAX_BUFFER_TRIALS = 12  # single buffered uses tried for a group without a valid order
 MAX_LAYOUT_TRIALS = 64  # candidate layouts tried for one group (each costs an order search)
 CHEAPER = 0.5  # a reader asks for other layouts of its inputs when they at least halve its order's cost
 
@@ -108,18 +109,55 @@ class _LayoutWanted(Exception):
 
 def _region_with_order(prog: Program, group: list[str], formats: dict, shapes: dict, free: set,
                        region: Region | None = None, stats=None) -> tuple[Region, list[str] | None]:
-    """The group's region and its default order (weighing loops by the data `stats` if given);
-    if it has none, the region where reductions keep their variables to themselves
-    (`Region.build(separate_reductions=True)`), if that has one."""
-    region = region or Region.build(prog, group, formats=formats, shapes=shapes, free=free)
-    region.stats = stats
-    order = default_order(region)
+    """The group's region and its default order (weighing loops by the data `stats` if given).
+
+    Tried in turn, the first with an order wins: the region sharing covered producers between
+    outputs (`Region.build`; outputs stored with another variable outermost than the rest keep
+    their own, `_apart_outputs`), then the same with one use read through a buffer
+    (`Region.build(buffered=...)`, at most `MAX_BUFFER_TRIALS` uses tried); both again with every
+    written output computing its own producers (`share_covered=False`); last the region where
+    reductions keep their variables to themselves (`separate_reductions=True`)."""
+    first = region = region or Region.build(prog, group, formats=formats, shapes=shapes, free=free)
+    apart = _apart_outputs(first, formats)
+    for share_covered in (True, False):
+        if not share_covered or apart:
+            region = Region.build(prog, group, formats=formats, shapes=shapes, free=free,
+                                  share_covered=share_covered, isolated=apart)
+            if not share_covered and len(region.instances) == len(first.instances):
+                break  # nothing was shared for covering the data: the same region
+        region.stats = stats
+        order = default_order(region)
+        if order is not None:
+            return region, order
+        for use in buffer_candidates(region)[:MAX_BUFFER_TRIALS]:
+            trial = Region.build(prog, group, formats=formats, shapes=shapes, free=free, buffered={use},
+                                 share_covered=share_covered, isolated=apart)
+            trial.stats = stats
+            order = default_order(trial)
+            if order is not None:
+                return trial, order
+    region = first
     if order is None:
         separate = Region.build(prog, group, formats=formats, shapes=shapes, free=free, separate_reductions=True)
         separate.stats = stats
         order = default_order(separate)
         region = separate if order is not None else region
     return region, order
+
+
+def _apart_outputs(region: Region, formats: dict) -> set[str]:
+    """Outputs stored with another variable outermost than most stored outputs (a head-major K
+    beside a row-major Q): sharing producers with the others would leave no valid order."""
+    lead = {}
+    for name, inst_id in region.output_instance.items():
+        if name in formats:
+            first = region.instance(inst_id).out_indices[formats[name].mode_order[0]]
+            if isinstance(first, str):
+                lead[name] = first
+    if not lead:
+        return set()
+    common = max(sorted(set(lead.values())), key=list(lead.values()).count)
+    return {name for name, v in lead.items() if v != common}
 
 
 def _induced_layouts(region: Region, order: list[str], formats: dict, movable: set[str]) -> dict[str, TensorFormat]:

@@ -23,6 +23,7 @@ the tile in their reducer.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..errors import NotSupported
@@ -139,6 +140,22 @@ class _Lowering:
         return ref
 
     # -- coordinate streams -----------------------------------------------------------------
+    @staticmethod
+    def source_var(inst, k: int, v: str) -> str:
+        """The producer's variable for `inst`'s variable `v` of input k (another one where the
+        input is read through a buffer, in a loop of its own: the producer's stream of that
+        dimension, complete by then, is iterated again)."""
+        for theirs, mine in inst.rename.get(k, {}).items():
+            if mine == v:
+                return theirs
+        return v
+
+    @staticmethod
+    def aliased(inst, k: int, v: str, touched: list) -> list:
+        """Where input k's boxes at `v` go to be aliased to `inst`'s merge: nowhere for a buffered
+        read, which leaves the producer's own coordinate streams as they are."""
+        return [] if v in inst.rename.get(k, {}).values() else touched
+
     def view(self, inst_id: int, v: str, touched: list) -> Coord:
         """Instance `inst_id`'s coordinates at `v` as its consumer sees them."""
         if inst_id in self.finished:
@@ -158,21 +175,33 @@ class _Lowering:
             if kind == "leaf":
                 keys.append(("ref", ref))
             elif v in inst.access(k):
-                keys.extend(self.view(ref, v, touched).keys)
+                keys.extend(self.view(ref, self.source_var(inst, k, v), self.aliased(inst, k, v, touched)).keys)
         return list(dict.fromkeys(keys))
 
     def operand_coord(self, inst, k: int, v: str, touched: list[int]) -> Coord:
         kind, ref = inst.operands[k]
         if kind == "inst":
-            return self.view(ref, v, touched)
+            return self.view(ref, self.source_var(inst, k, v), self.aliased(inst, k, v, touched))
         leaf = self.r.leaves[ref]
         level = leaf.level_vars().index(v)
         fmt = leaf.format.levels[level]
         dim = leaf.shape[leaf.format.mode_order[level]]
-        scan = self.add("scan", {"tensor": leaf.storage, "level": level, "format": str(fmt), "dim": dim},
-                        var=v, ref=self.env[("ref", ref)])
+        params = {"tensor": leaf.storage, "level": level, "format": str(fmt), "dim": dim}
+        strides = self.strides(leaf)
+        if strides is not None:
+            params["stride"] = strides[level]
+        scan = self.add("scan", params, var=v, ref=self.env[("ref", ref)])
         self.env[("ref", ref)] = scan.out("ref")
         return Coord(scan.out("crd"), (("ref", ref),), not fmt.is_compressed)
+
+    def strides(self, leaf) -> list[int] | None:
+        """For a dense leaf visited out of its stored level order (random access, which only
+        dense levels allow): each level's stride in its value array; else None."""
+        levels = [v for v in leaf.level_vars() if isinstance(v, str)]
+        if [self.n.pos[v] for v in levels] == sorted(self.n.pos[v] for v in levels):
+            return None
+        dims = [leaf.shape[d] for d in leaf.format.mode_order]
+        return [int(math.prod(dims[k + 1:])) for k in range(len(dims))]
 
     def build(self, inst, v: str, merge: Merge, touched: list[int], memo: dict | None = None) -> Coord:
         memo = {} if memo is None else memo
@@ -266,9 +295,10 @@ class _Lowering:
                     params["fill"] = bg
                 values.append((self.add("array", params, ref=self.env[("ref", ref)]).out("val"), axes))
                 continue
-            axes = self.axes[ref]
+            rename = inst.rename.get(k, {})
+            axes = tuple(rename.get(a, a) for a in self.axes[ref])
             value = self.coalesce(self.env[("val", ref)], self.r.instance(ref).tensor, axes)
-            done = self.n.value_vars[ref]
+            done = [rename.get(v, v) for v in self.n.value_vars[ref]]
             start = self.n.pos[done[-1]] if done else -1
             for w in self.n.nest[inst.id]:
                 if self.n.pos[w] > start:

@@ -80,10 +80,12 @@ class Nesting:
         for v in self.order:  # only instances that use a placed variable need a look
             for inst_id in users.get(v, ()):
                 placed[inst_id] = placed.get(inst_id, 0) + 1
+        open_instances = []
         for inst_id in sorted(placed, key=topo.__getitem__):
             inst = by_id[inst_id]
             if placed[inst_id] < counts[inst_id]:
                 self._check_open_reduction(inst)  # a prefix that does not place all of its variables yet
+                open_instances.append(inst)
                 continue
             self.analysed.append(inst)
             last = max(inst.local_vars, key=self.pos.get) if inst.local_vars else None
@@ -93,6 +95,8 @@ class Nesting:
             self.nest[inst.id] = nest
             self.plan[inst.id] = self._plan(inst, nest)
             self.value_vars[inst.id] = [v for v in nest if v not in inst.reduce_vars]
+        for inst in open_instances:
+            self._check_open_nesting(inst, by_id)
         if self.problem is None:
             self._check_values(by_id)
         if self.problem is None:
@@ -117,6 +121,22 @@ class Nesting:
         if (len(inst.reduce_vars) > 1 and after) or len(after) > 2 or (len(after) == 2 and inst.consumers):
             self._fail(f"{inst.tensor} reduces {','.join(red)} with {len(after)} loops inside it")
 
+    def _check_open_nesting(self, inst, by_id) -> None:
+        """For a prefix: an instance with an unplaced variable of its own will be nested inside
+        every placed loop of its consumers (its last variable comes later), so its values vary
+        along them; a consumer that will not iterate such a loop cannot read it (`_check_values`)."""
+        own = set(inst.local_vars)
+        outer = [v for v in self.scope[inst.id] if v in self.pos and v not in own]
+        for consumer_id, _ in inst.consumers:
+            reach = self.nest.get(consumer_id)
+            if reach is None:  # not placed yet: it will iterate at most its scope
+                reach = self.scope[consumer_id]
+            missing = [v for v in outer if v not in reach]
+            if missing:
+                self._fail(f"{inst.tensor} iterates {','.join(sorted(missing))} that "
+                           f"{by_id[consumer_id].tensor} does not")
+                return
+
     def _plan(self, inst, nest: list[str]) -> tuple:
         red = inst.reduce_vars
         if not red:
@@ -139,18 +159,26 @@ class Nesting:
     def _check_values(self, by_id) -> None:
         for inst in self.analysed:
             vs = self.value_vars[inst.id]
-            for consumer_id, _ in inst.consumers:
+            for consumer_id, k in inst.consumers:
                 if consumer_id not in self.nest:
                     continue
                 consumer = by_id[consumer_id]
                 nest = self.nest[consumer_id]
-                if not set(vs) <= set(nest):
-                    self._fail(f"{inst.tensor} iterates {','.join(sorted(set(vs) - set(nest)))} that "
+                rename = consumer.rename.get(k, {})
+                seen = [rename.get(v, v) for v in vs]  # a buffered read runs loops of its own
+                if not set(seen) <= set(nest):
+                    self._fail(f"{inst.tensor} iterates {','.join(sorted(set(seen) - set(nest)))} that "
                                f"{consumer.tensor} does not")
                     continue
-                if vs:
-                    limit = self.pos[vs[-1]]
-                    inner = [v for v in nest if self.pos[v] <= limit and v not in vs]
+                if rename and sorted(seen, key=self.pos.get) != seen:
+                    self._fail(f"{consumer.tensor} would read the buffered {inst.tensor} transposed")
+                    continue
+                if vs and vs[0] in rename:  # a buffer holds what one iteration of a shared loop makes
+                    self._fail(f"{consumer.tensor} would buffer all of {inst.tensor}")
+                    continue
+                if seen:
+                    limit = self.pos[seen[-1]]
+                    inner = [v for v in nest if self.pos[v] <= limit and v not in seen]
                     if inner:
                         self._fail(f"the values of {inst.tensor} would have to be replayed inside "
                                    f"{','.join(inner)} for {consumer.tensor}")
@@ -177,6 +205,12 @@ class Nesting:
                 late = self.order[done[inst.id]]
                 self._fail(f"the accumulated {inst.tensor} is read at {self.last[inst.id]} but its inputs "
                            f"complete only at {late}")
+            for k, rename in inst.rename.items():  # a buffered read starts once its producer is complete
+                ref = inst.operands[k][1]
+                first = min(self.pos[v] for v in rename.values())
+                if done[ref] >= first:
+                    self._fail(f"{inst.tensor} reads {by_id[ref].tensor} again in loop {self.order[first]} "
+                               f"before it is complete (at {self.order[done[ref]]})")
 
     @property
     def valid(self) -> bool:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from ..errors import NotSupported, UserError
 from ..ir.formats import TensorFormat
 from ..ir.program import Access, IndexOp, Program, op_output
+from .coverage import covered_dims, operand_covers
 
 
 # op instances a fused region may hold; each recomputed use of an intermediate adds its producers
@@ -64,6 +65,9 @@ class Instance:
     var_of: dict[str, str] = field(default_factory=dict)  # op-local variable -> logical variable
     operands: list = field(default_factory=list)  # per input: ("leaf", id) or ("inst", id)
     consumers: list = field(default_factory=list)  # (instance id, input index)
+    # per buffered input: producer variable -> this instance's variable for the same dimension
+    # (the producer's finished values are read again in a later loop, see `Region.build`)
+    rename: dict = field(default_factory=dict)
 
     @property
     def tensor(self) -> str:
@@ -136,7 +140,9 @@ class Region:
     @staticmethod
     def build(program: Program, group: list[str], outputs: list[str] | None = None,
               formats: dict[str, TensorFormat] | None = None, shapes: dict | None = None,
-              free: set[str] | frozenset = frozenset(), separate_reductions: bool = False) -> "Region":
+              free: set[str] | frozenset = frozenset(), separate_reductions: bool = False,
+              buffered: set | frozenset = frozenset(), share_covered: bool = True,
+              isolated: set | frozenset = frozenset()) -> "Region":
         """Instances, logical variables and ordering constraints for the ops producing `group`.
 
         `outputs` defaults to the group's tensors read outside the group or returned by the program;
@@ -145,6 +151,14 @@ class Region:
         `separate_reductions`: a consumer downstream of a reduction over a variable never shares
         that variable (it gets its own copy of the producer): more recomputation, but orders
         exist where a fused chain reduces the same dimension twice (layer norm, then a product).
+        `buffered`: uses (consumer op's tensor, input) that read their producer's finished values
+        in loops of their own instead of sharing its variables (`Instance.rename`): the row a
+        layer norm normalises, read again by the residual after the feed-forward network
+        reduced and rebuilt that dimension. `buffer_candidates` lists the uses to try.
+        `share_covered`: written outputs and their consumers share producers whose streams cover
+        every coordinate (see `coverage`); without it each written output computes its own
+        (where one output is needed head-major and another row-major, only copies nest apart);
+        outputs in `isolated` do so even with it.
         """
         ops = {op_output(op): op for op in program.ops}
         for name in group:
@@ -160,6 +174,7 @@ class Region:
         shapes = shapes or {n: t.shape for n, t in program.tensors.items()}
 
         def bind(no_share: set, private: set):
+            links: dict = {}  # buffered use -> (consumer local variable, producer local variable) pairs
             uf = _UnionFind()
             instances: list[Instance] = []
             by_op: dict[str, list[int]] = {}
@@ -207,6 +222,7 @@ class Region:
                 return True
 
             output_instance = {name: new_instance(name).id for name in outputs}
+            apart = {output_instance[name] for name in isolated}
             # each written tensor computes its own producers: a consumer elsewhere in the region
             # that merges a shared producer (filtering or padding its streams) would change what
             # gets written
@@ -222,9 +238,20 @@ class Region:
                     chosen = None
                     # a tensor the region writes out is never shared with in-region consumers, whose
                     # intersections would otherwise filter what gets written
-                    shared = [c for c in by_op.get(access.tensor, []) if c not in output_instance.values()
-                              and (inst.id, k) not in no_share and access.tensor not in private
-                              and owner.get(c) == owner.get(inst.id)]
+                    # ... unless its stream covers every coordinate: no consumer can filter or pad it
+                    # unseen (a filtering use is found below and gets its own copy)
+                    shared = [c for c in by_op.get(access.tensor, []) if (inst.id, k) not in no_share
+                              and access.tensor not in private and ((share_covered and covers_all(access.tensor)
+                                                                     and not {owner.get(c), owner.get(inst.id)} & apart) or (
+                                  c not in output_instance.values() and owner.get(c) == owner.get(inst.id)))]
+                    if (inst.tensor, k) in buffered:  # no variables shared: nothing to unify
+                        chosen = instances[shared[0]] if shared else new_instance(access.tensor)
+                        owner.setdefault(chosen.id, owner.get(inst.id))
+                        links[inst.id, k] = [(a, b) for a, b in zip(access.indices, chosen.op.output.indices)
+                                             if isinstance(a, str) and isinstance(b, str)]
+                        inst.operands.append(("inst", chosen.id))
+                        chosen.consumers.append((inst.id, k))
+                        continue
                     for candidate in shared + [None]:
                         producer = instances[candidate] if candidate is not None else new_instance(access.tensor)
                         owner.setdefault(producer.id, owner.get(inst.id))
@@ -241,18 +268,20 @@ class Region:
                             break
                     inst.operands.append(("inst", chosen.id))
                     chosen.consumers.append((inst.id, k))
-            return instances, uf, output_instance
+            return instances, uf, output_instance, links
 
         from ..ir.background import backgrounds as _backgrounds
 
         program_bg = _backgrounds(program)
+        covered = covered_dims(program, members, formats, program_bg)
+
+        def covers_all(tensor: str) -> bool:
+            return len(covered[tensor]) == program.tensors[tensor].rank
         no_share: set = set()  # (consumer instance, input) uses that get their own producer
         private: set = set()  # ops whose every use gets its own instance
         while True:
-            instances, uf, output_instance = bind(no_share, private)
-            dense_inputs = {n for n in program.inputs if not any(
-                lv.is_compressed for lv in formats.get(n, program.tensors[n].format).levels)}
-            unsafe = _filtered_shared_uses(instances, dense_inputs, program_bg)
+            instances, uf, output_instance, links = bind(no_share, private)
+            unsafe = _filtered_shared_uses(instances, covered, program_bg, set(output_instance.values()))
             if not unsafe:
                 break
             if unsafe <= no_share:  # no progress: copy those producers for every use
@@ -278,6 +307,12 @@ class Region:
                     taken.add(name)
         for inst in instances:
             inst.var_of = {v: names[uf.find(x)] for v, x in inst.var_of.items()}
+        for (inst_id, k), pairs in links.items():
+            inst = instances[inst_id]
+            producer = instances[inst.operands[k][1]]
+            rename = {producer.var_of[b]: inst.var_of[a] for a, b in pairs if producer.var_of[b] != inst.var_of[a]}
+            if rename:
+                inst.rename[k] = rename
         order_seen = []
         for inst in instances:
             for v in inst.local_vars:
@@ -310,7 +345,7 @@ class Region:
             level_vars = [v for v in leaf.level_vars() if isinstance(v, str)]
             if len(set(level_vars)) != len(level_vars):
                 raise NotSupported(f"{leaf} indexes two of its levels with one variable (a diagonal)")
-            if not leaf.free:
+            if not leaf.free and any(lv.is_compressed for lv in leaf.format.levels):  # dense: random access
                 before |= set(zip(level_vars, level_vars[1:]))
         for name in outputs:
             if name in formats:
@@ -332,9 +367,26 @@ class Region:
         self._by_id = {inst.id: inst for inst in self.instances}
 
 
-def _filtered_uses(inst: Instance, k: int, dense: set | frozenset = frozenset(), bg: dict | None = None) -> set[str]:
+def buffer_candidates(region: Region) -> list[tuple[str, int]]:
+    """Uses (consumer op's tensor, input) of an instance that another consumer also reads, or
+    that the region writes: the uses `Region.build(buffered=...)` may read through a buffer,
+    latest consumers first."""
+    written = set(region.output_instance.values())
+    topo = {inst.id: n for n, inst in enumerate(region.instances)}
+    found = {}
+    for inst in region.instances:
+        readers = {c for c, _ in inst.consumers}
+        if len(readers) + (inst.id in written) >= 2:
+            for c, k in inst.consumers:
+                use = (region.instance(c).tensor, k)
+                found[use] = max(found.get(use, -1), topo[c])
+    return sorted(found, key=lambda use: (-found[use], use[1]))
+
+
+def _filtered_uses(inst: Instance, k: int, covered: dict | None = None, bg: dict | None = None) -> set[str]:
     """Variables at which consumer `inst` may drop coordinates of its operand k: an intersection
-    with an operand that may lack coordinates (tensors in `dense` store every entry and drop nothing)."""
+    with an operand that may lack coordinates (`covered`: the dimensions each tensor's stream
+    always covers, see `coverage.covered_dims`; those drop nothing)."""
     from .patterns import Intersect, Operand, merge_at
 
     def drops(part, full) -> bool:  # a partner that may lack coordinates
@@ -352,8 +404,8 @@ def _filtered_uses(inst: Instance, k: int, dense: set | frozenset = frozenset(),
     for v in set(x for x in inst.op.inputs[k].indices if isinstance(x, str)):
         ops = inst.op.inputs
         indexes = [v in a.indices for a in ops]
-        # partners that drop nothing: dense inputs, and operand k itself read twice (x * x)
-        full = [a.tensor in dense or a == ops[k] for a in ops]
+        # partners that drop nothing: streams covering v, and operand k itself read twice (x * x)
+        full = [cov or a == ops[k] for cov, a in zip(operand_covers(inst.op, covered or {}, v), ops)]
         backgrounds = [(bg or {}).get(a.tensor, 0.0) for a in ops]
         out_bg = (bg or {}).get(inst.tensor, 0.0)
         skip = 0.0 if inst.op.reduce_vars else out_bg
@@ -362,10 +414,11 @@ def _filtered_uses(inst: Instance, k: int, dense: set | frozenset = frozenset(),
     return found
 
 
-def _filtered_shared_uses(instances: list[Instance], dense: set | frozenset = frozenset(),
-                          bg: dict | None = None) -> set:
-    """Uses (consumer id, input) that filter an instance another consumer also reads; such a use
-    gets its own copy of the producer, since the filtering would otherwise reach the other reader.
+def _filtered_shared_uses(instances: list[Instance], covered: dict | None = None,
+                          bg: dict | None = None, written: set | frozenset = frozenset()) -> set:
+    """Uses (consumer id, input) that filter an instance another consumer also reads, or that
+    the region writes (ids in `written`); such a use gets its own copy of the producer, since
+    the filtering would otherwise reach the other reader or what gets written.
     Filtering is transitive: a filtered consumer filters the operands it streams through."""
     by_id = {i.id: i for i in instances}
     filtered: dict[int, set[str]] = {}  # instance -> local-variable names of its op it may lose
@@ -374,18 +427,18 @@ def _filtered_shared_uses(instances: list[Instance], dense: set | frozenset = fr
         lost = set()
         for c_id, k in inst.consumers:
             consumer = by_id[c_id]
-            via = _filtered_uses(consumer, k, dense, bg) | filtered.get(c_id, set())
+            via = _filtered_uses(consumer, k, covered, bg) | filtered.get(c_id, set())
             access = consumer.op.inputs[k].indices
             mine = inst.op.output.indices
             lost |= {theirs for index, theirs in zip(access, mine) if isinstance(theirs, str) and index in via}
         filtered[inst.id] = lost
     unsafe = set()
     for inst in instances:
-        if len(inst.consumers) < 2:
+        if len(inst.consumers) + (inst.id in written) < 2:
             continue
         for c_id, k in inst.consumers:
             consumer = by_id[c_id]
-            via = _filtered_uses(consumer, k, dense, bg) | filtered.get(c_id, set())
+            via = _filtered_uses(consumer, k, covered, bg) | filtered.get(c_id, set())
             if set(consumer.op.inputs[k].indices) & via:
                 unsafe.add((c_id, k))
     return unsafe

@@ -17,7 +17,7 @@ from .fast_stream import DONE, EMPTY, STOP, VAL, _is_elem
 
 
 @njit(cache=True)
-def _k_scan(kind, data, xs, xl, compressed, dim, seg, crd, mem, ii):
+def _k_scan(kind, data, xs, xl, compressed, dim, seg, crd, mem, ii, stride):
     n = kind.shape[0]
     nseg = seg.shape[0] - 1
     total = 0
@@ -83,7 +83,8 @@ def _k_scan(kind, data, xs, xl, compressed, dim, seg, crd, mem, ii):
                     ot[j] = t
                     j += 1
             else:
-                base = r * dim
+                base = r * dim if stride == 0 else r
+                step = 1 if stride == 0 else stride
                 for c in range(dim):
                     t = max(t + ii, rt)
                     rt = 0
@@ -91,7 +92,7 @@ def _k_scan(kind, data, xs, xl, compressed, dim, seg, crd, mem, ii):
                         first = t
                     ck[j] = VAL
                     cd[j] = c
-                    rd[j] = base + c
+                    rd[j] = base + c * step
                     ot[j] = t
                     j += 1
                 if any_empty:
@@ -261,7 +262,9 @@ def _scan(n: _Node) -> _Res:
     except Exception:
         raise _NeedOracle(False) from None
     fmt, dim = n.params.get("format", level.format), n.params.get("dim")
-    if fmt != level.format or (not level.is_compressed and dim is not None and dim != level.dim):
+    stride = n.params.get("stride") or 0
+    if fmt != level.format or (not level.is_compressed and dim is not None and dim != level.dim) or \
+            not isinstance(stride, (int, np.integer)) or stride < 0 or (stride and level.is_compressed):
         raise _NeedOracle(False)
     if level.is_compressed:
         try:
@@ -278,7 +281,7 @@ def _scan(n: _Node) -> _Res:
         seg = crd = np.zeros(1, dtype=np.int64)
         ldim = int(level.dim)
     err, pos, j, t, reads, ck, rk, cd, rd, ot, cons = _k_scan(
-        ref.kind, ref.data, ref.sent, ref.lat, level.is_compressed, ldim, seg, crd, n.mem(), n.ii)
+        ref.kind, ref.data, ref.sent, ref.lat, level.is_compressed, ldim, seg, crd, n.mem(), n.ii, int(stride))
     _check(err, (pos, len(ref)))
     return _Res({"crd": n.out(ck, cd, ot), "ref": n.out(rk, rd, ot)}, j, int(t), _counters(reads=reads),
                 {"ref": cons})

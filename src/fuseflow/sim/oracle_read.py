@@ -28,6 +28,9 @@ def _scan(c: _Ctx) -> None:
                          f"{c.params.get('level', 0)} is {level.format}")
     if not level.is_compressed and dim is not None and dim != level.dim:
         raise GraphError(f"{c.where()}: dim={dim} but the stored level has dim {level.dim}")
+    stride = c.params.get("stride") or 0
+    if stride and (level.is_compressed or not isinstance(stride, int) or stride < 0):
+        raise GraphError(f"{c.where()}: stride={stride!r} needs a dense level and a positive integer")
     while True:
         tok = c.pop("ref")
         if isinstance(tok, Val):
@@ -36,7 +39,7 @@ def _scan(c: _Ctx) -> None:
                 if not (isinstance(r, int) and 0 <= r < len(level.seg) - 1):
                     c.fail(f"reference out of range 0..{len(level.seg) - 2}", tok)
                 c.counters["mem_reads"] += 2
-            pairs = level.child_positions(r)
+            pairs = level.child_positions(r) if not stride else [(x, r + x * stride) for x in range(level.dim)]
             for crd, pos in pairs:
                 if level.is_compressed:
                     c.counters["mem_reads"] += 1

@@ -1,0 +1,82 @@
+"""Which dimensions of a tensor a fused stream always covers: every coordinate, whatever the data.
+
+A stored tensor covers the dimensions of its dense levels. An op covers an output dimension
+when its merge there (`patterns.merge_at`) is the universe, a union with a covering part, or
+an intersection of covering parts, and every reduction variable's merge covers too (an
+accumulator over an empty fiber emits nothing). A consumer that joins covering streams drops
+and pads nothing, so the region may share their producers between consumers and written outputs.
+
+A is DCSR, B dense and C CSR in `(A·B)·C`: T = A·B covers nothing (A's rows and columns are
+compressed), so neither does O:
+
+    >>> from fuseflow.frontend import from_mlir
+    >>> p = from_mlir("tests/mlir/matmul_chain.mlir")
+    >>> covered_dims(p, {"T", "O"}, {})
+    {'A': frozenset(), 'B': frozenset({0, 1}), 'T': frozenset(), 'C': frozenset({0}), 'O': frozenset()}
+"""
+from __future__ import annotations
+
+from ..ir.program import IndexOp, Program, op_output
+from .patterns import Intersect, Operand, Union, Universe, merge_at
+
+
+def stored_dims(fmt) -> frozenset:
+    """Dimensions stored in dense levels: every coordinate is present."""
+    return frozenset(d for d, level in zip(fmt.mode_order, fmt.levels) if not level.is_compressed)
+
+
+def _covers(merge, full: list[bool]) -> bool:
+    if isinstance(merge, Universe):
+        return True
+    if isinstance(merge, Operand):
+        return full[merge.index]
+    if isinstance(merge, Union):
+        return any(_covers(p, full) for p in merge.parts)
+    if isinstance(merge, Intersect):
+        return all(_covers(p, full) for p in merge.parts)
+    return False
+
+
+def operand_covers(op: IndexOp, covered: dict, v: str) -> list[bool]:
+    """Per operand of `op`: whether its stream holds every coordinate of variable `v`."""
+    flags = []
+    for access in op.inputs:
+        dims = [d for d, index in enumerate(access.indices) if index == v]
+        flags.append(bool(dims) and all(d in covered.get(access.tensor, ()) for d in dims))
+    return flags
+
+
+def covered_dims(program: Program, members: set, formats: dict, bg: dict | None = None) -> dict[str, frozenset]:
+    """Per tensor the region reads or computes: the dimensions its stream always covers."""
+    from ..ir.background import IDENTITY
+
+    bg = bg or {}
+    covered: dict[str, frozenset] = {}
+    for op in program.ops:
+        if not isinstance(op, IndexOp):
+            continue
+        for access in op.inputs:
+            if access.tensor not in members and access.tensor not in covered:
+                covered[access.tensor] = stored_dims(formats.get(access.tensor, program.tensors[access.tensor].format))
+        name = op_output(op)
+        if name not in members:
+            continue
+        backgrounds = [bg.get(a.tensor, 0.0) for a in op.inputs]
+        out_bg = bg.get(name, 0.0)
+
+        def covers(v: str) -> bool:
+            indexes = [v in a.indices for a in op.inputs]
+            full = operand_covers(op, covered, v)
+            if op.reduce_vars:
+                identity = IDENTITY[op.reduce_kind]
+                skip = identity if v in op.reduce_vars or out_bg == identity else None
+            else:
+                skip = out_bg
+            return _covers(merge_at(op.body, indexes, backgrounds, skip, full=full), full)
+
+        if not all(covers(r) for r in op.reduce_vars):
+            covered[name] = frozenset(d for d, index in enumerate(op.output.indices) if not isinstance(index, str))
+            continue
+        covered[name] = frozenset(d for d, index in enumerate(op.output.indices)
+                                  if not isinstance(index, str) or covers(index))
+    return covered
