@@ -4,7 +4,9 @@ Regenerate after an intended change with `python tests/test_golden.py` and revie
 The (A·B)·C graph was checked by hand against the reference's worked example (order i,l,k,j
 here is its i,k,j,l): A scanned at i then l; B's root repeated over i; A ∩ B at l; A's reference
 repeated over k; spacc over l with inner k; T ∩ C at k; C scanned at j with T's values repeated
-over j; spacc over k with inner j; writers for O's two levels and values.
+over j; spacc over k with inner j; writers for O's two levels and values. As in the reference's
+`insert-iterate-locate` pass, an intersection with a dense stored level iterates the other side
+and locates into it: B's and C's references are repeated along A's l and T's k coordinates.
 """
 import difflib
 import os

@@ -103,8 +103,23 @@ def test_dense_operand_is_read_out_of_its_stored_order():
     data = fuseflow.random_inputs(program, density=0.4, seed=5)
     compiled = compile_schedule(program, "unfused order.0=i,k,j format.B=dense,dense;order=1,0")
     strided = [n.params["stride"] for n in compiled.kernels[0].graph.nodes
-               if n.kind == "scan" and n.params.get("stride")]
-    assert sorted(strided) == [1, 30]  # B(k,j) stored as (j,k): k steps by 1, j by 30
+               if n.kind in ("scan", "locate") and n.params.get("stride")]
+    assert sorted(strided) == [1, 30]  # B(k,j) stored as (j,k): k located with step 1, j scanned by 30
     run = execute(compiled, data)
     A, B, C = (data[n].todense() if hasattr(data[n], "todense") else np.asarray(data[n]) for n in "ABC")
     assert np.allclose(run.outputs["O"], (A @ B) @ C)
+
+
+def test_intersection_with_a_dense_vector_locates_instead_of_scanning():
+    """y = A·x with x dense: the kernel walks A's stored entries and looks x up (iterate-locate),
+    so its steps follow A's nonzeros, not rows x columns."""
+    program, _ = load(os.path.join(os.path.dirname(__file__), "mlir", "spmv.mlir"))
+    data = fuseflow.random_inputs(program, density=0.05, seed=2)
+    compiled = compile_schedule(program, "full order=i,j")
+    kinds = [n.kind for n in compiled.kernels[0].graph.nodes]
+    assert "locate" in kinds and "intersect" not in kinds
+    run = execute(compiled, data)
+    A = data["A"].todense() if hasattr(data["A"], "todense") else np.asarray(data["A"])
+    assert np.allclose(run.outputs["y"], A @ np.asarray(data["x"]))
+    nnz = int(np.count_nonzero(A))
+    assert run.cycles < 64 * 48 / 4 and run.cycles < 10 * (nnz + 64)

@@ -138,7 +138,7 @@ def test_study_estimates_schedules_too_big_to_simulate(gcn):
     assert unfused["verified"] is True and full["verified"] == "skipped" and full["cycles"] is None
     assert "token events > 1e+05" in full["skipped"]
     # the estimate still shows full fusion's recomputation (layer 1 once per edge)
-    assert full["flops_ratio"] > 3 and full["speedup"] < 0.6
+    assert full["flops_ratio"] > 3 and full["speedup"] < 1
     assert "full: not simulated" in format_table(rows)
 
 

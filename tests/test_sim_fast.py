@@ -199,7 +199,7 @@ def test_scan(data):
                 hw=hw_for(draw, "scan"))
 
 
-def test_strided_dense_scan_adds_coordinate_times_stride():
+def test_strided_dense_scan_and_locate_add_coordinate_times_stride():
     """A dense tensor read out of its stored level order: each level adds coordinate x stride."""
     run = check_apply("scan", {"ref": "2 S0 D"}, {"tensor": "T", "level": 0, "format": "dense", "dim": 3, "stride": 5},
                       tensors={"T": StoredTensor([Level("dense", 3)], [])})
@@ -208,6 +208,8 @@ def test_strided_dense_scan_adds_coordinate_times_stride():
     with pytest.raises(Exception, match="stride"):
         oracle.apply("scan", {"ref": "0 D"}, {"tensor": "T", "level": 0, "format": "compressed", "stride": 2},
                      tensors={"T": StoredTensor([Level("compressed", 3, [0, 1], [2])], [])})
+    run = check_apply("locate", {"crd": "1 2 S0 D", "ref": "4 4 S0 D"}, {"dim": 3, "stride": 10})
+    assert oracle.format_tokens(run.outs["ref"]) == "14 24 S0 D"
 
 
 @settings(max_examples=20, **SETTINGS)
@@ -271,7 +273,10 @@ def test_array_and_locate(data):
     skel = skeleton(draw, depth)
     crd = fill(skel, depth, elem_list(draw, st.integers(0, dim - 1)))
     ref = fill(skel, depth, elem_list(draw, st.integers(0, 9)))
-    check_apply("locate", {"crd": timed(draw, crd), "ref": timed(draw, ref)}, {"dim": dim},
+    params = {"dim": dim}
+    if draw(st.booleans()):  # a level located out of its stored order
+        params["stride"] = draw(st.integers(1, 7))
+    check_apply("locate", {"crd": timed(draw, crd), "ref": timed(draw, ref)}, params,
                 hw=hw_for(draw, "locate"))
 
 

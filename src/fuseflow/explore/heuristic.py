@@ -126,6 +126,10 @@ class _KernelModel:
         self.by_id = {inst.id: inst for inst in self.region.instances}
         self._md: dict = {}
         self._leaf_levels: dict[int, list[float]] = {}
+        graph = kernel.graph
+        # dense levels an intersection looks up instead of iterating (iterate-locate)
+        self.located = {(n.params["tensor"], n.params["level"]) for n in (graph.nodes if graph else ())
+                        if n.kind == "locate"}
 
     def lanes(self, v) -> int:
         """Lanes sharing the work at variable `v`: the product of the factors of the parallelized
@@ -270,14 +274,16 @@ class _KernelModel:
             levels = self.leaf_levels(leaf)
             level_vars = leaf.level_vars()
             visits = 1.0
-            for lv, var, dens in zip(leaf.format.levels, level_vars, levels):
+            for level, (lv, var, dens) in enumerate(zip(leaf.format.levels, level_vars, levels)):
                 if isinstance(var, str) and var in nest:
                     visits = points[nest.index(var)]
                     ext = self.extent[var]
                 else:
                     ext = 1
+                if (leaf.storage, level) in self.located:  # one lookup per coordinate iterated
+                    dens = self.level_density(owner, var)
                 coords = visits * ext * dens
-                node(coords + visits, f"scan {leaf.tensor}@{var}", var)  # the scanner
+                node(coords + visits, f"scan {leaf.tensor}@{var}", var)  # the scanner (or locate)
                 if lv.is_compressed:
                     est.reads += 2 * visits + coords
             for d, v in enumerate(nest):  # repeats of the leaf's references along other loops
@@ -333,6 +339,11 @@ class _KernelModel:
         """Coordinates per fiber that operand j streams at v (None: it does not index v)."""
         if v not in inst.access(j):
             return None
+        kind, ref = inst.operands[j]
+        if kind == "leaf":
+            leaf = self.region.leaves[ref]
+            if (leaf.storage, leaf.level_vars().index(v)) in self.located:
+                return None  # looked up at the coordinates the others stream
         return self.operand_density(inst, j, v)
 
     def _owner(self, leaf):

@@ -3,7 +3,9 @@
 Variables are processed in dataflow order. At each variable, op instances merge their operands'
 coordinate streams (producers first); every stream that must stay aligned with a coordinate
 stream rides through the joiner as a payload (tensor references, values of finished
-intermediates). Instances nested in a consumer's loop then repeat their references along it
+intermediates). An intersection with a dense stored level iterates the other parts and looks
+the dense one up (`locate`, the reference's iterate-locate), so y = A·x with x dense walks A's
+row only. Instances nested in a consumer's loop then repeat their references along it
 (consumers first). An instance computes its values after its last variable (ALUs, then
 `reduce`, or `spacc` when a variable follows the reduction variable), and the region's outputs
 get level and value writers, with `crd_drop` where an intersection may empty a written fiber.
@@ -19,7 +21,7 @@ the tile in their reducer.
     >>> p = from_mlir("tests/mlir/spmv.mlir")
     >>> g = lower(FusionTable(Region.build(p, ["y"]), ["i", "j"]))
     >>> sorted({n.kind for n in g.nodes})
-    ['alu', 'array', 'broadcast', 'intersect', 'level_write', 'reduce', 'repeat', 'repsig', 'root', 'scan', 'value_write']
+    ['alu', 'array', 'broadcast', 'level_write', 'locate', 'reduce', 'repeat', 'repsig', 'root', 'scan', 'value_write']
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from ..errors import NotSupported
 from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary
 from ..ir.formats import COMPRESSED, DENSE, TensorFormat
 from ..sam.graph import SamGraph, Stream
-from .patterns import Intersect, Merge, Nothing, Operand, Union, Universe
+from .patterns import Intersect, Merge, Nothing, Operand, Union, Universe, operand_indices
 from .table import FusionTable
 
 
@@ -203,8 +205,34 @@ class _Lowering:
         dims = [leaf.shape[d] for d in leaf.format.mode_order]
         return [int(math.prod(dims[k + 1:])) for k in range(len(dims))]
 
+    def locatable(self, inst, part: Merge, v: str, memo: dict) -> bool:
+        """Whether an intersection at `v` looks `part` up instead of iterating it: a stored
+        operand whose level at `v` is dense (iterate-locate)."""
+        if not isinstance(part, Operand) or part.index not in memo["once"] or inst.operands[part.index][0] != "leaf":
+            return False
+        leaf = self.r.leaves[inst.operands[part.index][1]]
+        level = leaf.level_vars().index(v)
+        return not leaf.format.levels[level].is_compressed
+
+    def locate(self, inst, k: int, v: str, crd: Stream) -> tuple:
+        """Input k's positions at `v` for the coordinates `crd` the intersection iterates: its
+        reference repeated along them, then located in its dense level."""
+        ref = inst.operands[k][1]
+        leaf = self.r.leaves[ref]
+        level = leaf.level_vars().index(v)
+        parent = self.repeat(self.env[("ref", ref)], crd)
+        params = {"tensor": leaf.storage, "level": level, "dim": leaf.shape[leaf.format.mode_order[level]]}
+        strides = self.strides(leaf)
+        if strides is not None:
+            params["stride"] = strides[level]
+        node = self.add("locate", params, var=v, crd=crd, ref=parent)
+        self.env[("ref", ref)] = node.out("ref")
+        return ("ref", ref)
+
     def build(self, inst, v: str, merge: Merge, touched: list[int], memo: dict | None = None) -> Coord:
-        memo = {} if memo is None else memo
+        if memo is None:  # operands that appear once in the tree may be located
+            uses = list(operand_indices(merge))
+            memo = {"once": {k for k in uses if uses.count(k) == 1}}
         if isinstance(merge, Operand):
             if merge.index not in memo:  # an operand appearing twice in the tree is scanned once
                 memo[merge.index] = self.operand_coord(inst, merge.index, v, touched)
@@ -217,6 +245,14 @@ class _Lowering:
             return Coord(scan.out("crd"), (key,), True)
         if isinstance(merge, Nothing):
             raise NotSupported(f"{inst.tensor} is identically zero at {v}")
+        if isinstance(merge, Intersect):
+            located = [p for p in merge.parts if self.locatable(inst, p, v, memo)]
+            iterated = [p for p in merge.parts if p not in located] or located[:1]
+            if len(iterated) < len(merge.parts):
+                coord = self.build(inst, v, iterated[0] if len(iterated) == 1 else Intersect(tuple(iterated)),
+                                   touched, memo)
+                keys = [self.locate(inst, p.index, v, coord.crd) for p in merge.parts if p not in iterated]
+                return Coord(coord.crd, tuple(dict.fromkeys(coord.keys + tuple(keys))), coord.universe)
         parts = [self.build(inst, v, p, touched, memo) for p in merge.parts]
         real = [c for c, p in zip(parts, merge.parts) if not isinstance(p, Universe)]
         if isinstance(merge, Union) and any(c.universe for c in real):

@@ -332,8 +332,9 @@ def loops_cost(region: Region, inst, loops, pos: dict[str, int]) -> float:
 
 def streamed_cost(region: Region, inst, nest: list[str], pos: dict[str, int]) -> float:
     """With data statistics: coordinates the nest of `inst` streams. At each loop, the iterations
-    of the loops above times the longest fiber one of its operands streams there (a dense or a
-    computed operand streams every coordinate, even where an intersection keeps few); the loops
+    of the loops above times the longest fiber one of its operands streams there (a computed
+    operand, or a dense one the intersection does not look up, streams every coordinate, even
+    where an intersection keeps few); the loops
     below iterate what the intersection keeps (`loops_cost`). A(i,k)·W(k,j) with W sparse costs
     less in order i,k,j than i,j,k, where A's dense rows are streamed once per j."""
     extent = region.extent
@@ -343,13 +344,23 @@ def streamed_cost(region: Region, inst, nest: list[str], pos: dict[str, int]) ->
     for k, (kind, ref) in enumerate(inst.operands):
         shares = _kept(region, region.leaves[ref], pos) if kind == "leaf" and ref in leaves else {}
         for v in inst.access(k):
-            if isinstance(v, str):
+            if isinstance(v, str) and k not in _located(region, inst, v):
                 longest[v] = max(longest.get(v, 0.0), shares.get(v, 1.0))
     points = total = 1.0
     for v in nest:
         total += points * extent[v] * longest.get(v, kept.get(v, 1.0))
         points *= max(1.0, extent[v] * kept.get(v, 1.0))
     return max(total, points)
+
+
+def _located(region: Region, inst, v: str) -> set[int]:
+    """Operands the intersection of `inst` at `v` looks up instead of streaming (cached)."""
+    cache = region.__dict__.setdefault("_located", {})
+    if (inst.id, v) not in cache:
+        from .table import located_operands
+
+        cache[inst.id, v] = located_operands(region, inst, v)
+    return cache[inst.id, v]
 
 
 def _finished_cost(region: Region, inst, nest: list[str], pos: dict[str, int]) -> float:

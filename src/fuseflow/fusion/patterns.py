@@ -142,7 +142,7 @@ def merge_at(expr: Expr, indexes: list[bool], backgrounds: list | None = None, s
                 if not _same(evaluate(expr, values), skip):
                     minimal.append(set(subset))
         merged = _or([_and([Operand(k) for k in sorted(m)]) if m else Universe() for m in minimal])
-    present = set(_operands(merged))
+    present = set(operand_indices(merged))
     # every operand with the variable must join so that its stream stays aligned: an operand
     # stored everywhere by intersection (it drops nothing), a sparse one by union
     full = full or [False] * n
@@ -157,12 +157,12 @@ def merge_at(expr: Expr, indexes: list[bool], backgrounds: list | None = None, s
     return merged
 
 
-def _operands(merge: Merge):
+def operand_indices(merge: Merge):
     if isinstance(merge, Operand):
         yield merge.index
     elif isinstance(merge, (Intersect, Union)):
         for part in merge.parts:
-            yield from _operands(part)
+            yield from operand_indices(part)
 
 
 def describe(merge: Merge, names: list[str]) -> str:

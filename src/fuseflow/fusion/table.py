@@ -29,8 +29,59 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .nesting import Nesting
-from .patterns import Merge, describe, merge_at
+from .patterns import Merge, Operand, describe, merge_at
 from .region import Region
+
+
+def operand_is_full(region: Region, kind: str, ref: int, v: str) -> bool:
+    """Whether an operand's coordinates at `v` are every coordinate (a dense stored level):
+    joining it by intersection then drops nothing. An op's coordinates are not taken as full:
+    its stream at `v` may come out of an accumulator or a filtered merge even where its own
+    merge includes the universe."""
+    if kind != "leaf":
+        return False
+    leaf = region.leaves[ref]
+    levels = leaf.level_vars()
+    return v in levels and not leaf.format.levels[levels.index(v)].is_compressed
+
+
+def instance_merge(region: Region, inst, v: str) -> Merge:
+    """How op instance `inst` merges its operands' coordinates at `v` (`patterns.merge_at`)."""
+    from ..ir.background import IDENTITY
+
+    indexes = [v in inst.access(k) for k in range(len(inst.operands))]
+    bg = region.background
+    backgrounds = [bg.get(region.leaves[ref].tensor if kind == "leaf" else region.instance(ref).tensor, 0.0)
+                   for kind, ref in inst.operands]
+    out_bg = bg.get(inst.tensor, 0.0)
+    if inst.reduce_vars:  # positions where the body is the identity add nothing to the result
+        identity = IDENTITY[inst.op.reduce_kind]
+        skip = identity if v in inst.reduce_vars or out_bg == identity else None
+    else:
+        skip = out_bg
+    full = [indexes[k] and operand_is_full(region, kind, ref, v) for k, (kind, ref) in enumerate(inst.operands)]
+    return merge_at(inst.op.body, indexes, backgrounds, skip, full=full)
+
+
+def located_operands(region: Region, inst, v: str) -> set[int]:
+    """Operands of `inst` that its intersection at `v` looks up in a dense stored level instead of
+    iterating (iterate-locate; if every part is one, the lowering iterates the first)."""
+    from .patterns import Intersect, operand_indices
+
+    merge = instance_merge(region, inst, v)
+    uses = list(operand_indices(merge))
+    found: set[int] = set()
+
+    def visit(m) -> None:
+        if isinstance(m, Intersect):
+            dense = [p.index for p in m.parts if isinstance(p, Operand) and uses.count(p.index) == 1
+                     and operand_is_full(region, *inst.operands[p.index], v)]
+            found.update(dense if len(dense) < len(m.parts) else dense[1:])
+        for p in getattr(m, "parts", ()):
+            visit(p)
+
+    visit(merge)
+    return found
 
 
 @dataclass
@@ -54,7 +105,6 @@ class FusionTable:
             for kind, ref in inst.operands:
                 if kind == "leaf":
                     self.leaf_owner[ref] = inst.id
-        self._full: dict = {}
         self.cells: dict[tuple[str, str], Cell] = {}
         for v in self.order:
             for leaf in region.leaves:
@@ -82,32 +132,10 @@ class FusionTable:
                 for kind, ref in inst.operands]
 
     def merge(self, inst, v: str) -> Merge:
-        from ..ir.background import IDENTITY
-
-        indexes = [v in inst.access(k) for k in range(len(inst.operands))]
-        backgrounds = self.operand_backgrounds(inst)
-        out_bg = self.region.background.get(inst.tensor, 0.0)
-        if inst.reduce_vars:  # positions where the body is the identity add nothing to the result
-            identity = IDENTITY[inst.op.reduce_kind]
-            skip = identity if v in inst.reduce_vars or out_bg == identity else None
-        else:
-            skip = out_bg
-        full = [indexes[k] and self.is_full(kind, ref, v) for k, (kind, ref) in enumerate(inst.operands)]
-        return merge_at(inst.op.body, indexes, backgrounds, skip, full=full)
+        return instance_merge(self.region, inst, v)
 
     def is_full(self, kind: str, ref: int, v: str) -> bool:
-        """Whether an operand's coordinates at `v` are every coordinate (a dense level, or an op
-        whose merge there includes the universe): joining it by intersection then drops nothing."""
-        key = (kind, ref, v)
-        if key not in self._full:
-            self._full[key] = False  # guards re-entry
-            if kind == "leaf":
-                leaf = self.region.leaves[ref]
-                levels = leaf.level_vars()
-                self._full[key] = v in levels and not leaf.format.levels[levels.index(v)].is_compressed
-            # an op's coordinates are not taken as full: its stream at `v` may come out of an
-            # accumulator or a filtered merge even where its own merge includes the universe
-        return self._full[key]
+        return operand_is_full(self.region, kind, ref, v)
 
     def _merge_full(self, inst, merge: Merge, v: str) -> bool:
         from .patterns import Intersect, Operand, Union, Universe

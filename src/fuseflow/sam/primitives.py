@@ -59,9 +59,10 @@ PRIMITIVES: dict[str, Primitive] = {p.kind: p for p in [
         dense level always holds every coordinate. `Sn` becomes `S(n+1)`.
         Example (seg=[0,2,3], crd=[5,7,6]): refs `0 1 S0 D` -> crd `5 7 S0 6 S0 S1 D`,
         refs `0 1 S0 2 S0 S1 D`."""),
-    _p("locate", {"crd": "crd", "ref": "ref"}, {"ref": "ref"}, ("tensor", "level", "dim"), doc="""
+    _p("locate", {"crd": "crd", "ref": "ref"}, {"ref": "ref"}, ("tensor", "level", "dim", "stride"), doc="""
         Random access into a dense level: token-aligned `crd` and parent `ref` give the position
-        `ref*dim + crd`; `N` on either side gives `N`; stops and `D` pass through.
+        `ref*dim + crd` (with a `stride`, as for `scan`: `ref + crd*stride`); `N` on either side
+        gives `N`; stops and `D` pass through.
         Example (dim=4): crd `1 3 S0 D`, ref `2 2 S0 D` -> `9 11 S0 D`."""),
     _p("repsig", {"crd": "crd"}, {"repsig": "repsig"}, doc="""
         Repeat-signal generator: `Val`/`N` -> `R`, stops and `D` pass through.

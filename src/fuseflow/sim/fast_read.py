@@ -157,7 +157,7 @@ def _k_scan(kind, data, xs, xl, compressed, dim, seg, crd, mem, ii, stride):
 
 
 @njit(cache=True)
-def _k_locate(ak, ad, a_s, al, bk, bd, b_s, bl, dim, ii):
+def _k_locate(ak, ad, a_s, al, bk, bd, b_s, bl, dim, ii, stride):
     na = ak.shape[0]
     nb = bk.shape[0]
     n = min(na, nb)
@@ -180,7 +180,7 @@ def _k_locate(ak, ad, a_s, al, bk, bd, b_s, bl, dim, ii):
                 err = 2
                 break
             ok[j] = VAL
-            od[j] = bd[j] * dim + x
+            od[j] = bd[j] * dim + x if stride == 0 else bd[j] + x * stride
         elif _is_elem(a) and _is_elem(b):
             ok[j] = EMPTY
             od[j] = 0
@@ -296,10 +296,11 @@ def _locate(n: _Node) -> _Res:
             dim = n.ctx().level().dim
         except Exception:
             raise _NeedOracle(False) from None
-    if not isinstance(dim, (int, np.integer)):
+    stride = n.params.get("stride") or 0
+    if not isinstance(dim, (int, np.integer)) or not isinstance(stride, (int, np.integer)) or stride < 0:
         raise _NeedOracle(False)
     err, j, t, ok, od, cons = _k_locate(a.kind, a.data, a.sent, a.lat, b.kind, b.data, b.sent, b.lat,
-                                        int(dim), n.ii)
+                                        int(dim), n.ii, int(stride))
     _check(err, (j, len(a)), (j, len(b)))
     return _Res({"ref": n.out(ok[:j], od[:j], cons)}, j, int(t), _counters(), {"crd": cons, "ref": cons})
 

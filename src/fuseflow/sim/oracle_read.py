@@ -71,12 +71,15 @@ def _locate(c: _Ctx) -> None:
     dim = c.params.get("dim")
     if dim is None:
         dim = c.level().dim
+    stride = c.params.get("stride") or 0
+    if not isinstance(stride, int) or stride < 0:
+        raise GraphError(f"{c.where()}: stride={stride!r} is not a positive integer")
     while True:
         a, b = c.pop("crd"), c.pop("ref")
         if isinstance(a, Val) and isinstance(b, Val):
             if not 0 <= a.x < dim:
                 c.fail(f"coordinate out of range 0..{dim - 1}", a)
-            c.emit("ref", Val(b.x * dim + a.x))
+            c.emit("ref", Val(b.x * dim + a.x if not stride else b.x + a.x * stride))
         elif is_elem(a) and is_elem(b):
             c.emit("ref", Empty)
         elif isinstance(a, Stop) and a == b:
