@@ -11,14 +11,14 @@ import argparse
 
 from fuseflow.ir.program import op_output
 from fuseflow.models.registry import build
+from fuseflow.schedule.schedule import Schedule
 from fuseflow.study import fusion_study
 
 
 def groupings(case) -> dict[str, str]:
     names = [op_output(op) for op in case.program.ops]
-    first_product = [n for n in names if n.startswith("t8")][0]  # layer 2's aggregation A·H
-    k = names.index(first_product)
-    layer1, layer2 = names[:k], names[k:]
+    layer1, layer2 = Schedule.parse(case.presets["partial"]).partition(case.program)
+    assert layer2[0] == names[len(layer1)]  # layer 2 starts with its aggregation A·H
     pairs = [names[i:i + 2] for i in range(0, len(names), 2)]
     fmt = lambda groups: "fusion=" + "".join("[" + ",".join(g) + "]" for g in groups) + " layout=induced"
     return {"unfused": case.presets["unfused"], "pairs": fmt(pairs), "partial": case.presets["partial"],

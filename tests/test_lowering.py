@@ -123,3 +123,15 @@ def test_intersection_with_a_dense_vector_locates_instead_of_scanning():
     assert np.allclose(run.outputs["y"], A @ np.asarray(data["x"]))
     nnz = int(np.count_nonzero(A))
     assert run.cycles < 64 * 48 / 4 and run.cycles < 10 * (nnz + 64)
+
+
+def test_covered_dims_follow_dense_levels_unions_and_reductions():
+    """Y = (x·W + bias) * scale with x CSR: x covers its rows only; x·W covers nothing (its sum
+    over x's compressed columns may see an empty fiber); adding the dense bias covers Y."""
+    from fuseflow.fusion.coverage import covered_dims
+    from fuseflow.ir.background import backgrounds
+
+    program, _ = load(os.path.join(os.path.dirname(__file__), "mlir", "constants.mlir"))
+    covered = covered_dims(program, {"xW", "Y"}, {}, backgrounds(program))
+    assert covered["x"] == {0} and covered["W"] == {0, 1}
+    assert covered["xW"] == set() and covered["Y"] == {0, 1}

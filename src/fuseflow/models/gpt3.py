@@ -23,6 +23,7 @@ GPT3_SMALL = {"seq": 1024, "d_model": 768, "heads": 12, "ffn": 3072, "layers": 1
 GPT3_TINY = {"seq": 64, "d_model": 32, "heads": 2, "ffn": 64, "layers": 2}  # simulates in seconds
 GPT3_MINI = {"seq": 256, "d_model": 32, "heads": 2, "ffn": 64, "layers": 2}  # room for 16/32/64 blocks
 GPT3_WIDE = {"seq": 256, "d_model": 128, "heads": 2, "ffn": 256, "layers": 2}  # several 32/64 blocks per row
+GPT3_DEEP = {**GPT3_WIDE, "layers": 6}  # cross-layer fusion joins 5 of 6 tails to the next block
 
 
 def bigbird_mask(seq: int, block: int, seed: int = 0, random_blocks: int = 2, global_blocks: int = 2) -> np.ndarray:

@@ -92,11 +92,11 @@ def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
     import torch
 
     from ..frontend import from_torch
-    from .gpt3 import GPT3_MINI, GPT3_SMALL, GPT3_TINY, GPT3_WIDE, GPT3BigBird, bigbird_mask
+    from .gpt3 import GPT3_DEEP, GPT3_MINI, GPT3_SMALL, GPT3_TINY, GPT3_WIDE, GPT3BigBird, bigbird_mask
 
-    cfg = {"tiny": GPT3_TINY, "mini": GPT3_MINI, "wide": GPT3_WIDE, "small": GPT3_SMALL}.get(config)
+    cfg = {"tiny": GPT3_TINY, "mini": GPT3_MINI, "wide": GPT3_WIDE, "deep": GPT3_DEEP, "small": GPT3_SMALL}.get(config)
     if cfg is None:
-        raise UserError(f"unknown GPT-3 config {config!r}", "--dataset", "use tiny, mini, wide or small")
+        raise UserError(f"unknown GPT-3 config {config!r}", "--dataset", "use tiny, mini, wide, deep or small")
     model = GPT3BigBird(**cfg, seed=seed).eval()
     if not isinstance(block, int) or block < 1 or cfg["seq"] % block:
         raise UserError(f"BigBird block {block} does not divide the sequence length {cfg['seq']}", "--block",
@@ -120,7 +120,7 @@ def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
 def build(name: str, dataset: str | None = None, *, scale: float = 1.0, seed: int = 0, block: int = 16,
           hidden: int = 16, density: float = 0.1) -> ModelCase:
     """A built-in model on a dataset: graphs for gcn/graphsage (karate, cora, synthetic:dblp, ...),
-    a size for sae (small, imagenet, ...), a config for gpt3-bigbird (tiny, mini, wide, small).
+    a size for sae (small, imagenet, ...), a config for gpt3-bigbird (tiny, mini, wide, deep, small).
     gpt3-bigbird's presets run blocked with tiles of its BigBird block size (`block=B`); its
     `<preset>-unblocked` presets run the same groups on scalar streams."""
     from ..schedule.schedule import statement_groups
