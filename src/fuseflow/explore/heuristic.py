@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..fusion.patterns import Intersect, Nothing, Operand, Union, Universe
+from ..fusion.table import located_operands
 from ..ir.expr import Const, In
 from ..ir.program import IndexOp, Program
 from ..ir.reference import bind_inputs
@@ -126,10 +127,7 @@ class _KernelModel:
         self.by_id = {inst.id: inst for inst in self.region.instances}
         self._md: dict = {}
         self._leaf_levels: dict[int, list[float]] = {}
-        graph = kernel.graph
-        # dense levels an intersection looks up instead of iterating (iterate-locate)
-        self.located = {(n.params["tensor"], n.params["level"]) for n in (graph.nodes if graph else ())
-                        if n.kind == "locate"}
+        self._located: dict = {}
 
     def lanes(self, v) -> int:
         """Lanes sharing the work at variable `v`: the product of the factors of the parallelized
@@ -274,13 +272,14 @@ class _KernelModel:
             levels = self.leaf_levels(leaf)
             level_vars = leaf.level_vars()
             visits = 1.0
-            for level, (lv, var, dens) in enumerate(zip(leaf.format.levels, level_vars, levels)):
+            operand = owner.operands.index(("leaf", leaf.id))
+            for lv, var, dens in zip(leaf.format.levels, level_vars, levels):
                 if isinstance(var, str) and var in nest:
                     visits = points[nest.index(var)]
                     ext = self.extent[var]
                 else:
                     ext = 1
-                if (leaf.storage, level) in self.located:  # one lookup per coordinate iterated
+                if isinstance(var, str) and operand in self.located(owner, var):  # one lookup per coordinate iterated
                     dens = self.level_density(owner, var)
                 coords = visits * ext * dens
                 node(coords + visits, f"scan {leaf.tensor}@{var}", var)  # the scanner (or locate)
@@ -339,12 +338,15 @@ class _KernelModel:
         """Coordinates per fiber that operand j streams at v (None: it does not index v)."""
         if v not in inst.access(j):
             return None
-        kind, ref = inst.operands[j]
-        if kind == "leaf":
-            leaf = self.region.leaves[ref]
-            if (leaf.storage, leaf.level_vars().index(v)) in self.located:
-                return None  # looked up at the coordinates the others stream
+        if j in self.located(inst, v):
+            return None  # looked up at the coordinates the others stream
         return self.operand_density(inst, j, v)
+
+    def located(self, inst, v: str) -> set[int]:
+        """Operands of `inst` its intersection at `v` looks up (iterate-locate)."""
+        if (inst.id, v) not in self._located:
+            self._located[inst.id, v] = located_operands(self.region, inst, v)
+        return self._located[inst.id, v]
 
     def _owner(self, leaf):
         return self.by_id[self.table.leaf_owner[leaf.id]]

@@ -107,42 +107,59 @@ class _LayoutWanted(Exception):
         self.optional = optional
 
 
+def _region_variants(prog: Program, group: list[str], formats: dict, shapes: dict, free: set,
+                     first: Region | None = None):
+    """The group's regions in the order the compiler tries them: the region sharing covered
+    producers between outputs (`Region.build`; outputs stored with another variable outermost
+    than the rest keep their own, `_apart_outputs`), then the same with one use read through a
+    buffer (`Region.build(buffered=...)`, at most `MAX_BUFFER_TRIALS` uses); both again with
+    every written output computing its own producers (`share_covered=False`); last the region
+    where reductions keep their variables to themselves (`separate_reductions=True`)."""
+    first = first or Region.build(prog, group, formats=formats, shapes=shapes, free=free)
+    apart = _apart_outputs(first, formats)
+    shared = None
+    for share_covered in (True, False):
+        region = first if share_covered and not apart else Region.build(
+            prog, group, formats=formats, shapes=shapes, free=free, share_covered=share_covered, isolated=apart)
+        if not share_covered and len(region.instances) == len(shared.instances):
+            break  # nothing was shared for covering the data: the same regions again
+        shared = shared or region
+        yield region
+        for use in buffer_candidates(region)[:MAX_BUFFER_TRIALS]:
+            yield Region.build(prog, group, formats=formats, shapes=shapes, free=free, buffered={use},
+                               share_covered=share_covered, isolated=apart)
+    yield Region.build(prog, group, formats=formats, shapes=shapes, free=free, separate_reductions=True)
+
+
 def _region_with_order(prog: Program, group: list[str], formats: dict, shapes: dict, free: set,
                        region: Region | None = None, stats=None) -> tuple[Region, list[str] | None]:
-    """The group's region and its default order (weighing loops by the data `stats` if given).
-
-    Tried in turn, the first with an order wins: the region sharing covered producers between
-    outputs (`Region.build`; outputs stored with another variable outermost than the rest keep
-    their own, `_apart_outputs`), then the same with one use read through a buffer
-    (`Region.build(buffered=...)`, at most `MAX_BUFFER_TRIALS` uses tried); both again with every
-    written output computing its own producers (`share_covered=False`); last the region where
-    reductions keep their variables to themselves (`separate_reductions=True`)."""
-    first = region = region or Region.build(prog, group, formats=formats, shapes=shapes, free=free)
-    apart = _apart_outputs(first, formats)
-    for share_covered in (True, False):
-        if not share_covered or apart:
-            region = Region.build(prog, group, formats=formats, shapes=shapes, free=free,
-                                  share_covered=share_covered, isolated=apart)
-            if not share_covered and len(region.instances) == len(first.instances):
-                break  # nothing was shared for covering the data: the same region
-        region.stats = stats
-        order = default_order(region)
+    """The first of the group's `_region_variants` that has a default order (weighing loops by
+    the data `stats` if given), with that order; else the first region and None."""
+    first = None
+    for candidate in _region_variants(prog, group, formats, shapes, free, region):
+        first = first or candidate
+        candidate.stats = stats
+        order = default_order(candidate)
         if order is not None:
-            return region, order
-        for use in buffer_candidates(region)[:MAX_BUFFER_TRIALS]:
-            trial = Region.build(prog, group, formats=formats, shapes=shapes, free=free, buffered={use},
-                                 share_covered=share_covered, isolated=apart)
-            trial.stats = stats
-            order = default_order(trial)
-            if order is not None:
-                return trial, order
-    region = first
-    if order is None:
-        separate = Region.build(prog, group, formats=formats, shapes=shapes, free=free, separate_reductions=True)
-        separate.stats = stats
-        order = default_order(separate)
-        region = separate if order is not None else region
-    return region, order
+            return candidate, order
+    return first, None
+
+
+def _region_for_order(prog: Program, region: Region, order: list[str], formats: dict, shapes: dict,
+                      free: set, fixable=None) -> Region:
+    """The first of the group's `_region_variants` in which the explicit `order` is valid; else
+    the first whose variables it lists that `fixable(region)` accepts (other layouts of earlier
+    groups' tensors would make the order valid); else the first whose variables it lists; else
+    `region`."""
+    if sorted(order) == sorted(region.vars) and not order_problem(region, order):
+        return region
+    listing = []
+    for candidate in _region_variants(prog, region.group, formats, shapes, free, region):
+        if sorted(order) == sorted(candidate.vars):
+            if not order_problem(candidate, order):
+                return candidate
+            listing.append(candidate)
+    return next((r for r in listing if fixable is not None and fixable(r)), listing[0] if listing else region)
 
 
 def _apart_outputs(region: Region, formats: dict) -> set[str]:
@@ -178,10 +195,10 @@ def _changed_layouts(region: Region, order: list[str], formats: dict, movable: s
 
 
 def _layouts_for_order(prog: Program, region: Region, order: list[str], formats: dict, free: set,
-                       movable: set[str], separate: bool) -> dict[str, TensorFormat]:
+                       movable: set[str]) -> dict[str, TensorFormat]:
     """Mode orders of `movable` tensors under which the schedule's explicit `order` is valid, or {}."""
     trial = Region.build(prog, region.group, formats=formats, shapes=region.shapes, free=free | movable,
-                         separate_reductions=separate)
+                         **region.variant)
     if sorted(trial.vars) != sorted(order) or order_problem(trial, order):
         return {}
     return _changed_layouts(trial, order, formats, movable)
@@ -357,12 +374,11 @@ def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dic
             region, best = _region_with_order(prog, group, formats, region_shapes, free, region, stats)
             kernel.region = region
         listed = [v.strip() for v in wanted_order.split(",")] if wanted_order and not wanted_order.startswith("#") else None
-        separate = False  # whether the region is the separate-reductions one
-        if listed is not None and sorted(listed) != sorted(region.vars):  # an order of the separate region
-            other = Region.build(prog, group, formats=formats, shapes=region_shapes, free=free,
-                                 separate_reductions=True)
-            separate = sorted(listed) == sorted(other.vars)
-            region = kernel.region = other if separate else region
+        if listed is not None:  # the region variant the order belongs to
+            movable_of = lambda r: {leaf.tensor for leaf in r.leaves} & chosen_layout  # noqa: E731
+            region = kernel.region = _region_for_order(
+                prog, region, listed, formats, region_shapes, free,
+                lambda r: negotiate and bool(_layouts_for_order(prog, r, listed, formats, free, movable_of(r))))
         movable = {leaf.tensor for leaf in region.leaves} & chosen_layout
         if wanted_order is None and best is None and negotiate and movable:
             wanted = _wanted_layouts(prog, group, formats, region_shapes, free, movable, stats)
@@ -375,7 +391,7 @@ def _compile(prog: Program, schedule: Schedule, shapes: dict | None, pinned: dic
                 raise _LayoutWanted(wanted, optional=True)
         if listed is not None and negotiate and movable and sorted(listed) == sorted(region.vars) \
                 and order_problem(region, listed):
-            wanted = _layouts_for_order(prog, region, listed, formats, free, movable, separate)
+            wanted = _layouts_for_order(prog, region, listed, formats, free, movable)
             if wanted:
                 raise _LayoutWanted(wanted)
         kernel.order = _choose(region, wanted_order, k, best)

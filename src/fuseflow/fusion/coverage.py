@@ -20,8 +20,12 @@ from ..ir.program import IndexOp, Program, op_output
 from .patterns import Intersect, Operand, Union, Universe, merge_at
 
 
-def stored_dims(fmt) -> frozenset:
-    """Dimensions stored in dense levels: every coordinate is present."""
+def stored_dims(fmt, free: bool = False) -> frozenset:
+    """Dimensions stored in dense levels: every coordinate is present. A `free` tensor (laid out
+    in whatever mode order the dataflow order needs) covers a dimension only if every level is
+    dense, since its dense levels may land on other dimensions."""
+    if free:
+        return frozenset(fmt.mode_order) if not any(lv.is_compressed for lv in fmt.levels) else frozenset()
     return frozenset(d for d, level in zip(fmt.mode_order, fmt.levels) if not level.is_compressed)
 
 
@@ -46,8 +50,10 @@ def operand_covers(op: IndexOp, covered: dict, v: str) -> list[bool]:
     return flags
 
 
-def covered_dims(program: Program, members: set, formats: dict, bg: dict | None = None) -> dict[str, frozenset]:
-    """Per tensor the region reads or computes: the dimensions its stream always covers."""
+def covered_dims(program: Program, members: set, formats: dict, bg: dict | None = None,
+                 free: set | frozenset = frozenset()) -> dict[str, frozenset]:
+    """Per tensor the region reads or computes: the dimensions its stream always covers
+    (`free`: stored tensors whose layout follows the dataflow order)."""
     from ..ir.background import IDENTITY
 
     bg = bg or {}
@@ -57,7 +63,8 @@ def covered_dims(program: Program, members: set, formats: dict, bg: dict | None 
             continue
         for access in op.inputs:
             if access.tensor not in members and access.tensor not in covered:
-                covered[access.tensor] = stored_dims(formats.get(access.tensor, program.tensors[access.tensor].format))
+                fmt = formats.get(access.tensor, program.tensors[access.tensor].format)
+                covered[access.tensor] = stored_dims(fmt, access.tensor in free)
         name = op_output(op)
         if name not in members:
             continue

@@ -152,12 +152,6 @@ class _Lowering:
                 return theirs
         return v
 
-    @staticmethod
-    def aliased(inst, k: int, v: str, touched: list) -> list:
-        """Where input k's boxes at `v` go to be aliased to `inst`'s merge: nowhere for a buffered
-        read, which leaves the producer's own coordinate streams as they are."""
-        return [] if v in inst.rename.get(k, {}).values() else touched
-
     def view(self, inst_id: int, v: str, touched: list) -> Coord:
         """Instance `inst_id`'s coordinates at `v` as its consumer sees them."""
         if inst_id in self.finished:
@@ -177,13 +171,25 @@ class _Lowering:
             if kind == "leaf":
                 keys.append(("ref", ref))
             elif v in inst.access(k):
-                keys.extend(self.view(ref, self.source_var(inst, k, v), self.aliased(inst, k, v, touched)).keys)
+                keys.extend(self.operand_view(inst, k, v, touched).keys)
         return list(dict.fromkeys(keys))
+
+    def operand_view(self, inst, k: int, v: str, touched: list) -> Coord:
+        """Input k's coordinates at `v` as `inst` sees them. A buffered read iterates its
+        producer's finished stream again with values of its own (`("bval", producer, inst)`):
+        its joiners leave the producer's boxes and value stream to the other consumers."""
+        ref = inst.operands[k][1]
+        if v not in inst.rename.get(k, {}).values():
+            return self.view(ref, v, touched)
+        coord = self.view(ref, self.source_var(inst, k, v), [])
+        key = ("bval", ref, inst.id)
+        self.env.setdefault(key, self.env[("val", ref)])
+        return Coord(coord.crd, tuple(key if x == ("val", ref) else x for x in coord.keys), coord.universe)
 
     def operand_coord(self, inst, k: int, v: str, touched: list[int]) -> Coord:
         kind, ref = inst.operands[k]
         if kind == "inst":
-            return self.view(ref, self.source_var(inst, k, v), self.aliased(inst, k, v, touched))
+            return self.operand_view(inst, k, v, touched)
         leaf = self.r.leaves[ref]
         level = leaf.level_vars().index(v)
         fmt = leaf.format.levels[level]
@@ -333,7 +339,8 @@ class _Lowering:
                 continue
             rename = inst.rename.get(k, {})
             axes = tuple(rename.get(a, a) for a in self.axes[ref])
-            value = self.coalesce(self.env[("val", ref)], self.r.instance(ref).tensor, axes)
+            own = self.env.get(("bval", ref, inst.id), self.env[("val", ref)])  # a buffered read's own values
+            value = self.coalesce(own, self.r.instance(ref).tensor, axes)
             done = [rename.get(v, v) for v in self.n.value_vars[ref]]
             start = self.n.pos[done[-1]] if done else -1
             for w in self.n.nest[inst.id]:

@@ -237,8 +237,9 @@ def order_problem(region: Region, order: list[str]) -> str | None:
         region.vars) else []
     if bad:
         a, b = sorted(bad)[0]
-        holders = [str(leaf) for leaf in region.leaves
-                   if a in leaf.level_vars() and b in leaf.level_vars()]
+        holders = [str(leaf) for leaf in region.leaves  # only these constrain (dense ones are random-access)
+                   if a in leaf.level_vars() and b in leaf.level_vars() and not leaf.free
+                   and any(lv.is_compressed for lv in leaf.format.levels)]
         what = f"mode order of {holders[0].split('(')[0]}" if holders else "the declared output format"
         return f"order {','.join(order)} violates the {what} ({a} before {b})"
     return Nesting(region, order).problem
@@ -359,7 +360,7 @@ def _located(region: Region, inst, v: str) -> set[int]:
     if (inst.id, v) not in cache:
         from .table import located_operands
 
-        cache[inst.id, v] = located_operands(region, inst, v)
+        cache[inst.id, v] = located_operands(region, inst, v, settled=False)
     return cache[inst.id, v]
 
 

@@ -136,6 +136,7 @@ class Region:
     shapes: dict = field(default_factory=dict)  # resolved shapes of the program's tensors
     background: dict = field(default_factory=dict)  # value of each tensor where it stores nothing
     stats: object = None  # data statistics (`explore.stats.DataStats`) the order search may weigh loops by
+    variant: dict = field(default_factory=dict)  # how `build` shared and copied producers (its options)
 
     @staticmethod
     def build(program: Program, group: list[str], outputs: list[str] | None = None,
@@ -273,7 +274,7 @@ class Region:
         from ..ir.background import backgrounds as _backgrounds
 
         program_bg = _backgrounds(program)
-        covered = covered_dims(program, members, formats, program_bg)
+        covered = covered_dims(program, members, formats, program_bg, free)
 
         def covers_all(tensor: str) -> bool:
             return len(covered[tensor]) == program.tensors[tensor].rank
@@ -357,8 +358,10 @@ class Region:
         ordered = _topological(instances)
         from ..ir.background import backgrounds
 
+        variant = {"separate_reductions": separate_reductions, "buffered": set(buffered),
+                   "share_covered": share_covered, "isolated": set(isolated)}
         return Region(program, list(group), list(outputs), ordered, leaves, order_seen, extent,
-                      output_instance, before, dict(shapes), backgrounds(program))
+                      output_instance, before, dict(shapes), backgrounds(program), variant=variant)
 
     def instance(self, inst_id: int) -> Instance:
         return self._by_id[inst_id]

@@ -63,19 +63,26 @@ def instance_merge(region: Region, inst, v: str) -> Merge:
     return merge_at(inst.op.body, indexes, backgrounds, skip, full=full)
 
 
-def located_operands(region: Region, inst, v: str) -> set[int]:
+def located_operands(region: Region, inst, v: str, settled: bool = True) -> set[int]:
     """Operands of `inst` that its intersection at `v` looks up in a dense stored level instead of
-    iterating (iterate-locate; if every part is one, the lowering iterates the first)."""
+    iterating (iterate-locate; if every part is one, the lowering iterates the first). Before an
+    order is chosen (`settled=False`), a free leaf with a compressed level counts as iterated:
+    which of its dimensions gets the dense level depends on the order."""
     from .patterns import Intersect, operand_indices
 
     merge = instance_merge(region, inst, v)
     uses = list(operand_indices(merge))
+
+    def unsettled(k: int) -> bool:
+        kind, ref = inst.operands[k]
+        leaf = region.leaves[ref] if kind == "leaf" else None
+        return leaf is not None and leaf.free and any(lv.is_compressed for lv in leaf.format.levels)
     found: set[int] = set()
 
     def visit(m) -> None:
         if isinstance(m, Intersect):
             dense = [p.index for p in m.parts if isinstance(p, Operand) and uses.count(p.index) == 1
-                     and operand_is_full(region, *inst.operands[p.index], v)]
+                     and operand_is_full(region, *inst.operands[p.index], v) and (settled or not unsettled(p.index))]
             found.update(dense if len(dense) < len(m.parts) else dense[1:])
         for p in getattr(m, "parts", ()):
             visit(p)
