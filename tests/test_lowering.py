@@ -179,3 +179,44 @@ def test_buffered_read_keeps_the_producers_values_for_its_other_readers():
     again = compile_schedule(program, "full order=" + ",".join(order))
     assert again.kernels[0].region.variant == region.variant
     assert np.allclose(execute(again, data).outputs[program.outputs[0]], gold)
+
+
+def _elementwise_program(inputs: dict, ops: list, output: str):
+    """A 6x5 program of elementwise ops: `inputs` name -> format text, `ops` (name, operands, body)."""
+    from fuseflow.ir.formats import TensorFormat
+    from fuseflow.ir.program import Access, IndexOp, Program, Tensor
+
+    program = Program("elementwise")
+    for name, fmt in inputs.items():
+        program.add_tensor(Tensor(name, (6, 5), format=TensorFormat.parse(fmt, 2)), role="input")
+    for name, operands, body in ops:
+        program.add_tensor(Tensor(name, (6, 5)))
+        program.add_op(IndexOp(Access(name, ("i", "j")), tuple(Access(t, ("i", "j")) for t in operands), body))
+    program.outputs.append(output)
+    return program
+
+
+@pytest.mark.parametrize("case", ["padding", "lattice", "twice"])
+def test_merges_keep_every_operands_values(case):
+    """Three ways a merge could lose values: P shared by C2 (no joiner) and U = P + B (a union
+    that pads P, which must not move C2's coordinates); (a+b)*(c+b), whose minimal merge
+    b ∪ (a ∩ c) would read c as missing where a is; (a+b)*E, which must stream E once."""
+    from fuseflow.ir.expr import Binary, Const, In
+
+    mul, add = (lambda x, y: Binary("mul", x, y)), (lambda x, y: Binary("add", x, y))
+    csr = "dense,compressed"
+    program = {
+        "padding": lambda: _elementwise_program(
+            {"A": csr, "B": csr},
+            [("P", ["A"], mul(In(0), Const(2.0))), ("C2", ["P"], mul(In(0), Const(3.0))),
+             ("U", ["P", "B"], add(In(0), In(1))), ("Z", ["C2", "U"], add(In(0), In(1)))], "Z"),
+        "lattice": lambda: _elementwise_program(
+            {"a": csr, "b": csr, "c": csr}, [("Y", ["a", "b", "c"], mul(add(In(0), In(1)), add(In(2), In(1))))], "Y"),
+        "twice": lambda: _elementwise_program(
+            {"a": csr, "b": csr, "E": "dense,dense"}, [("Y", ["a", "b", "E"], mul(add(In(0), In(1)), In(2)))], "Y"),
+    }[case]()
+    data = fuseflow.random_inputs(program, density=0.4, seed=1)
+    gold = fuseflow.reference(program, data)[program.outputs[0]]
+    for schedule in ("unfused", "full", "full layout=induced"):
+        run = execute(compile_schedule(program, schedule), data)
+        assert np.allclose(run.outputs[program.outputs[0]], gold), schedule

@@ -114,9 +114,12 @@ class _Lowering:
         self.universe[root] = universe
 
     def alias(self, key, into) -> None:
-        a, b = self._find(key), self._find(into)
-        if a != b:
-            self.box_parent[a] = b
+        """Key `key` (and the keys aliased to it) now names `into`'s stream. Only `key` moves:
+        the class it was in before keeps its stream, so a consumer that already merged a
+        producer keeps its coordinates when a later consumer pads or filters that producer."""
+        b = self._find(into)
+        if self._find(key) != b:
+            self.box_parent[key] = b
 
     def key_universe(self, key) -> bool:
         return self.universe.get(self._find(key), False)

@@ -16,6 +16,7 @@ coordinate (the universe). This keeps fused graphs exact with respect to dense s
 from __future__ import annotations
 
 from dataclasses import dataclass
+import random
 from itertools import combinations
 
 from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary
@@ -141,7 +142,7 @@ def merge_at(expr: Expr, indexes: list[bool], backgrounds: list | None = None, s
                           backgrounds[k] for k in range(n)]
                 if not _same(evaluate(expr, values), skip):
                     minimal.append(set(subset))
-        merged = _or([_and([Operand(k) for k in sorted(m)]) if m else Universe() for m in minimal])
+        merged = _lattice(expr, minimal, sparse, indexes, backgrounds)
     present = set(operand_indices(merged))
     # every operand with the variable must join so that its stream stays aligned: an operand
     # stored everywhere by intersection (it drops nothing), a sparse one by union
@@ -155,6 +156,54 @@ def merge_at(expr: Expr, indexes: list[bool], backgrounds: list | None = None, s
         merged = _and([merged, *dense_missing]) if not isinstance(merged, (Universe, Nothing)) else \
             _and(dense_missing)
     return merged
+
+
+def _lattice(expr: Expr, minimal: list[set], sparse: list[int], indexes: list[bool], backgrounds: list) -> Merge:
+    """The union over the `minimal` sets of their intersections, as a tree the lowering can
+    stream: operands all of them share are factored out (`(a+b)*E` is `E ∩ (a ∪ b)`, not
+    `(a ∩ E) ∪ (b ∩ E)`, which would stream E twice); and if an operand inside an intersection
+    would read as missing at a visited coordinate where its value matters (`(a+b)*(c+b)`:
+    `b ∪ (a ∩ c)` visits b's coordinates, where c's value comes only through the intersection),
+    or an operand still appears twice, the union of every operand instead (more coordinates, each
+    operand's own values)."""
+    parts = [_and([Operand(k) for k in sorted(m)]) if m else Universe() for m in minimal]
+    common = set.intersection(*minimal) if len(minimal) > 1 else set()
+    if common:
+        rest = [_and([Operand(k) for k in sorted(m - common)]) if m - common else Universe() for m in minimal]
+        merged = _and([Operand(k) for k in sorted(common)] + [_or(rest)])
+    else:
+        merged = _or(parts)
+    uses = list(operand_indices(merged))
+    if len(uses) == len(set(uses)) and not _hidden(expr, minimal, sparse, indexes, backgrounds):
+        return merged
+    return _or([Operand(k) for k in sorted(set().union(*minimal))] + [Universe() for m in minimal if not m])
+
+
+def _hidden(expr: Expr, minimal: list[set], sparse: list[int], indexes: list[bool], backgrounds: list) -> bool:
+    """Whether some coordinate is visited where an operand is stored but no visited intersection
+    holding it is complete, and its value changes the result (probed with random values)."""
+    from ..ir.background import _same, evaluate
+
+    if len(minimal) < 2 or all(len(m) < 2 for m in minimal):
+        return False
+    rng = random.Random(0)
+    inside = set().union(*(m for m in minimal if len(m) > 1))
+    for size in range(2, len(sparse) + 1):
+        for subset in combinations(sparse, size):
+            present = set(subset)
+            if not any(m <= present for m in minimal):
+                continue  # not visited
+            for k in present & inside:
+                if any(k in m and m <= present for m in minimal):
+                    continue  # delivered by a complete intersection
+                for _ in range(2):
+                    values = [rng.uniform(0.5, 2.0) if (j in present or not indexes[j] or backgrounds[j] is None)
+                              else backgrounds[j] for j in range(len(indexes))]
+                    without = list(values)
+                    without[k] = backgrounds[k]
+                    if not _same(evaluate(expr, values), evaluate(expr, without)):
+                        return True
+    return False
 
 
 def operand_indices(merge: Merge):
