@@ -148,9 +148,9 @@ def test_induced_layout_never_shares_a_producer_its_consumer_may_filter(order):
 
 
 def test_buffered_read_keeps_the_producers_values_for_its_other_readers():
-    """x feeds a residual after a reduce-and-rebuild (read through a buffer) and a later product:
-    the buffered read's joiners must leave x's value stream to the product. An explicit order of
-    the buffered region compiles that region again."""
+    """x feeds a residual after a reduce-and-rebuild (read through a buffer, with values of its
+    own) and a later product, which still reads x's own stream. An explicit order of the
+    buffered region compiles that region again."""
     import torch
 
     from fuseflow.fusion.nesting import valid_orders
@@ -160,9 +160,10 @@ def test_buffered_read_keeps_the_producers_values_for_its_other_readers():
             super().__init__()
             self.w1, self.w2 = torch.nn.Parameter(torch.randn(5, 4)), torch.nn.Parameter(torch.randn(4, 5))
             self.w3, self.w4 = torch.nn.Parameter(torch.randn(5, 3)), torch.nn.Parameter(torch.randn(5, 3))
+            self.b = torch.nn.Parameter(torch.randn(5))
 
         def forward(self, A):
-            x = A * 2.0
+            x = A * 2.0 + self.b  # covers every coordinate: consumers share it instead of copying
             r = x + (x @ self.w1) @ self.w2
             return r @ self.w4 + x @ self.w3
 
@@ -196,16 +197,25 @@ def _elementwise_program(inputs: dict, ops: list, output: str):
     return program
 
 
-@pytest.mark.parametrize("case", ["padding", "lattice", "twice"])
+@pytest.mark.parametrize("case", ["padding", "padding_dcsr", "lattice", "signed", "twice"])
 def test_merges_keep_every_operands_values(case):
-    """Three ways a merge could lose values: P shared by C2 (no joiner) and U = P + B (a union
-    that pads P, which must not move C2's coordinates); (a+b)*(c+b), whose minimal merge
-    b ∪ (a ∩ c) would read c as missing where a is; (a+b)*E, which must stream E once."""
+    """Ways a merge could lose values: P shared by C2 (no joiner) and U = P + B (a union that
+    pads P, which must not move C2's coordinates; with A stored DCSR the padding reaches the
+    row level, so U gets its own P); (a+b)*(c+b), whose minimal merge b ∪ (a ∩ c) would read c
+    as missing where a is; max(a, (b-a)*c), where that shows only for negative values; (a+b)*E,
+    which must stream E once."""
     from fuseflow.ir.expr import Binary, Const, In
 
     mul, add = (lambda x, y: Binary("mul", x, y)), (lambda x, y: Binary("add", x, y))
-    csr = "dense,compressed"
+    csr, dcsr = "dense,compressed", "compressed,compressed"
     program = {
+        "padding_dcsr": lambda: _elementwise_program(
+            {"A": dcsr, "B": csr},
+            [("P", ["A"], mul(In(0), Const(2.0))), ("C2", ["P"], mul(In(0), Const(3.0))),
+             ("U", ["P", "B"], add(In(0), In(1))), ("Z", ["C2", "U"], add(In(0), In(1)))], "Z"),
+        "signed": lambda: _elementwise_program(
+            {"a": csr, "b": csr, "c": csr},
+            [("Y", ["a", "b", "c"], Binary("max", In(0), mul(Binary("sub", In(1), In(0)), In(2))))], "Y"),
         "padding": lambda: _elementwise_program(
             {"A": csr, "B": csr},
             [("P", ["A"], mul(In(0), Const(2.0))), ("C2", ["P"], mul(In(0), Const(3.0))),
@@ -215,7 +225,7 @@ def test_merges_keep_every_operands_values(case):
         "twice": lambda: _elementwise_program(
             {"a": csr, "b": csr, "E": "dense,dense"}, [("Y", ["a", "b", "E"], mul(add(In(0), In(1)), In(2)))], "Y"),
     }[case]()
-    data = fuseflow.random_inputs(program, density=0.4, seed=1)
+    data = fuseflow.random_inputs(program, density=0.4, seed=2 if case == "signed" else 1)
     gold = fuseflow.reference(program, data)[program.outputs[0]]
     for schedule in ("unfused", "full", "full layout=induced"):
         run = execute(compile_schedule(program, schedule), data)

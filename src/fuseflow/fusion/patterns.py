@@ -179,6 +179,9 @@ def _lattice(expr: Expr, minimal: list[set], sparse: list[int], indexes: list[bo
     return _or([Operand(k) for k in sorted(set().union(*minimal))] + [Universe() for m in minimal if not m])
 
 
+PROBES = 8  # random operand values per case of `_hidden`
+
+
 def _hidden(expr: Expr, minimal: list[set], sparse: list[int], indexes: list[bool], backgrounds: list) -> bool:
     """Whether some coordinate is visited where an operand is stored but no visited intersection
     holding it is complete, and its value changes the result (probed with random values)."""
@@ -196,8 +199,9 @@ def _hidden(expr: Expr, minimal: list[set], sparse: list[int], indexes: list[boo
             for k in present & inside:
                 if any(k in m and m <= present for m in minimal):
                     continue  # delivered by a complete intersection
-                for _ in range(2):
-                    values = [rng.uniform(0.5, 2.0) if (j in present or not indexes[j] or backgrounds[j] is None)
+                for _ in range(PROBES):  # signed values: max(a, -a*c) hides c only for positive ones
+                    values = [rng.choice((-1, 1)) * rng.uniform(0.5, 2.0)
+                              if (j in present or not indexes[j] or backgrounds[j] is None)
                               else backgrounds[j] for j in range(len(indexes))]
                     without = list(values)
                     without[k] = backgrounds[k]

@@ -387,10 +387,11 @@ def buffer_candidates(region: Region) -> list[tuple[str, int]]:
 
 
 def _filtered_uses(inst: Instance, k: int, covered: dict | None = None, bg: dict | None = None) -> set[str]:
-    """Variables at which consumer `inst` may drop coordinates of its operand k: an intersection
-    with an operand that may lack coordinates (`covered`: the dimensions each tensor's stream
-    always covers, see `coverage.covered_dims`; those drop nothing)."""
-    from .patterns import Intersect, Operand, merge_at
+    """Variables at which consumer `inst` may change the coordinates of its operand k: drop some
+    (an intersection with an operand that may lack coordinates; `covered`: the dimensions each
+    tensor's stream always covers, see `coverage.covered_dims`, drop nothing) or pad it (a union
+    with a part that may hold coordinates k lacks, unless k covers the variable)."""
+    from .patterns import Intersect, Operand, Union, merge_at, operand_indices
 
     def drops(part, full) -> bool:  # a partner that may lack coordinates
         return not (isinstance(part, Operand) and full[part.index])
@@ -403,16 +404,26 @@ def _filtered_uses(inst: Instance, k: int, covered: dict | None = None, bg: dict
             drops(p, full) for p in parts if not (isinstance(p, Operand) and p.index == k))
         return any(under_intersect(p, full, inside or filtering) for p in parts)
 
+    def padded(merge) -> bool:
+        parts = getattr(merge, "parts", ())
+        if isinstance(merge, Union):
+            mentions = [k in operand_indices(p) for p in parts]
+            if any(mentions) and not all(mentions):
+                return True
+        return any(padded(p) for p in parts)
+
     found = set()
     for v in set(x for x in inst.op.inputs[k].indices if isinstance(x, str)):
         ops = inst.op.inputs
         indexes = [v in a.indices for a in ops]
         # partners that drop nothing: streams covering v, and operand k itself read twice (x * x)
-        full = [cov or a == ops[k] for cov, a in zip(operand_covers(inst.op, covered or {}, v), ops)]
+        covers = operand_covers(inst.op, covered or {}, v)
+        full = [cov or a == ops[k] for cov, a in zip(covers, ops)]
         backgrounds = [(bg or {}).get(a.tensor, 0.0) for a in ops]
         out_bg = (bg or {}).get(inst.tensor, 0.0)
         skip = 0.0 if inst.op.reduce_vars else out_bg
-        if under_intersect(merge_at(inst.op.body, indexes, backgrounds, skip, full=full), full):
+        merge = merge_at(inst.op.body, indexes, backgrounds, skip, full=full)
+        if under_intersect(merge, full) or (not covers[k] and padded(merge)):
             found.add(v)
     return found
 
