@@ -13,6 +13,6 @@ run --model graphsage --dataset cora_ml
 run --model sae --dataset small
 run --model sae --dataset imagenet
 run --model gpt3-bigbird --dataset tiny --block 16
-run --model gpt3-bigbird --dataset mini --block 16
+for b in 16 32 64; do run --model gpt3-bigbird --dataset mini --block "$b"; done
 for b in 16 32 64; do run --model gpt3-bigbird --dataset wide --block "$b"; done
 for b in 16 32 64; do run --model gpt3-bigbird --dataset deep --block "$b"; done
