@@ -381,7 +381,7 @@ class CostModel:
     def estimate_schedule(self, schedule) -> Estimate:
         from ..fusion.compile import compile_schedule
 
-        return self.estimate(compile_schedule(self.program, schedule, self.shapes or None))
+        return self.estimate(compile_schedule(self.program, schedule, self.shapes or None, stats=self.stats))
 
 
 def estimate(program: Program, schedule, data: dict | None = None, *, density: float = 0.1,

@@ -225,7 +225,7 @@ def plan(spec: SweepSpec, done: set, log=None) -> tuple[list[dict], list[dict], 
         for point in spec.data_points(ref):
             for seed in spec.seeds:
                 loaded = load(ref, point, int(seed), source)
-                model = CostModel(loaded.program, loaded.inputs)
+                model = CostModel(loaded.program, loaded.inputs, stats=loaded.stats)
                 group = []
                 for schedule, label, compiled in schedules(loaded, spec.granularities, spec.orders,
                                                            spec.max_orders, spec.layout, spec.random_seed,

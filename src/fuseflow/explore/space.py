@@ -97,6 +97,14 @@ class Loaded:
     def shapes(self) -> dict:
         return {n: np.shape(v) for n, v in self.inputs.items()}
 
+    @functools.cached_property
+    def stats(self):
+        """Statistics of the inputs (`explore.stats.DataStats`), computed once."""
+        from ..ir.reference import bind_inputs
+        from .stats import stats_for
+
+        return stats_for(self.program, bind_inputs(self.program, self.inputs))
+
 
 @functools.lru_cache(maxsize=8)
 def _mlir_program(ref: ProgramRef, source: str | None = None):
@@ -276,9 +284,11 @@ def granularities(loaded: Loaded, items, layout: str | None = None, seed: int = 
 
 
 def _compile(loaded: Loaded, schedule: str):
+    """Compiled with default orders weighed by the data point's densities (as the heuristic's
+    estimate of the same schedule is)."""
     from ..fusion.compile import compile_schedule
 
-    return compile_schedule(loaded.program, schedule, loaded.shapes)
+    return compile_schedule(loaded.program, schedule, loaded.shapes, stats=loaded.stats)
 
 
 def structure_key(compiled) -> tuple:

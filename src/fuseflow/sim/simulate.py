@@ -96,8 +96,13 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
     data = {**random_inputs(program, density=density, seed=seed,
                             shapes={n: s for n, s in shapes.items()}), **given}
     data = {n: v for n, v in data.items() if n in program.inputs}
-    compiled = schedule if isinstance(schedule, Compiled) else \
-        compile_schedule(program, schedule, {n: np.shape(v) for n, v in data.items()})
+    if isinstance(schedule, Compiled):
+        compiled = schedule
+    else:  # default orders weigh loops by this data's densities, as studies and sweeps do
+        from ..explore.stats import stats_for
+
+        compiled = compile_schedule(program, schedule, {n: np.shape(v) for n, v in data.items()},
+                                    stats=stats_for(program, bind_inputs(program, data)))
     run = execute(compiled, data, hw, _engine(engine), on_kernel)
     error, verified = 0.0, False
     if check:
