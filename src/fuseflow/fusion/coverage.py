@@ -17,7 +17,7 @@ compressed), so neither does O:
 from __future__ import annotations
 
 from ..ir.program import IndexOp, Program, op_output
-from .patterns import Intersect, Operand, Union, Universe, merge_at
+from .patterns import Intersect, Operand, Union, Universe, merge_at, skip_value
 
 
 def stored_dims(fmt, free: bool = False) -> frozenset:
@@ -25,7 +25,7 @@ def stored_dims(fmt, free: bool = False) -> frozenset:
     in whatever mode order the dataflow order needs) covers a dimension only if every level is
     dense, since its dense levels may land on other dimensions."""
     if free:
-        return frozenset(fmt.mode_order) if not any(lv.is_compressed for lv in fmt.levels) else frozenset()
+        return frozenset(fmt.mode_order) if fmt.is_dense else frozenset()
     return frozenset(d for d, level in zip(fmt.mode_order, fmt.levels) if not level.is_compressed)
 
 
@@ -54,8 +54,6 @@ def covered_dims(program: Program, members: set, formats: dict, bg: dict | None 
                  free: set | frozenset = frozenset()) -> dict[str, frozenset]:
     """Per tensor the region reads or computes: the dimensions its stream always covers
     (`free`: stored tensors whose layout follows the dataflow order)."""
-    from ..ir.background import IDENTITY
-
     bg = bg or {}
     covered: dict[str, frozenset] = {}
     for op in program.ops:
@@ -74,11 +72,7 @@ def covered_dims(program: Program, members: set, formats: dict, bg: dict | None 
         def covers(v: str) -> bool:
             indexes = [v in a.indices for a in op.inputs]
             full = operand_covers(op, covered, v)
-            if op.reduce_vars:
-                identity = IDENTITY[op.reduce_kind]
-                skip = identity if v in op.reduce_vars or out_bg == identity else None
-            else:
-                skip = out_bg
+            skip = skip_value(op, out_bg, v in op.reduce_vars)
             return _covers(merge_at(op.body, indexes, backgrounds, skip, full=full), full)
 
         if not all(covers(r) for r in op.reduce_vars):

@@ -32,8 +32,8 @@ from ..errors import NotSupported
 from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary
 from ..ir.formats import COMPRESSED, DENSE, TensorFormat
 from ..sam.graph import SamGraph, Stream
-from .patterns import Intersect, Merge, Nothing, Operand, Union, Universe, operand_indices
-from .table import FusionTable
+from .patterns import Intersect, Merge, Nothing, Operand, Union, Universe
+from .table import FusionTable, located_operands
 
 
 @dataclass(frozen=True)
@@ -197,11 +197,8 @@ class _Lowering:
         level = leaf.level_vars().index(v)
         fmt = leaf.format.levels[level]
         dim = leaf.shape[leaf.format.mode_order[level]]
-        params = {"tensor": leaf.storage, "level": level, "format": str(fmt), "dim": dim}
-        strides = self.strides(leaf)
-        if strides is not None:
-            params["stride"] = strides[level]
-        scan = self.add("scan", params, var=v, ref=self.env[("ref", ref)])
+        scan = self.add("scan", {**self.level_params(leaf, level), "format": str(fmt)}, var=v,
+                        ref=self.env[("ref", ref)])
         self.env[("ref", ref)] = scan.out("ref")
         return Coord(scan.out("crd"), (("ref", ref),), not fmt.is_compressed)
 
@@ -214,34 +211,27 @@ class _Lowering:
         dims = [leaf.shape[d] for d in leaf.format.mode_order]
         return [int(math.prod(dims[k + 1:])) for k in range(len(dims))]
 
-    def locatable(self, inst, part: Merge, v: str, memo: dict) -> bool:
-        """Whether an intersection at `v` looks `part` up instead of iterating it: a stored
-        operand whose level at `v` is dense (iterate-locate)."""
-        if not isinstance(part, Operand) or part.index not in memo["once"] or inst.operands[part.index][0] != "leaf":
-            return False
-        leaf = self.r.leaves[inst.operands[part.index][1]]
-        level = leaf.level_vars().index(v)
-        return not leaf.format.levels[level].is_compressed
+    def level_params(self, leaf, level: int) -> dict:
+        """The parameters a scan or locate of stored level `level` of `leaf` share."""
+        params = {"tensor": leaf.storage, "level": level, "dim": leaf.shape[leaf.format.mode_order[level]]}
+        strides = self.strides(leaf)
+        if strides is not None:
+            params["stride"] = strides[level]
+        return params
 
     def locate(self, inst, k: int, v: str, crd: Stream) -> tuple:
         """Input k's positions at `v` for the coordinates `crd` the intersection iterates: its
         reference repeated along them, then located in its dense level."""
         ref = inst.operands[k][1]
         leaf = self.r.leaves[ref]
-        level = leaf.level_vars().index(v)
         parent = self.repeat(self.env[("ref", ref)], crd)
-        params = {"tensor": leaf.storage, "level": level, "dim": leaf.shape[leaf.format.mode_order[level]]}
-        strides = self.strides(leaf)
-        if strides is not None:
-            params["stride"] = strides[level]
-        node = self.add("locate", params, var=v, crd=crd, ref=parent)
+        node = self.add("locate", self.level_params(leaf, leaf.level_vars().index(v)), var=v, crd=crd, ref=parent)
         self.env[("ref", ref)] = node.out("ref")
         return ("ref", ref)
 
     def build(self, inst, v: str, merge: Merge, touched: list[int], memo: dict | None = None) -> Coord:
-        if memo is None:  # operands that appear once in the tree may be located
-            uses = list(operand_indices(merge))
-            memo = {"once": {k for k in uses if uses.count(k) == 1}}
+        if memo is None:  # the operands the intersections look up (as the cost models count them)
+            memo = {"located": located_operands(self.r, inst, v)}
         if isinstance(merge, Operand):
             if merge.index not in memo:  # an operand appearing twice in the tree is scanned once
                 memo[merge.index] = self.operand_coord(inst, merge.index, v, touched)
@@ -255,8 +245,7 @@ class _Lowering:
         if isinstance(merge, Nothing):
             raise NotSupported(f"{inst.tensor} is identically zero at {v}")
         if isinstance(merge, Intersect):
-            located = [p for p in merge.parts if self.locatable(inst, p, v, memo)]
-            iterated = [p for p in merge.parts if p not in located] or located[:1]
+            iterated = [p for p in merge.parts if not (isinstance(p, Operand) and p.index in memo["located"])]
             if len(iterated) < len(merge.parts):
                 coord = self.build(inst, v, iterated[0] if len(iterated) == 1 else Intersect(tuple(iterated)),
                                    touched, memo)

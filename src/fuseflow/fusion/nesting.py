@@ -237,9 +237,8 @@ def order_problem(region: Region, order: list[str]) -> str | None:
         region.vars) else []
     if bad:
         a, b = sorted(bad)[0]
-        holders = [str(leaf) for leaf in region.leaves  # only these constrain (dense ones are random-access)
-                   if a in leaf.level_vars() and b in leaf.level_vars() and not leaf.free
-                   and any(lv.is_compressed for lv in leaf.format.levels)]
+        holders = [str(leaf) for leaf in region.leaves  # the leaves that constrain orders (`Region.before`)
+                   if a in leaf.level_vars() and b in leaf.level_vars() and not leaf.free and not leaf.format.is_dense]
         what = f"mode order of {holders[0].split('(')[0]}" if holders else "the declared output format"
         return f"order {','.join(order)} violates the {what} ({a} before {b})"
     return Nesting(region, order).problem

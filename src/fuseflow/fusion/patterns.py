@@ -110,6 +110,18 @@ def pattern(expr: Expr, indexes: list[bool]) -> Merge:
     raise TypeError(expr)
 
 
+def skip_value(op, out_bg: float, reduced: bool):
+    """The result value an op needs no visit for at a variable (`merge_at`'s `skip`): a reduction
+    skips its identity at a reduction variable (or where the output's background is it; None:
+    visit everything), an elementwise op its output's background `out_bg`."""
+    from ..ir.background import IDENTITY
+
+    if not op.reduce_vars:
+        return out_bg
+    identity = IDENTITY[op.reduce_kind]
+    return identity if reduced or out_bg == identity else None
+
+
 MAX_SUBSETS = 10  # operands with the variable beyond which every coordinate is visited
 
 

@@ -346,7 +346,7 @@ class Region:
             level_vars = [v for v in leaf.level_vars() if isinstance(v, str)]
             if len(set(level_vars)) != len(level_vars):
                 raise NotSupported(f"{leaf} indexes two of its levels with one variable (a diagonal)")
-            if not leaf.free and any(lv.is_compressed for lv in leaf.format.levels):  # dense: random access
+            if not leaf.free and not leaf.format.is_dense:  # dense: random access in any order
                 before |= set(zip(level_vars, level_vars[1:]))
         for name in outputs:
             if name in formats:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .nesting import Nesting
-from .patterns import Merge, Operand, describe, merge_at
+from .patterns import Merge, Operand, describe, merge_at, skip_value
 from .region import Region
 
 
@@ -47,18 +47,11 @@ def operand_is_full(region: Region, kind: str, ref: int, v: str) -> bool:
 
 def instance_merge(region: Region, inst, v: str) -> Merge:
     """How op instance `inst` merges its operands' coordinates at `v` (`patterns.merge_at`)."""
-    from ..ir.background import IDENTITY
-
     indexes = [v in inst.access(k) for k in range(len(inst.operands))]
     bg = region.background
     backgrounds = [bg.get(region.leaves[ref].tensor if kind == "leaf" else region.instance(ref).tensor, 0.0)
                    for kind, ref in inst.operands]
-    out_bg = bg.get(inst.tensor, 0.0)
-    if inst.reduce_vars:  # positions where the body is the identity add nothing to the result
-        identity = IDENTITY[inst.op.reduce_kind]
-        skip = identity if v in inst.reduce_vars or out_bg == identity else None
-    else:
-        skip = out_bg
+    skip = skip_value(inst.op, bg.get(inst.tensor, 0.0), v in inst.reduce_vars)
     full = [indexes[k] and operand_is_full(region, kind, ref, v) for k, (kind, ref) in enumerate(inst.operands)]
     return merge_at(inst.op.body, indexes, backgrounds, skip, full=full)
 
@@ -75,8 +68,7 @@ def located_operands(region: Region, inst, v: str, settled: bool = True) -> set[
 
     def unsettled(k: int) -> bool:
         kind, ref = inst.operands[k]
-        leaf = region.leaves[ref] if kind == "leaf" else None
-        return leaf is not None and leaf.free and any(lv.is_compressed for lv in leaf.format.levels)
+        return kind == "leaf" and region.leaves[ref].free and not region.leaves[ref].format.is_dense
     found: set[int] = set()
 
     def visit(m) -> None:
@@ -133,30 +125,8 @@ class FusionTable:
             names.append(self.region.leaves[ref].tensor if kind == "leaf" else self.region.instance(ref).tensor)
         return names
 
-    def operand_backgrounds(self, inst) -> list:
-        bg = self.region.background
-        return [bg.get(self.region.leaves[ref].tensor if kind == "leaf" else self.region.instance(ref).tensor, 0.0)
-                for kind, ref in inst.operands]
-
     def merge(self, inst, v: str) -> Merge:
         return instance_merge(self.region, inst, v)
-
-    def is_full(self, kind: str, ref: int, v: str) -> bool:
-        return operand_is_full(self.region, kind, ref, v)
-
-    def _merge_full(self, inst, merge: Merge, v: str) -> bool:
-        from .patterns import Intersect, Operand, Union, Universe
-
-        if isinstance(merge, Universe):
-            return True
-        if isinstance(merge, Operand):
-            kind, ref = inst.operands[merge.index]
-            return self.is_full(kind, ref, v)
-        if isinstance(merge, Union):
-            return any(self._merge_full(inst, p, v) for p in merge.parts)
-        if isinstance(merge, Intersect):
-            return all(self._merge_full(inst, p, v) for p in merge.parts)
-        return False
 
     def _leaf_cell(self, leaf, v: str) -> Cell:
         level_vars = leaf.level_vars()
