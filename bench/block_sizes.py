@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, "src"))
 
 def study(seq: int, d: int, blocks: list[int], fusion: str, engine: str) -> list[dict]:
     from fuseflow.models.attention import bigbird_attention
-    from fuseflow.sim.simulate import simulate
+    from fuseflow.pipeline import simulate
 
     rows = []
     for b in blocks:

@@ -19,7 +19,7 @@ import torch
 import fuseflow
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.models.gpt3 import DecoderBlock, bigbird_mask
-from fuseflow.sim.simulate import simulate
+from fuseflow.pipeline import simulate
 
 FACTORS = (1, 2, 4, 8, 16, 32, 64)
 

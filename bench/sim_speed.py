@@ -113,7 +113,7 @@ class Timed:
 
 
 def simulate(compiled, data, fn):
-    from fuseflow.sim.execute import execute
+    from fuseflow.execute import execute
 
     timer = Timed(fn)
     start = time.perf_counter()

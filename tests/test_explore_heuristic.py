@@ -13,7 +13,7 @@ from fuseflow.explore.analysis import groups, pooled_spearman, prune_stats, summ
 from fuseflow.explore.db import SweepDB
 from fuseflow.explore.heuristic import CostModel
 from fuseflow.explore.runner import SweepSpec, run_sweep
-from fuseflow.explore.stats import DataStats
+from fuseflow.ir.stats import DataStats
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.ir.formats import TensorFormat
 

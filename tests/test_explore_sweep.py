@@ -65,7 +65,7 @@ def test_sweep_writes_rows_and_resumes(tmp_path, capsys):
 
 
 def test_failures_are_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    import fuseflow.sim.simulate as simulate_module
+    import fuseflow.pipeline as simulate_module
 
     real = simulate_module.simulate
 

@@ -10,7 +10,7 @@ from fuseflow.errors import NotSupported, UserError
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.sam.graph import SamGraph
 from fuseflow.sim import fast
-from fuseflow.sim.execute import execute
+from fuseflow.execute import execute
 from lowering_cases import MLIR_FILES, close, fix_data, load, order_variants, schedules, torch_programs
 
 CASES = [(path, schedule) for path in MLIR_FILES for schedule in schedules(*load(path))]

@@ -117,7 +117,7 @@ def test_study_cli(capsys, tmp_path):
 
 
 def test_simulate_reports_each_kernel(gcn):
-    from fuseflow.sim.simulate import simulate
+    from fuseflow.pipeline import simulate
 
     seen = []
     result = simulate(gcn.program, gcn.presets["unfused"], gcn.inputs, on_kernel=lambda done, total: seen.append((done, total)))

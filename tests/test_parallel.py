@@ -14,7 +14,7 @@ from fuseflow.fusion.nesting import valid_orders
 from fuseflow.fusion.parallel import parallel_region, stream_vars
 from fuseflow.schedule.schedule import Schedule
 from fuseflow.sim import fast, oracle
-from fuseflow.sim.execute import execute
+from fuseflow.execute import execute
 from lowering_cases import MLIR_FILES, close, load, schedules, torch_programs, with_gold
 
 MLIR = os.path.join(os.path.dirname(__file__), "mlir")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import fuseflow
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.sim import fast, oracle
-from fuseflow.sim.execute import execute
+from fuseflow.execute import execute
 from fuseflow.sim.hw import MEMORY_KINDS, HwConfig
 from fuseflow.sim.storage import Level, StoredTensor
 from fuseflow.sim.tokens import Done, Empty, Repeat, Stop, Val

@@ -11,10 +11,10 @@ from fuseflow.cli import main
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.sam.graph import SamGraph
 from fuseflow.sim.bounded import Deadlock, bounded_cycles
-from fuseflow.sim.execute import _format
+from fuseflow.execute import _format
 from fuseflow.sim.hw import HwConfig
 from fuseflow.sim.oracle import run_graph
-from fuseflow.sim.simulate import VerificationError, first_mismatch, simulate
+from fuseflow.pipeline import VerificationError, first_mismatch, simulate
 from fuseflow.sim.storage import StoredTensor
 
 MLIR = os.path.join(os.path.dirname(__file__), "mlir")

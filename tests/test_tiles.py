@@ -15,9 +15,9 @@ from fuseflow.ir.generate import random_inputs
 from fuseflow.models.attention import bigbird_attention
 from fuseflow.schedule.schedule import Schedule
 from fuseflow.sim import fast, oracle
-from fuseflow.sim.execute import execute
+from fuseflow.execute import execute
 from fuseflow.sim.hw import HwConfig
-from fuseflow.sim.simulate import simulate
+from fuseflow.pipeline import simulate
 from fuseflow.sim.storage import StoredTensor
 from fuseflow.sim.tiles import Tile
 from fuseflow.sim.tokens import Done, Empty, Stop, Val

@@ -122,7 +122,7 @@ def _cmd_simulate(args) -> int:
     import numpy as np
 
     from .sim.hw import HwConfig
-    from .sim.simulate import simulate
+    from .pipeline import simulate
 
     program = _load_program(args)
     hw = HwConfig(hbm=args.hbm, channel_depth=args.depth)

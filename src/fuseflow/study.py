@@ -12,7 +12,7 @@ import time
 
 from .errors import FuseflowError, UserError
 from .explore.progress import Progress
-from .sim.simulate import simulate
+from .pipeline import simulate
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
            ("speedup", "speedup", "{:.2f}x"), ("flops_ratio", "FLOPs/unf", "{:.2f}"),

@@ -8,6 +8,6 @@ that ranks schedules without simulating them, pruning built on it, and charts.
 See docs/exploration.md.
 """
 from .heuristic import CostModel, Estimate, estimate
-from .stats import DataStats
+from ..ir.stats import DataStats
 
 __all__ = ["CostModel", "DataStats", "Estimate", "estimate"]

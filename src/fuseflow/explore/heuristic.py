@@ -46,7 +46,7 @@ from ..fusion.table import located_operands
 from ..ir.expr import Const, In
 from ..ir.program import IndexOp, Program
 from ..ir.reference import bind_inputs
-from .stats import DataStats, stats_for
+from ..ir.stats import DataStats, stats_for
 
 WORD_BYTES = 4
 # share of a kernel's non-bottleneck stream traffic that adds to its bottleneck (imperfect overlap)

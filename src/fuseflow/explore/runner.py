@@ -104,7 +104,7 @@ def _one_line(err: BaseException) -> str:
 
 def run_task(task: dict) -> dict:
     """Simulate one schedule on one data point; never raises (failures become the row's error)."""
-    from ..sim.simulate import simulate
+    from ..pipeline import simulate
 
     row = {"program": task["program"], "schedule": task["schedule"], "data": task["data"],
            "seed": task["seed"], "status": "error"}

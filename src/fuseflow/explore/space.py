@@ -99,9 +99,9 @@ class Loaded:
 
     @functools.cached_property
     def stats(self):
-        """Statistics of the inputs (`explore.stats.DataStats`), computed once."""
+        """Statistics of the inputs (`ir.stats.DataStats`), computed once."""
         from ..ir.reference import bind_inputs
-        from .stats import stats_for
+        from ..ir.stats import stats_for
 
         return stats_for(self.program, bind_inputs(self.program, self.inputs))
 

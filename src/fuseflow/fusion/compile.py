@@ -260,7 +260,7 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
     again. Also compiled: the same where other layouts would at least halve a reader's cost
     (unless a writer then has no valid order); the one with less total `nest_cost` is returned.
     Layouts the schedule gives are never changed. With data statistics (`stats`, an
-    `explore.stats.DataStats` of the inputs), default orders weigh loops by the data's densities."""
+    `ir.stats.DataStats` of the inputs), default orders weigh loops by the data's densities."""
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule)
     prog = program if canonical else prepare(program, shapes)

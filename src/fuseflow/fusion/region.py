@@ -135,7 +135,7 @@ class Region:
     before: set[tuple[str, str]]  # partial order: (a, b) means a must come before b
     shapes: dict = field(default_factory=dict)  # resolved shapes of the program's tensors
     background: dict = field(default_factory=dict)  # value of each tensor where it stores nothing
-    stats: object = None  # data statistics (`explore.stats.DataStats`) the order search may weigh loops by
+    stats: object = None  # data statistics (`ir.stats.DataStats`) the order search may weigh loops by
     variant: dict = field(default_factory=dict)  # how `build` shared and copied producers (its options)
 
     @staticmethod

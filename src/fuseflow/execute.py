@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import UserError
-from ..ir.formats import LEVEL_FORMATS, TensorFormat
-from ..ir.reference import bind_inputs
-from .hw import HwConfig
-from .oracle import run_graph
-from .storage import StoredTensor
+from .errors import UserError
+from .ir.formats import LEVEL_FORMATS, TensorFormat
+from .ir.reference import bind_inputs
+from .sim.hw import HwConfig
+from .sim.oracle import run_graph
+from .sim.storage import StoredTensor
 
 
 @dataclass
@@ -112,7 +112,7 @@ def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run
                                 or StoredTensor.from_dense(values[source], _format(meta), meta.get("fill", 0.0)))
         run = run_graph_fn(graph, stored, hw)
         if hw is not None and hw.channel_depth is not None:
-            from .bounded import bounded_cycles
+            from .sim.bounded import bounded_cycles
 
             run.cycles = bounded_cycles(graph, stored, hw.channel_depth, hw)
         for name, meta in graph.tensors.items():

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.formats import TensorFormat
+from .formats import TensorFormat
 
 
 class DataStats:
@@ -87,7 +87,7 @@ class DataStats:
 
 def stats_for(program, data: dict[str, np.ndarray]) -> DataStats:
     """Statistics of a data point's inputs, with each input's background as the fill value."""
-    from ..ir.background import backgrounds
+    from .background import backgrounds
 
     bg = backgrounds(program)
     return DataStats({n: a for n, a in data.items() if n in program.inputs},

@@ -13,12 +13,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..errors import FuseflowError, UserError
-from ..fusion.compile import Compiled, compile_schedule
-from ..ir.generate import random_inputs
-from ..ir.program import Program
-from ..ir.reference import bind_inputs, reference
-from .hw import HwConfig
+from .errors import FuseflowError, UserError
+from .fusion.compile import Compiled, compile_schedule
+from .ir.generate import random_inputs
+from .ir.program import Program
+from .ir.reference import bind_inputs, reference
+from .sim.hw import HwConfig
 
 
 class VerificationError(FuseflowError):
@@ -63,12 +63,12 @@ class SimResult:
 
 def _engine(name: str):
     if name == "oracle":
-        from .oracle import run_graph
+        from .sim.oracle import run_graph
     elif name == "fast":
         try:
-            from .fast import run_graph
+            from .sim.fast import run_graph
         except ImportError:  # pragma: no cover - the fast engine ships with fuseflow
-            from .oracle import run_graph
+            from .sim.oracle import run_graph
     else:
         raise UserError(f"unknown simulation engine {name!r}", None, "use fast or oracle")
     return run_graph
@@ -99,7 +99,7 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
     if isinstance(schedule, Compiled):
         compiled = schedule
     else:  # default orders weigh loops by this data's densities, as studies and sweeps do
-        from ..explore.stats import stats_for
+        from .ir.stats import stats_for
 
         compiled = compile_schedule(program, schedule, {n: np.shape(v) for n, v in data.items()},
                                     stats=stats_for(program, bind_inputs(program, data)))
