@@ -11,7 +11,7 @@ import sys
 import time
 
 from .errors import FuseflowError, UserError
-from .explore.progress import Progress
+from .memory import MemoryLimitError
 from .pipeline import simulate
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
@@ -47,92 +47,135 @@ def _failed_row(case, name: str, schedule: str, why: str, wall: float) -> dict:
             "verified": "failed", "max_abs_error": None, "wall": wall, "error": why}
 
 
+def _note(progress: bool, out, text: str) -> None:
+    """A progress line, on a terminal only (as the bars)."""
+    from .explore.progress import is_terminal
+
+    out = out if out is not None else sys.stderr
+    if progress and is_terminal(out):
+        print(text, file=out, flush=True)
+
+
+def _estimate_row(case, name: str, compiled, est, max_tokens: float, progress: bool, out):
+    """The row of a schedule estimated beyond `max_tokens`, or None when it may be simulated."""
+    load = _load(compiled, est)
+    if load <= max_tokens:
+        return None
+    _note(progress, out, f"  skipping {case.name} on {case.dataset}: {compiled.schedule} "
+                         f"(estimated {load:.2g} token events)")
+    return _skipped_row(case, name, compiled, est, max_tokens)
+
+
+def _simulate_row(case, name: str, compiled, est, engine: str, progress: bool, out, budget, start: float) -> dict:
+    """Simulate one compiled schedule with a live progress display; its study row."""
+    from .explore.progress import RunProgress, numba_notice
+
+    options = {"budget": budget} if budget is not None and accepts(simulate, "budget") else {}
+    _note(progress, out, f"  simulating {case.name} on {case.dataset}: {name} ...")
+    with RunProgress(f"{case.name} {name}", [k.tokens for k in est.kernels], out=out, enabled=None
+                     if progress else False) as bar, numba_notice(out):
+        if accepts(simulate, "on_events"):
+            options["on_events"] = bar.on_events
+        result = simulate(case.program, compiled, case.inputs, engine=engine, on_kernel=bar.on_kernel, **options)
+    return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": result.schedule,
+            "kernels": len(result.kernels), "cycles": result.cycles, "flops": result.flops,
+            "mem": result.mem_reads + result.mem_writes, "max_occupancy": result.max_occupancy,
+            "verified": result.verified, "max_abs_error": result.max_abs_error,
+            "wall": time.perf_counter() - start, "est_cycles": est.cycles, "est_flops": est.flops,
+            "est_mem": est.reads + est.writes}
+
+
+def accepts(fn, keyword: str) -> bool:
+    """Whether `fn` takes `keyword` (hooks that newer simulators offer)."""
+    import inspect
+
+    return keyword in inspect.signature(fn).parameters
+
+
 def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
-                 max_tokens: float = MAX_TOKENS) -> list[dict]:
+                 max_tokens: float = MAX_TOKENS, out=None, budget=None) -> list[dict]:
     """One row per preset (or schedule string), normalised to the first one (unfused). Each
     schedule is compiled once, for the cost estimate and the simulation. A schedule estimated
-    beyond `max_tokens` token events (tile elements for blocked ones) is not simulated: its row
-    holds the heuristic's estimates (`est_*`, ratios to the first row's estimate) and says why;
-    one that fails says why."""
+    beyond `max_tokens` token events (tile elements for blocked ones) is not simulated, the
+    first one included: its row holds the heuristic's estimates (`est_*`) and says why, and its
+    ratios are the estimates' ratios (marked `~`). One that fails says why. With `progress`,
+    each simulation shows a live display on `out` (stderr) when that is a terminal."""
     from .explore.heuristic import CostModel
     from .fusion.compile import compile_schedule
 
     model = CostModel(case.program, case.inputs)
-    rows, first = [], None
+    rows, estimates = [], []
     for name in schedules:
         schedule = case.presets.get(name, name)
         start = time.perf_counter()
         try:
             compiled = compile_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
-            est = model.estimate(compiled) if rows else None
+            est = model.estimate(compiled)
+            row = _estimate_row(case, name, compiled, est, max_tokens, progress, out) or \
+                _simulate_row(case, name, compiled, est, engine, progress, out, budget, start)
         except FuseflowError as err:  # this schedule fails; the others still run
-            if not rows:
+            if not rows and not isinstance(err, MemoryLimitError):
                 raise
             rows.append(_failed_row(case, name, schedule, err.one_line(), time.perf_counter() - start))
+            estimates.append(None)
             continue
-        load = _load(compiled, est) if est is not None else 0.0
-        if load > max_tokens:
-            if progress:
-                print(f"  skipping {case.name} on {case.dataset}: {name} "
-                      f"(estimated {load:.2g} token events)", file=sys.stderr)
-            rows.append(_skipped_row(case, name, compiled, est, max_tokens))
-            continue
-        bar: list[Progress] = []
-
-        def on_kernel(done: int, total: int) -> None:
-            if not bar:
-                bar.append(Progress(total, label=f"{case.name} {name} kernels"))
-            bar[0].update()
-
-        if progress:
-            print(f"  simulating {case.name} on {case.dataset}: {name} ...", file=sys.stderr, flush=True)
-        try:
-            result = simulate(case.program, compiled, case.inputs, engine=engine,
-                              on_kernel=on_kernel if progress else None)
-        except FuseflowError as err:
-            if not rows:
-                raise
-            rows.append(_failed_row(case, name, schedule, err.one_line(), time.perf_counter() - start))
-            continue
-        finally:
-            for b in bar:
-                b.close()
-        first = first or compiled
-        rows.append({"model": case.name, "dataset": case.dataset, "schedule": name,
-                     "schedule_text": result.schedule, "kernels": len(result.kernels), "cycles": result.cycles,
-                     "flops": result.flops, "mem": result.mem_reads + result.mem_writes,
-                     "max_occupancy": result.max_occupancy, "verified": result.verified,
-                     "max_abs_error": result.max_abs_error, "wall": time.perf_counter() - start})
+        rows.append(row)
+        estimates.append(est)
     if not rows:
         raise UserError("no schedules to study", "--schedules")
-    base = rows[0]
-    base_est = None
-    for row in rows:
-        if row.get("error"):
-            row["speedup"] = row["flops_ratio"] = row["mem_ratio"] = None
+    _add_ratios(rows, estimates)
+    return rows
+
+
+def _add_ratios(rows: list[dict], estimates: list) -> None:
+    """Speedup, FLOPs and memory relative to the first row: measured where both were simulated,
+    else the heuristic's estimates of both (marked `estimated_ratios`, shown with `~`)."""
+    base, base_est = rows[0], estimates[0]
+    for row, est in zip(rows, estimates):
+        row["speedup"] = row["flops_ratio"] = row["mem_ratio"] = None
+        if row.get("error") or base.get("error"):
             continue
-        if row.get("skipped"):
-            base_est = base_est or model.estimate(first)
-            row["speedup"] = base_est.cycles / row["est_cycles"] if row["est_cycles"] else float("nan")
-            row["flops_ratio"] = row["est_flops"] / base_est.flops if base_est.flops else float("nan")
-            row["mem_ratio"] = row["est_mem"] / (base_est.reads + base_est.writes)
+        if row.get("skipped") or base.get("skipped"):
+            mem = base_est.reads + base_est.writes
+            row.update(speedup=base_est.cycles / est.cycles if est.cycles else float("nan"),
+                       flops_ratio=est.flops / base_est.flops if base_est.flops else float("nan"),
+                       mem_ratio=(est.reads + est.writes) / mem if mem else float("nan"), estimated_ratios=True)
             continue
         row["speedup"] = base["cycles"] / row["cycles"] if row["cycles"] else float("nan")
         row["flops_ratio"] = row["flops"] / base["flops"] if base["flops"] else float("nan")
         row["mem_ratio"] = row["mem"] / base["mem"] if base["mem"] else float("nan")
-    return rows
+
+
+def same_schedules(case, names) -> list[tuple[str, str]]:
+    """Pairs of the named presets that are the same schedule on this model (e.g. `partial` and
+    `full` of a model written as one statement), so that a study can say so."""
+    from .schedule.schedule import Schedule
+
+    seen, pairs = {}, []
+    for name in names:
+        try:
+            parsed = Schedule.parse(case.presets.get(name, name))
+            key = repr((parsed.partition(case.program), sorted(parsed.orders.items()),
+                        sorted(parsed.formats.items()), parsed.layout, sorted(parsed.pars.items()), parsed.block))
+        except FuseflowError:
+            continue
+        if key in seen:
+            pairs.append((seen[key], name))
+        else:
+            seen[key] = name
+    return pairs
 
 
 def format_table(rows: list[dict]) -> str:
     """The study as a text table; a skipped schedule shows its estimated ratios marked `~`."""
-    cells = [[("~" if row.get("skipped") and key in ("speedup", "flops_ratio", "mem_ratio") else "")
+    cells = [[("~" if row.get("estimated_ratios") and key in ("speedup", "flops_ratio", "mem_ratio") else "")
               + (fmt.format(row[key]) if row[key] is not None else "-") for key, _, fmt in COLUMNS] for row in rows]
     headers = [title for _, title, _ in COLUMNS]
     widths = [max(len(h), *(len(c[k]) for c in cells)) for k, h in enumerate(headers)]
     lines = ["  ".join(h.rjust(w) if k else h.ljust(w) for k, (h, w) in enumerate(zip(headers, widths)))]
     for c in cells:
         lines.append("  ".join(x.rjust(w) if k else x.ljust(w) for k, (x, w) in enumerate(zip(c, widths))))
-    notes = [f"{row['schedule']}: not simulated, {row['skipped']}; ~ marks heuristic estimates"
+    notes = [f"{row['schedule']}: not simulated, {row['skipped']}; ~ marks ratios of heuristic estimates"
              for row in rows if row.get("skipped")]
     notes += [f"{row['schedule']}: failed: {row['error']}" for row in rows if row.get("error")]
     return "\n".join(lines + notes)
@@ -160,3 +203,40 @@ def plot(rows: list[dict], path: str) -> str:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+class StudyResult:
+    """A fusion study of one model on one dataset: `rows` (one dict per schedule, ratios to the
+    first), printable as the table the CLI shows, exportable as JSON, CSV or a DataFrame."""
+
+    def __init__(self, case, rows: list[dict], same: list[tuple[str, str]] = ()):
+        self.model, self.dataset, self.note = case.name, case.dataset, case.note
+        self.rows, self.same = rows, list(same)
+
+    def __str__(self) -> str:
+        head = f"fusion study: {self.model} on {self.dataset}" + (f" ({self.note})" if self.note else "")
+        same = [f"{a} and {b} are the same schedule on this model" for a, b in self.same]
+        return "\n".join([head, format_table(self.rows), *same])
+
+    def __repr__(self) -> str:
+        return f"<StudyResult {self.model} on {self.dataset}: {', '.join(r['schedule'] for r in self.rows)}>"
+
+    def to_json(self) -> list[dict]:
+        """The rows (JSON-ready: plain numbers, strings, booleans and None)."""
+        return [dict(row) for row in self.rows]
+
+    def to_frame(self):
+        """The rows as a pandas DataFrame."""
+        from .tables import to_frame
+
+        return to_frame(self.rows)
+
+    def to_csv(self, path=None) -> str:
+        """The rows as CSV text (also written to `path` if given)."""
+        from .tables import to_csv
+
+        return to_csv(self.rows, path)
+
+    def plot(self, path: str) -> str:
+        """Grouped bars of the ratios (see `plot`); returns the path."""
+        return plot(self.rows, path)
