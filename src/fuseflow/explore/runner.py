@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import FuseflowError, UserError
 from .db import SweepDB
-from .progress import Progress
+from .progress import TaskProgress
 from .space import DataPoint, ProgramRef, load, mlir_source, schedules
 
 ENGINES = ("fast", "oracle")
@@ -283,7 +283,7 @@ def run_sweep(spec: SweepSpec, progress: bool = True, out=None) -> SweepSummary:
                   f"{summary.pruned} pruned, {summary.failed} failed to compile, {len(tasks)} to simulate "
                   f"({spec.executor}" + (f", {spec.jobs} jobs" if spec.executor == "local" else "") + ")",
                   file=out)
-        bar = Progress(len(tasks), out=out) if progress and tasks else None
+        bar = TaskProgress(len(tasks), out=out) if progress and tasks else None
         key = lambda t: (t["program"], t["schedule"], t["data"], t["seed"])
         metas = {key(t): t.pop("meta") for t in tasks}
         try:
