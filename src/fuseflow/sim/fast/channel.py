@@ -105,7 +105,7 @@ class Channel:
         RD = self.tables.RD
         low = self.produced
         for r in self.readers:
-            low = min(low, RD[r.index, CURSOR], RD[r.index, MK], RD[r.index, MJ])
+            low = min(low, int(RD[r.index, CURSOR]), int(RD[r.index, MK]), int(RD[r.index, MJ]))
         return max(0, low - self.base)
 
     def room(self) -> int:

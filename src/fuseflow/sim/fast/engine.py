@@ -19,7 +19,7 @@ node instead of letting the operating system kill the process.
     >>> _ = g.add("level_write", {"tensor": "o", "level": 0, "format": "dense", "dim": 4}, crd=s.out("crd"))
     >>> run = Engine(g, {}, chunk=2).run()
     >>> run.cycles, run.stream_tokens[s.out("crd")]
-    (7, 7)
+    (7, 6)
 """
 from __future__ import annotations
 
