@@ -15,7 +15,6 @@ import numpy as np
 
 from ...sam.primitives import ANY, PAYLOAD, PRIMITIVES
 from ..oracle.node import _run_node
-from .channel import merge_occupancy
 from .core import DONE, FLOPS, PORT, READS, STEPS, WAIT_IN, WRITES, Runner, T
 from .stream import VAL, from_tokens
 
@@ -68,10 +67,8 @@ class OracleRunner(Runner):
         run = _run_node(self.id, self.kind, self.params, self.arity, inputs, self.tensors, self.hw, names)
         for (port, ch), x in zip(zip(self.ins, self.in_ch), self.readers):
             got = np.asarray(run.consumed[port], dtype=np.int64)
-            reader = next(r for r in ch.readers if r.index == x)
-            reader.cons[:got.shape[0]] = got
+            self.cons_of(ch, x)[:got.shape[0]] = got
             self.engine.tables.RD[x, 0] = ch.base + got.shape[0]
-            merge_occupancy(self.engine.tables.CH, self.engine.tables.RD, ch.index, x, ch.sent, reader.cons, True)
         for port, ch in zip(self.outs, self.out_ch):
             arr = from_tokens(run.outs[port], run.times[port], dtype=ch.dtype, lat=self.lat)
             tiles = None
