@@ -22,7 +22,7 @@ import sys
 
 from . import __version__
 from .cmdline.args import Parser, count, positive, positive_real, size
-from .cmdline.outputs import atomic_path, check_output, kernel_paths, write_text
+from .files import atomic_path, check_output, kernel_paths, write_text
 from .cmdline.source import add_source_arguments, load_source
 from .errors import FuseflowError, UserError
 
@@ -348,7 +348,10 @@ def _internal(err: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     from .cmdline.quiet import quiet
 
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help, --version, or a one-line usage error (status 2)
+        return done.code if isinstance(done.code, int) else 2
     try:
         with quiet(not args.debug):
             return args.run(args)
@@ -366,10 +369,10 @@ def main(argv: list[str] | None = None) -> int:
     except (MemoryError, RecursionError) as err:  # the input is larger or deeper than fuseflow can take
         if args.debug:
             raise
-        what = "ran out of memory" if isinstance(err, MemoryError) else \
-            "the input is nested too deeply (Python's recursion limit)"
-        print(f"fuseflow: error: {what} (fix: give a smaller input, or lower it with --max-memory to be "
-              "stopped earlier; rerun with --debug for the traceback)", file=sys.stderr)
+        what, fix = ("ran out of memory", "give a smaller input, or set --max-memory to be stopped before "
+                     "allocating") if isinstance(err, MemoryError) else \
+            ("the input is nested too deeply (Python's recursion limit)", "give a smaller or flatter input")
+        print(f"fuseflow: error: {what} (fix: {fix}; rerun with --debug for the traceback)", file=sys.stderr)
         return 2
     except Exception as err:  # an internal bug: one line unless --debug
         if args.debug:

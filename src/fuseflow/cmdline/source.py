@@ -219,13 +219,9 @@ def _torch_source(spec: str, args, formats: dict) -> Source:
 
 def read_mlir(path: str, flag: str = "MODEL") -> str:
     """The text of an MLIR file, refusing directories, unreadable files and non-UTF-8 bytes."""
-    if os.path.isdir(path):
-        raise UserError(f"{path} is a directory", flag, "give an .mlir file")
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as err:
-        raise UserError(f"cannot read {path}: {err.strerror}", flag) from None
+    from ..files import read_file
+
+    data = read_file(path, flag)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -240,6 +236,11 @@ def _mlir_source(path: str, args, formats: dict) -> Source:
     if not os.path.exists(path):
         raise UserError(f"no such MLIR file {path!r}", "command line", "check the path")
     read_mlir(path)
-    program = from_mlir(path, func=args.func, formats=formats)
+    try:
+        program = from_mlir(path, func=args.func, formats=formats)
+    except RecursionError:
+        raise UserError("the program nests its ops or expressions more deeply than fuseflow's importer "
+                        "follows (Python's recursion limit, about 1,000 levels)", path,
+                        "split it into shorter chains of ops, or into several functions") from None
     return Source("mlir", path, program,
                   presets=_generic_presets(prepare(program, shape_items(args.shape, "--shape"))))
