@@ -87,6 +87,7 @@ def study(model, dataset=None, schedules=("unfused", "partial", "full"), *, engi
 
     case = model if hasattr(model, "program") and hasattr(model, "presets") else \
         build(model, dataset, budget=budget, **options)
+    check_inputs(case.program, case.inputs, f"inputs of {case.name}")
     names = [schedules] if isinstance(schedules, str) else list(schedules)
     rows = fusion_study(case, names, engine=engine, progress=progress,
                         max_tokens=MAX_TOKENS if max_tokens is None else max_tokens, budget=budget)

@@ -65,6 +65,9 @@ def input_shapes(program: Program, given: dict, shapes: dict | None = None, flag
             raise UserError(f"input {name} has a dynamic shape [{declared.replace('x', ',')}]", flag,
                             f"give it, e.g. --shape {name}={declared.replace('N', '16')}" if flag == "--shape"
                             else f"give it, e.g. shapes={{'{name}': (...)}}, or pass its data")
+        if 0 in shape:
+            raise UserError(f"input {name} has a zero-size dimension {list(shape)}", f"program {program.name}",
+                            "give every dimension at least 1 (fuseflow simulates non-empty tensors)")
         out[name] = tuple(int(d) for d in shape)
     infer_shapes(program, {**out, **{n: np.shape(v) for n, v in given.items()}}, allow_dynamic=True)
     return out

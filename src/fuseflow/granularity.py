@@ -100,6 +100,7 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
     first one included: its row holds the heuristic's estimates (`est_*`) and says why, and its
     ratios are the estimates' ratios (marked `~`). One that fails says why. With `progress`,
     each simulation shows a live display on `out` (stderr) when that is a terminal."""
+    from .checks import check_schedule
     from .explore.heuristic import CostModel
     from .fusion.compile import compile_schedule
 
@@ -109,7 +110,8 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
         schedule = case.presets.get(name, name)
         start = time.perf_counter()
         try:
-            compiled = compile_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
+            parsed = check_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
+            compiled = compile_schedule(case.program, parsed, model.shapes or None, stats=model.stats)
             est = model.estimate(compiled)
             row = _estimate_row(case, name, compiled, est, max_tokens, progress, out) or \
                 _simulate_row(case, name, compiled, est, engine, progress, out, budget, start)

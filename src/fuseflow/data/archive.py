@@ -21,6 +21,7 @@ import zlib
 import numpy as np
 
 from ..errors import UserError
+from ..files import check_regular
 from ..memory import Budget
 
 REAL_KINDS = "biuf"  # bool, signed, unsigned, floating
@@ -45,7 +46,8 @@ def _check_dtype(dtype: np.dtype, member: str, where: str, kinds: str) -> None:
     if dtype.hasobject or dtype.fields is not None or dtype.kind not in kinds:
         raise UserError(f"{member} has dtype {dtype}; fuseflow reads real numbers only "
                         "(bool, integer or floating point)", where,
-                        "convert it, e.g. with numpy's .real or .astype(float), and drop non-numeric members")
+                        "store its real part (x.real)" if dtype.kind == "c" else
+                        "store bool, integer or floating-point arrays only")
 
 
 def _nbytes(shape: tuple, dtype: np.dtype) -> int:
@@ -56,6 +58,8 @@ def inspect_members(source, where: str, kinds: str = REAL_KINDS) -> dict[str, tu
     """(shape, dtype) of every array in an .npz (or of the one array of an .npy, keyed by its
     name), read from headers only; a member whose stored data is shorter than its header
     declares, or that is not an array of real numbers, is refused."""
+    if not hasattr(source, "read"):
+        check_regular(source, where)
     if _peek(source, where) == _MAGIC:
         return {_stem(source): _npy_member(source, where, kinds)}
     try:
@@ -69,11 +73,11 @@ def inspect_members(source, where: str, kinds: str = REAL_KINDS) -> dict[str, tu
             name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
             try:
                 with archive.open(info) as handle:
-                    shape, dtype = _header(handle, name, where)
+                    shape, dtype = _header(handle, f"member {name}", where)
                     start = handle.tell()
             except (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError) as err:
                 raise UserError(f"member {name} cannot be read ({_reason(err)})", where) from None
-            _check_dtype(dtype, name, where, kinds)
+            _check_dtype(dtype, f"member {name}", where, kinds)
             if _nbytes(shape, dtype) > info.file_size - start:
                 raise UserError(f"member {name} declares {shape} {dtype} but holds only "
                                 f"{max(0, info.file_size - start)} bytes of data (truncated or corrupt)", where)

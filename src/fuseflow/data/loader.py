@@ -44,7 +44,7 @@ def load_graph(name_or_path, *, data_dir=None, scale: float = 1.0, seed: int = 0
         return name_or_path
     text = str(name_or_path)
     if text.startswith("synthetic:"):
-        return generate(text.split(":", 1)[1], scale=scale, seed=seed)
+        return generate(text.split(":", 1)[1], scale=scale, seed=seed, budget=budget)
     if scale != 1.0:
         raise UserError(f"scale={scale!r} given for {text!r}; scale applies to synthetic:* datasets only",
                         fix=f"drop scale, or use synthetic:{text}" if text in FILE_DATASETS else "drop scale")

@@ -124,6 +124,7 @@ def read_npz(path, name: str | None = None, budget: Budget | None = None) -> Gra
           f"x_data must be a 1-d numeric array, got {xdata.ndim}-d {xdata.dtype}")
     check(len(xptr) == n + 1, f"x_indptr has {len(xptr)} entries, expected N+1 = {n + 1}")
     check(len(xind) == len(xdata), f"x_indices has {len(xind)} entries but x_data has {len(xdata)}")
+    check(bool(np.isfinite(xdata).all()), "x_data holds NaN or infinite values")
     check(xptr[0] == 0 and bool(np.all(np.diff(xptr) >= 0)) and xptr[-1] == len(xind),
           f"x_indptr is not a valid row-pointer array for {len(xind)} x_indices")
     check(len(xind) == 0 or (xind.min() >= 0 and xind.max() < f),

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import UserError
+from ..files import read_file
 from ..memory import Budget
 from .graphs import Graph, from_edges
 
@@ -82,13 +83,9 @@ class SafeUnpickler(pickle.Unpickler):
 def safe_load(path: Path):
     """Unpickle one file with `SafeUnpickler`; every failure is a one-line UserError."""
     where = str(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError("Planetoid file not found", where=where,
-                        fix="put all ind.<name>.* files in one directory") from None
-    except OSError as e:
-        raise UserError(f"cannot read Planetoid file ({e.strerror})", where=where) from None
+    if not path.exists():
+        raise UserError("Planetoid file not found", where=where, fix="put all ind.<name>.* files in one directory")
+    data = read_file(path, where)
     try:
         return SafeUnpickler(io.BytesIO(data), where).load()
     except UserError:
@@ -115,12 +112,9 @@ def _matrix(obj, path: Path, budget: Budget, dense_dtype=np.float32) -> np.ndarr
 
 
 def _test_index(path: Path) -> np.ndarray:
-    try:
-        lines = path.read_bytes().decode("ascii", errors="replace").split()
-    except FileNotFoundError:
-        raise UserError("Planetoid file not found", where=str(path)) from None
-    except OSError as e:
-        raise UserError(f"cannot read Planetoid file ({e.strerror})", where=str(path)) from None
+    if not path.exists():
+        raise UserError("Planetoid file not found", where=str(path))
+    lines = read_file(path, str(path)).decode("ascii", errors="replace").split()
     bad = next((t for t in lines if not (t.isascii() and t.isdigit() and len(t) <= 18)), None)
     if bad is not None:
         raise UserError(f"test index must hold one non-negative integer per line, found {bad[:20]!r}",

@@ -286,9 +286,11 @@ def granularities(loaded: Loaded, items, layout: str | None = None, seed: int = 
 def _compile(loaded: Loaded, schedule: str):
     """Compiled with default orders weighed by the data point's densities (as the heuristic's
     estimate of the same schedule is)."""
+    from ..checks import check_schedule
     from ..fusion.compile import compile_schedule
 
-    return compile_schedule(loaded.program, schedule, loaded.shapes, stats=loaded.stats)
+    parsed = check_schedule(loaded.program, schedule, loaded.shapes, stats=loaded.stats)  # par factors, blocks
+    return compile_schedule(loaded.program, parsed, loaded.shapes, stats=loaded.stats)
 
 
 def structure_key(compiled) -> tuple:

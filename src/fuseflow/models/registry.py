@@ -51,7 +51,7 @@ def _graph_case(name: str, dataset, scale: float, seed: int, hidden: int, data_d
     from .graphsage import GraphSAGE
 
     synthetic = str(dataset).startswith("synthetic:")
-    graph = load_graph(dataset, scale=scale, seed=seed) if synthetic else \
+    graph = load_graph(dataset, scale=scale, seed=seed, budget=budget) if synthetic else \
         load_graph(dataset, data_dir=data_dir, budget=budget)
     features = np.asarray(graph.features, dtype=np.float64)
     torch.manual_seed(seed)
