@@ -32,21 +32,16 @@ MYMODEL = (Path(__file__).parent / "torch_models.py").read_text() + textwrap.ded
 """)
 
 
-def readme_commands() -> list:
+def readme_commands() -> list[str]:
     """The `fuseflow ...` command lines of the README (the first section's after setup, then the
-    Use section's), comments stripped, `;`-joined lines split. A command the README says takes
-    a minute or more is marked skipped (run by hand; CI time is bounded)."""
+    Use section's), comments stripped, `;`-joined lines split."""
     first = re.search(r"```\n(.*?)```", README, re.S).group(1)
     commands = [part.strip().replace(".venv/bin/fuseflow", "fuseflow", 1) for line in first.splitlines()
                 for part in line.split("&&") if part.strip().startswith(".venv/bin/fuseflow")]
     use = README[README.index("## Use"):]
     block = re.search(r"```\n(fuseflow .*?)```", use, re.S).group(1)
     for line in block.splitlines():
-        command, _, comment = line.partition("  #")
-        seconds = re.search(r"\((?:about )?(\d+) s\b", comment)
-        marks = [pytest.mark.skip(reason="the README says it takes a minute or more")] \
-            if seconds and int(seconds.group(1)) >= 60 else []
-        commands += [pytest.param(part.strip(), marks=marks) for part in command.split(";") if part.strip()]
+        commands += [part.strip() for part in line.partition("  #")[0].split(";") if part.strip()]
     return commands
 
 

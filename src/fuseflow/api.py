@@ -66,7 +66,8 @@ def simulate(program, schedule="full", inputs: dict | None = None, *, seed: int 
     given = check_inputs(program, inputs)
     known = input_shapes(program, given, shapes)
     check_allocation(program, given, known, budget, f"inputs of {program.name}")
-    data = {**random_inputs(program, density=density, seed=seed, shapes=known), **given}
+    missing = set(known) - set(given)
+    data = {**random_inputs(program, density=density, seed=seed, shapes=known), **given} if missing else given
     if not isinstance(schedule, Compiled):
         schedule = str(check_schedule(program, schedule, known))
     hooks = {"budget": budget, "on_events": on_events}

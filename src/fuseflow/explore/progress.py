@@ -139,16 +139,18 @@ class RunProgress:
         self.close()
 
 
+_NOTICE_GIVEN = threading.Event()  # the numba notice is printed once per process
+
+
 def numba_notice(out=None):
-    """A context in which numba's first compilation prints a one-line notice on `out` (stderr)."""
+    """A context in which numba's first compilation prints a one-line notice on `out` (stderr),
+    once per process."""
     from numba.core import event  # numba is imported only where a simulation will run
 
     class CompileNotice(event.Listener):
-        said = False
-
         def on_start(self, ev) -> None:
-            if not self.said:
-                self.said = True
+            if not _NOTICE_GIVEN.is_set():
+                _NOTICE_GIVEN.set()
                 tqdm.write("fuseflow: compiling the simulator's kernels with numba (first run only, "
                            "cached afterwards)", file=out if out is not None else sys.stderr)
 
