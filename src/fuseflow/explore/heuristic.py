@@ -47,6 +47,7 @@ from ..ir.expr import Const, In
 from ..ir.program import IndexOp, Program
 from ..ir.reference import bind_inputs
 from ..ir.stats import DataStats, stats_for
+from ..ir.values import shape_of
 
 WORD_BYTES = 4
 # share of a kernel's non-bottleneck stream traffic that adds to its bottleneck (imperfect overlap)
@@ -358,7 +359,7 @@ class CostModel:
     def __init__(self, program: Program, data: dict | None = None, *, stats: DataStats | None = None):
         self.program = program
         bound = bind_inputs(program, data or {}) if data is not None else {}
-        self.shapes = {n: np.shape(a) for n, a in (data or {}).items() if n in program.inputs}
+        self.shapes = {n: shape_of(a) for n, a in (data or {}).items() if n in program.inputs}
         self.stats = stats if stats is not None else stats_for(program, bound)
 
     def estimate(self, compiled) -> Estimate:

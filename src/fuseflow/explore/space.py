@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import FuseflowError, UserError
+from ..ir.values import shape_of
 
 PRESETS = ("unfused", "partial", "full")
 
@@ -95,7 +96,7 @@ class Loaded:
 
     @property
     def shapes(self) -> dict:
-        return {n: np.shape(v) for n, v in self.inputs.items()}
+        return {n: shape_of(v) for n, v in self.inputs.items()}
 
     @functools.cached_property
     def stats(self):
@@ -214,7 +215,7 @@ def load(ref: ProgramRef, point: DataPoint, seed: int = 0, source: str | None = 
         rest = [n for n in program.inputs if n not in inputs and n not in program.constants]
         if rest:
             extra = _random_data(program, DataPoint(None, point.density, point.block), seed,
-                                 {**shapes, **{n: np.shape(v) for n, v in inputs.items()}})
+                                 {**shapes, **{n: shape_of(v) for n, v in inputs.items()}})
             inputs.update({n: extra[n] for n in rest})
     else:
         inputs = _random_data(program, point, seed, shapes)

@@ -66,7 +66,7 @@ def _graph_case(name: str, dataset: str, scale: float, seed: int, hidden: int,
                                      formats={"A": "compressed,compressed",
                                               **({n: "compressed,compressed;order=1,0" for n in weights}
                                                  if weight_density < 1 else {})}))
-    return ModelCase(name, graph.name, program, {"A": A.toarray(), "X": features})
+    return ModelCase(name, graph.name, program, {"A": A, "X": features})
 
 
 def _sae_case(size: str, seed: int, density: float) -> ModelCase:

@@ -63,6 +63,18 @@ def chunk_for(channels: int, chunk: int | None) -> int:
     return max(MIN_CHUNK, min(DEFAULT_CHUNK, 1 << max(per.bit_length() - 1, 0)))
 
 
+def buffer_bytes(graph: SamGraph, chunk: int | None = None) -> int:
+    """Bytes of a graph's channel buffers at their starting size (tiles not counted)."""
+    readers: dict = {}
+    for node in graph.nodes:
+        for stream in node.inputs.values():
+            readers[stream] = readers.get(stream, 0) + 1
+    streams = [Stream(n.id, p) for n in graph.nodes if n.kind in PRIMITIVES
+               for p in PRIMITIVES[n.kind].ports(n.arity)[1]]
+    size = chunk_for(len(streams), chunk)
+    return sum(size * (17 + 8 * max(readers.get(s, 0), 1)) for s in streams)
+
+
 class Engine:
     """One run of a graph. `chunk`: tokens per channel buffer (None: a default that fits the
     memory budget; an int, or a callable (stream) -> int for per-channel sizes in tests);
