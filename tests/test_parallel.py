@@ -11,7 +11,7 @@ from fuseflow.cli import main
 from fuseflow.errors import UserError
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.fusion.nesting import valid_orders
-from fuseflow.fusion.parallel import parallel_region, stream_vars
+from fuseflow.sam.parallel import parallel_region, stream_vars
 from fuseflow.schedule.schedule import Schedule
 from fuseflow.sim import fast, oracle
 from fuseflow.execute import execute

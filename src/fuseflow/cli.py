@@ -153,7 +153,7 @@ def _study_case(args):
         return build(args.model, args.dataset, scale=args.scale, seed=args.seed, block=args.block)
     from .frontend import from_mlir
     from .frontend.torch_loader import program_from_torch_spec
-    from .fusion.compile import prepare
+    from .ir.canonicalize import prepare
     from .ir.generate import random_inputs
     from .models.presets import as_schedule, reference_unfused
     from .models.registry import ModelCase

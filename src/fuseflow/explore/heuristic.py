@@ -41,9 +41,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..fusion.compile import compile_schedule
+from ..fusion.instances import LeafInput
+from ..fusion.merge import located_operands
 from ..fusion.patterns import Intersect, Nothing, Operand, Union, Universe
-from ..fusion.table import located_operands
 from ..ir.expr import Const, In
+from ..ir.generate import random_inputs
 from ..ir.program import IndexOp, Program
 from ..ir.reference import bind_inputs
 from ..ir.stats import DataStats, stats_for
@@ -149,11 +152,11 @@ class _KernelModel:
         return self.leaf_levels(leaf)[level_vars.index(v)]
 
     def operand_density(self, inst, k: int, v: str) -> float:
-        kind, ref = inst.operands[k]
-        if kind == "leaf":
-            d = self.leaf_density(self.region.leaves[ref], v)
+        operand = inst.operands[k]
+        if isinstance(operand, LeafInput):
+            d = self.leaf_density(self.region.leaves[operand.leaf], v)
             return 1.0 if d is None else d
-        return self.out_density(self.by_id[ref], v)
+        return self.out_density(self.by_id[operand.producer], v)
 
     def merge_density(self, inst, v: str) -> float:
         """Fraction of v's coordinates the instance visits (its merge at v)."""
@@ -260,7 +263,8 @@ class _KernelModel:
             plan = self.nesting.plan[inst.id]
             if inst.reduce_vars:
                 out = self._value_points(inst, points)
-                node(points[-1] + out, f"{plan[0]} {inst.tensor}", nest[-1] if nest else None)  # reduce or accumulator: every input, every result
+                # reduce or accumulator: every input, every result
+                node(points[-1] + out, f"{plan.kind} {inst.tensor}", nest[-1] if nest else None)
                 est.flops += points[-1] * (body_ops + 1)
             else:
                 est.flops += points[-1] * body_ops
@@ -272,7 +276,7 @@ class _KernelModel:
             levels = self.leaf_levels(leaf)
             level_vars = leaf.level_vars()
             visits = 1.0
-            operand = owner.operands.index(("leaf", leaf.id))
+            operand = owner.operands.index(LeafInput(leaf.id))
             for lv, var, dens in zip(leaf.format.levels, level_vars, levels):
                 if isinstance(var, str) and var in nest:
                     visits = points[nest.index(var)]
@@ -379,16 +383,12 @@ class CostModel:
                         time.perf_counter() - start, kernels)
 
     def estimate_schedule(self, schedule) -> Estimate:
-        from ..fusion.compile import compile_schedule
-
         return self.estimate(compile_schedule(self.program, schedule, self.shapes or None, stats=self.stats))
 
 
 def estimate(program: Program, schedule, data: dict | None = None, *, density: float = 0.1,
              seed: int = 0) -> Estimate:
     """Heuristic cost of `schedule` on `data` (or on seeded random inputs at `density`)."""
-    from ..ir.generate import random_inputs
-
     if data is None:
         data = random_inputs(program, density=density, seed=seed)
     return CostModel(program, data).estimate_schedule(schedule)

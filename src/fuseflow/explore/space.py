@@ -231,7 +231,7 @@ def _with_layout(schedule: str, layout: str | None) -> str:
 def random_groupings(program, count: int, seed: int = 0) -> list[str]:
     """Up to `count` distinct contiguous groupings of the program's ops (reshapes alone), as
     `fusion=[..][..]` schedules, from few to many groups."""
-    from ..fusion.compile import prepare
+    from ..ir.canonicalize import prepare
     from ..ir.program import IndexOp, op_output
 
     canonical = prepare(program)

@@ -1,4 +1,4 @@
-"""Program-to-program cleanups run before fusion.
+"""Program-to-program cleanups run before fusion, and `prepare`, the canonical form they give.
 
 `inline_copies` removes pure data-movement ops (transposes, broadcasts, unit-dimension
 reshapes: `T(j,i) = W(i,j)`) by rewriting each consumer's access, so `t6 = sum[k] t2(i,k)*T(k,j)`
@@ -24,7 +24,14 @@ import copy
 
 from .expr import In
 from .program import Access, IndexOp, Program, op_output
-from .verify import verify
+from .reference import _is_identity_init
+from .verify import infer_shapes, verify
+
+
+def prepare(program: Program, shapes: dict | None = None) -> Program:
+    """The canonical form that schedules name ops in: unit-extent variables become constant
+    indices, then copies (transposes, broadcasts, unit reshapes) are inlined."""
+    return inline_copies(drop_unit_variables(program, infer_shapes(program, shapes or {}, allow_dynamic=True)))
 
 
 def _is_copy(op) -> bool:
@@ -78,9 +85,6 @@ def inline_copies(program: Program) -> Program:
 def drop_unit_variables(program: Program, shapes: dict | None = None) -> Program:
     """Replace index variables of extent 1 by the constant index 0 (`t(i,l) = u(i,l)/6` over a
     5x1 tensor becomes `t(i,0) = u(i,0)/6`), so ops agree on which dimensions they iterate."""
-    from .reference import _is_identity_init
-    from .verify import infer_shapes
-
     shapes = shapes or infer_shapes(program, {}, allow_dynamic=True)
     result = copy.deepcopy(program)
     ops = []

@@ -20,7 +20,7 @@ def bigbird_attention(seq: int, d: int, block: int, seed: int = 0):
     import torch
 
     from ..frontend import from_torch
-    from ..fusion.compile import prepare
+    from ..ir.canonicalize import prepare
     from .gpt3 import bigbird_mask
 
     scale = 1.0 / math.sqrt(d)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import UserError
-from ..fusion.compile import prepare
+from ..ir.canonicalize import prepare
 from ..ir.program import Program
 from .presets import as_schedule, cross_layer, reference_unfused
 
