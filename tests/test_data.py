@@ -14,8 +14,16 @@ import pytest
 import scipy.sparse as sp
 
 from fuseflow import UserError
-from fuseflow.data import (SYNTHETIC_SPECS, Graph, from_edges, karate, list_datasets, load_graph,
-                           load_planetoid, save_graph)
+from fuseflow.data import (
+    SYNTHETIC_SPECS,
+    Graph,
+    from_edges,
+    karate,
+    list_datasets,
+    load_graph,
+    load_planetoid,
+    save_graph,
+)
 from fuseflow.data.synthetic import scaled_size
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -13,9 +13,9 @@ from fuseflow.explore.analysis import groups, pooled_spearman, prune_stats, summ
 from fuseflow.explore.db import SweepDB
 from fuseflow.explore.heuristic import CostModel
 from fuseflow.explore.runner import SweepSpec, run_sweep
-from fuseflow.ir.stats import DataStats
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.ir.formats import TensorFormat
+from fuseflow.ir.stats import DataStats
 
 HERE = os.path.dirname(__file__)
 MATMUL_CHAIN = os.path.join(HERE, "mlir", "matmul_chain.mlir")
@@ -63,7 +63,10 @@ def test_pooled_correlation(sweep_rows):
 
 def test_estimates_track_flops_and_bytes(sweep_rows):
     """Flops and bytes (recomputation included) within 25% of the simulator on most schedules."""
-    close = lambda a, b: abs(a - b) <= 0.25 * b
+
+    def close(a, b):
+        return abs(a - b) <= 0.25 * b
+
     ok = [r for r in sweep_rows if close(r["est_flops"], r["flops"]) and close(r["est_bytes"], r["bytes"])]
     assert len(ok) >= 0.8 * len(sweep_rows)
 

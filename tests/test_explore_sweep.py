@@ -12,8 +12,8 @@ import types
 
 import pytest
 
-from fuseflow.errors import UserError
 from fuseflow import cli as fuseflow_cli
+from fuseflow.errors import UserError
 from fuseflow.explore.db import SweepDB
 from fuseflow.explore.runner import SweepSpec, run_sweep
 

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 import fuseflow
-from fuseflow.errors import NotSupported, UserError
+from fuseflow.errors import UserError
+from fuseflow.execute import execute
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.sam.graph import SamGraph
 from fuseflow.sim import fast
-from fuseflow.execute import execute
+
 from lowering_cases import MLIR_FILES, close, fix_data, load, order_variants, schedules, torch_programs
 
 CASES = [(path, schedule) for path in MLIR_FILES for schedule in schedules(*load(path))]

@@ -120,7 +120,8 @@ def test_simulate_reports_each_kernel(gcn):
     from fuseflow.pipeline import simulate
 
     seen = []
-    result = simulate(gcn.program, gcn.presets["unfused"], gcn.inputs, on_kernel=lambda done, total: seen.append((done, total)))
+    result = simulate(gcn.program, gcn.presets["unfused"], gcn.inputs,
+                      on_kernel=lambda done, total: seen.append((done, total)))
     assert seen == [(k, len(result.kernels)) for k in range(1, len(result.kernels) + 1)] and len(seen) == 8
 
 

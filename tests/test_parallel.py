@@ -9,12 +9,13 @@ import pytest
 import fuseflow
 from fuseflow.cli import main
 from fuseflow.errors import UserError
+from fuseflow.execute import execute
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.fusion.nesting import valid_orders
 from fuseflow.sam.parallel import parallel_region, stream_vars
 from fuseflow.schedule.schedule import Schedule
 from fuseflow.sim import fast, oracle
-from fuseflow.execute import execute
+
 from lowering_cases import MLIR_FILES, close, load, schedules, torch_programs, with_gold
 
 MLIR = os.path.join(os.path.dirname(__file__), "mlir")

@@ -12,12 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fuseflow
+from fuseflow.execute import execute
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.sim import fast, oracle
-from fuseflow.execute import execute
 from fuseflow.sim.hw import MEMORY_KINDS, HwConfig
 from fuseflow.sim.storage import Level, StoredTensor
 from fuseflow.sim.tokens import Done, Empty, Repeat, Stop, Val
+
 from lowering_cases import MLIR_FILES, load, order_variants, schedules
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -217,7 +217,8 @@ class _Compiler:
         kernel = Kernel(k, group, region, order, FusionTable(region, order))
         self.lower_kernel(kernel)
         for name in region.outputs:
-            if (name not in self.formats or name in self.pinned) and choice is None and name not in self.schedule.formats:
+            chosen_here = name not in self.formats or name in self.pinned
+            if chosen_here and choice is None and name not in self.schedule.formats:
                 self.chosen_layout.add(name)
             self.formats[name] = _format_of(kernel.graph.tensors[name])
         return kernel

@@ -223,7 +223,6 @@ class _Lowering:
         leaf = self.r.leaves[ref]
         level = leaf.level_vars().index(v)
         fmt = leaf.format.levels[level]
-        dim = leaf.shape[leaf.format.mode_order[level]]
         scan = self.add("scan", {**self.level_params(leaf, level), "format": str(fmt)}, var=v,
                         ref=self.env[LeafRef(ref)])
         self.env[LeafRef(ref)] = scan.out("ref")
@@ -457,7 +456,7 @@ class _Lowering:
         mode_order = [out.index(v) for v in level_vars] + [d for d, v in enumerate(out) if not isinstance(v, str)]
         crds, universe = [], []
         plan = self.n.plan[inst.id]
-        accumulated = set(plan.inner) if plan.kind == "spacc2" else {self.n.last[inst.id]} if plan.kind == "spacc" else set()
+        accumulated = {"spacc2": set(plan.inner), "spacc": {self.n.last[inst.id]}}.get(plan.kind, set())
         for v in level_vars:
             key = Output(inst.id, v) if v in accumulated else Iteration(inst.id, v)
             crds.append(self.box(key))

@@ -194,8 +194,9 @@ class _RegionBuilder:
             for k, operand in enumerate(inst.operands):
                 if isinstance(operand, PendingLeaf):
                     name = operand.tensor
-                    leaf = Leaf(len(leaves), name, inst.access(k), self.formats.get(name, self.program.tensors[name].format),
-                                tuple(self.shapes[name]), free=name in self.free)
+                    fmt = self.formats.get(name, self.program.tensors[name].format)
+                    leaf = Leaf(len(leaves), name, inst.access(k), fmt, tuple(self.shapes[name]),
+                                free=name in self.free)
                     leaves.append(leaf)
                     inst.operands[k] = LeafInput(leaf.id)
         return leaves

@@ -113,7 +113,10 @@ class FusionTable:
         rows.append(["value"] + ["array"] * len(r.leaves) + [self.value_text(i) for i in r.instances])
         widths = [max(len(x) for x in col) for col in zip(["var"] + headers, *rows)]
         widths[1:] = [max(w, 8) for w in widths[1:]]
-        line = lambda cells: " | ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+        def line(cells):
+            return " | ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
         out = [line(["var"] + headers), "-+-".join("-" * w for w in widths)]
         out += [line(row) for row in rows]
         return "\n".join(out)

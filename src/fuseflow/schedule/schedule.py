@@ -23,8 +23,10 @@ A schedule is a printable, parsable string of whitespace-separated items:
   lanes; `par=i:4,j:4` parallelizes two levels, outer first (`sam.parallel`).
 
     >>> s = Schedule.parse("fusion=[a,b][c] order.1=j,i format.b=dense,compressed par.1=j:2,i:4")
-    >>> s.groups, s.orders[1].vars, s.pars, str(s)
-    ([['a', 'b'], ['c']], ('j', 'i'), {1: [('j', 2), ('i', 4)]}, 'fusion=[a,b][c] order.1=j,i format.b=dense,compressed par.1=j:2,i:4')
+    >>> s.groups, s.orders[1].vars, s.pars
+    ([['a', 'b'], ['c']], ('j', 'i'), {1: [('j', 2), ('i', 4)]})
+    >>> str(s)
+    'fusion=[a,b][c] order.1=j,i format.b=dense,compressed par.1=j:2,i:4'
     >>> str(Schedule.parse("unfused block=32"))
     'unfused block=32'
 """
