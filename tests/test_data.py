@@ -120,6 +120,7 @@ SIZES = [("cora", 1.0), ("cora_ml", 1.0), ("dblp", 1.0), ("collab", 0.01), ("mag
          ("cora", 0.01)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key,scale", SIZES)
 def test_synthetic_hits_target_sizes(key, scale):
     spec = SYNTHETIC_SPECS[key]

@@ -32,6 +32,7 @@ def check_variant(program, shapes, data, gold, variant, run_graph_fn=None):
     return compiled
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path, schedule", CASES, ids=[f"{os.path.basename(p)}-{s}" for p, s in CASES])
 def test_mlir_program_lowers_and_simulates(path, schedule):
     program, shapes = load(path)
@@ -45,6 +46,7 @@ def test_mlir_program_lowers_and_simulates(path, schedule):
 TORCH = torch_programs()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TORCH))
 def test_torch_model_lowers_and_simulates(name):
     program, data = TORCH[name]

@@ -50,6 +50,7 @@ def check_engines(program, shapes, data, gold, schedule):
 CASES = [(os.path.join(MLIR, f), s) for f in PROGRAMS for s in schedules(*load(os.path.join(MLIR, f)))[:2]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path, schedule", CASES, ids=[f"{os.path.basename(p)}-{s}" for p, s in CASES])
 def test_lanes_match_reference_and_engines_agree(path, schedule):
     program, shapes, data, gold = with_gold(path, seed=5)
@@ -68,6 +69,7 @@ def test_lanes_match_reference_and_engines_agree(path, schedule):
     assert checked >= 2
 
 
+@pytest.mark.slow
 def test_other_orders_with_lanes():
     """Every order of SpMM (inputs laid out to match, so all 6 are valid) with each variable
     parallelized over 3 lanes."""
@@ -85,6 +87,7 @@ def torch_cases():
     return torch_programs()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gcn", "attention"])
 def test_models_with_lanes(name, torch_cases):
     program, data = torch_cases[name]

@@ -498,6 +498,7 @@ def check_schedule(compiled, data, where, hw=None):
 CASES = [(path, schedule) for path in MLIR_FILES for schedule in schedules(*load(path))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path, schedule", CASES, ids=[f"{os.path.basename(p)}-{s}" for p, s in CASES])
 def test_lowered_graphs_match_oracle(path, schedule):
     program, shapes = load(path)
@@ -506,6 +507,7 @@ def test_lowered_graphs_match_oracle(path, schedule):
         check_schedule(compile_schedule(program, variant, shapes), data, f"{os.path.basename(path)} {variant}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["matmul_chain.mlir", "softmax_sparse.mlir", "masked_softmax.mlir"])
 def test_graphs_with_latencies_ii_and_memory_model(name):
     """A non-default cycle model (latencies, initiation interval, the memory model)."""

@@ -102,6 +102,7 @@ def _runs(name: str, schedule: str, seed: int = 1):
         execute(compiled, data, run_graph_fn=fast.run_graph)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("fusion", ["unfused", "full"])
 @pytest.mark.parametrize("b", [1, 2, 4])
@@ -218,6 +219,7 @@ def test_tile_costs_come_from_hwconfig():
 
 
 # -- blocked attention with a BigBird mask ---------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("b", [16, 32])
 @pytest.mark.parametrize("fusion", ["unfused", "full"])
 def test_blocked_bigbird_attention(b, fusion):
@@ -272,6 +274,7 @@ def test_tile_spacc2_agrees_on_random_streams(data):
     _same_runs(oracle.apply("spacc2", ins, params), fast.apply("spacc2", ins, params))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hw", [HwConfig(hbm=True), HwConfig(channel_depth=4)], ids=["hbm", "bounded"])
 def test_blocked_attention_engines_agree_under_memory_and_bounded_channels(hw):
     p, data = bigbird_attention(64, 32, 16)

@@ -184,6 +184,30 @@ def _cmd_demo(args) -> int:
     return run_demo(seed=args.seed)
 
 
+def _add_study_command(sub) -> None:
+    """`fuseflow study fusion`: simulate fusion granularities of a model."""
+    p = sub.add_parser("study", help="studies over schedules: `study fusion` compares granularities")
+    studies = p.add_subparsers(dest="study", required=True)
+    p = studies.add_parser("fusion", help="simulate unfused, partial and full fusion of a model")
+    p.add_argument("--model", default="gcn", help="gcn, graphsage, sae, gpt3-bigbird, a .mlir file or FILE.py:Class")
+    p.add_argument("--dataset", help="graph (karate, cora, cora_ml, synthetic:dblp, a .npz), sae size "
+                   "(small, imagenet, ...) or gpt3 config (tiny, small)")
+    p.add_argument("--schedules", default="unfused,partial,full", help="presets or schedule strings, comma-separated")
+    p.add_argument("--scale", type=float, default=1.0, help="size factor for synthetic graphs")
+    p.add_argument("--block", type=int, default=16,
+                   help="BigBird block size; gpt3-bigbird presets run blocked with tiles of this size")
+    p.add_argument("--input", action="append", metavar="SHAPE[:LAYOUT]", help="inputs of a FILE.py:Class model")
+    p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
+    p.add_argument("--max-tokens", type=float, default=2e9, metavar="N",
+                   help="estimate, not simulate, schedules the heuristic puts above N token events "
+                        "(default 2e9, what fits in 24 GB)")
+    p.set_defaults(run=_cmd_study)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fuseflow", description=__doc__.split("\n")[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
@@ -232,26 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group", type=int, help="only this group")
     p.add_argument("-v", "--verbose", action="store_true", help="also list unsupported orders and why")
 
-    p = sub.add_parser("study", help="studies over schedules: `study fusion` compares granularities")
-    studies = p.add_subparsers(dest="study", required=True)
-    p = studies.add_parser("fusion", help="simulate unfused, partial and full fusion of a model")
-    p.add_argument("--model", default="gcn", help="gcn, graphsage, sae, gpt3-bigbird, a .mlir file or FILE.py:Class")
-    p.add_argument("--dataset", help="graph (karate, cora, cora_ml, synthetic:dblp, a .npz), sae size "
-                   "(small, imagenet, ...) or gpt3 config (tiny, small)")
-    p.add_argument("--schedules", default="unfused,partial,full", help="presets or schedule strings, comma-separated")
-    p.add_argument("--scale", type=float, default=1.0, help="size factor for synthetic graphs")
-    p.add_argument("--block", type=int, default=16,
-                   help="BigBird block size; gpt3-bigbird presets run blocked with tiles of this size")
-    p.add_argument("--input", action="append", metavar="SHAPE[:LAYOUT]", help="inputs of a FILE.py:Class model")
-    p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
-    p.add_argument("--max-tokens", type=float, default=2e9, metavar="N",
-                   help="estimate, not simulate, schedules the heuristic puts above N token events "
-                        "(default 2e9, what fits in 24 GB)")
-    p.set_defaults(run=_cmd_study)
+    _add_study_command(sub)
 
     add_explore_commands(sub)
 

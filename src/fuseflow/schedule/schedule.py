@@ -9,7 +9,7 @@ A schedule is a printable, parsable string of whitespace-separated items:
   listed get a group each);
 - `order=i,k,j` or `order=#3` for group 0, `order.1=...` for group 1 (by name, or an index into
   the group's valid orders, as `fuseflow orders` lists them); without one, a group takes the
-  valid order with the least estimated work (`fusion.nesting.default_order`): by sizes alone,
+  valid order with the least estimated work (`fusion.search.default_order`): by sizes alone,
   or weighed by the inputs' densities when data is known (studies and sweeps);
 - `format.T=compressed,compressed` or `format.T=dense,dense;order=1,0` for a tensor that is
   written between kernels (or an input's storage);
