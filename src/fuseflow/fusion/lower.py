@@ -26,7 +26,6 @@ the tile in their reducer.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ..errors import NotSupported
 from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary
@@ -34,66 +33,10 @@ from ..ir.formats import COMPRESSED, DENSE, TensorFormat
 from ..sam.graph import SamGraph, Stream
 from .blocking import Tiling, union_axes
 from .instances import LeafInput
+from .keys import BufferedValues, Coord, Iteration, LeafRef, Output, UniverseRef, Values
 from .merge import located_operands
 from .patterns import Intersect, Merge, Nothing, Operand, Union, Universe
 from .table import FusionTable
-
-
-# -- stream keys: what the lowering tracks per leaf, instance and variable --------------------
-@dataclass(frozen=True)
-class LeafRef:
-    """The reference stream of leaf `leaf` at the level scanned last."""
-
-    leaf: int
-
-
-@dataclass(frozen=True)
-class Values:
-    """The value stream of instance `inst`."""
-
-    inst: int
-
-
-@dataclass(frozen=True)
-class BufferedValues:
-    """The values of `producer` as the buffered read of `reader` iterates them again."""
-
-    producer: int
-    reader: int
-
-
-@dataclass(frozen=True)
-class UniverseRef:
-    """The reference stream of the dense universe scan `node`."""
-
-    node: int
-
-
-@dataclass(frozen=True)
-class Iteration:
-    """Box of instance `inst`'s own coordinates at `var`."""
-
-    inst: int
-    var: str
-
-
-@dataclass(frozen=True)
-class Output:
-    """Box of the coordinates at `var` that consumers see for finished `inst`'s values (an
-    accumulator's output, or its own iteration)."""
-
-    inst: int
-    var: str
-
-
-@dataclass(frozen=True)
-class Coord:
-    """A coordinate stream with the keys of the payload streams aligned with it."""
-
-    crd: Stream
-    keys: tuple
-    universe: bool  # every fiber holds every coordinate of the variable
-
 
 IDENTITY = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}
 
