@@ -11,7 +11,9 @@ import sys
 import time
 
 from .errors import FuseflowError, UserError
+from .explore.heuristic import CostModel
 from .explore.progress import Progress
+from .fusion.compile import compile_schedule
 from .pipeline import simulate
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
@@ -47,6 +49,19 @@ def _failed_row(case, name: str, schedule: str, why: str, wall: float) -> dict:
             "verified": "failed", "max_abs_error": None, "wall": wall, "error": why}
 
 
+def _kernel_progress(label: str):
+    """A callback `simulate` calls after each kernel, showing a progress bar, and the list of
+    bars it opened (to close)."""
+    bars: list[Progress] = []
+
+    def on_kernel(done: int, total: int) -> None:
+        if not bars:
+            bars.append(Progress(total, label=label))
+        bars[0].update()
+
+    return on_kernel, bars
+
+
 def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
                  max_tokens: float = MAX_TOKENS) -> list[dict]:
     """One row per preset (or schedule string), normalised to the first one (unfused). Each
@@ -54,9 +69,6 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
     beyond `max_tokens` token events (tile elements for blocked ones) is not simulated: its row
     holds the heuristic's estimates (`est_*`, ratios to the first row's estimate) and says why;
     one that fails says why."""
-    from .explore.heuristic import CostModel
-    from .fusion.compile import compile_schedule
-
     model = CostModel(case.program, case.inputs)
     rows, first = [], None
     for name in schedules:
@@ -77,13 +89,7 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
                       f"(estimated {load:.2g} token events)", file=sys.stderr)
             rows.append(_skipped_row(case, name, compiled, est, max_tokens))
             continue
-        bar: list[Progress] = []
-
-        def on_kernel(done: int, total: int) -> None:
-            if not bar:
-                bar.append(Progress(total, label=f"{case.name} {name} kernels"))
-            bar[0].update()
-
+        on_kernel, bar = _kernel_progress(f"{case.name} {name} kernels")
         if progress:
             print(f"  simulating {case.name} on {case.dataset}: {name} ...", file=sys.stderr, flush=True)
         try:
@@ -141,16 +147,17 @@ def format_table(rows: list[dict]) -> str:
 def plot(rows: list[dict], path: str) -> str:
     """Grouped bars (speedup, FLOPs and memory relative to unfused) per schedule, like the
     reference's Figure 12."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - matplotlib is slow to import; only plots need it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - matplotlib is slow to import; only plots need it
 
     metrics = [("speedup", "speedup vs unfused"), ("flops_ratio", "FLOPs / unfused"), ("mem_ratio", "memory / unfused")]
     fig, ax = plt.subplots(figsize=(7, 3.6))
     width = 0.8 / len(metrics)
     for k, (key, label) in enumerate(metrics):
-        ax.bar([i + k * width for i in range(len(rows))], [r[key] if r[key] is not None else 0.0 for r in rows], width, label=label)
+        heights = [r[key] if r[key] is not None else 0.0 for r in rows]
+        ax.bar([i + k * width for i in range(len(rows))], heights, width, label=label)
     ax.set_xticks([i + width for i in range(len(rows))], [r["schedule"] for r in rows])
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.set_yscale("log")

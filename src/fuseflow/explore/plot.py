@@ -15,10 +15,10 @@ from .analysis import groups
 
 
 def _pyplot():
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - matplotlib is slow to import; only plots need it
 
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - matplotlib is slow to import; only plots need it
 
     return plt
 

@@ -11,6 +11,8 @@ repeat signals grey dotted.
 """
 from __future__ import annotations
 
+import graphviz
+
 from ..errors import UserError
 from .graph import SamGraph
 
@@ -48,7 +50,7 @@ def to_dot(graph: SamGraph) -> str:
         else:
             lines.append(f'  n{node.id} [shape={shape}, label="{_label(node)}"];')
     for node in graph.nodes:
-        for port, stream in node.inputs.items():
+        for stream in node.inputs.values():
             kind = graph.stream_kind(stream)
             lines.append(f"  n{stream.node} -> n{node.id} [{EDGE_STYLE[kind]}];")
     lines.append("}")
@@ -57,8 +59,6 @@ def to_dot(graph: SamGraph) -> str:
 
 def render(graph: SamGraph, path: str) -> str:
     """Write an SVG or PNG picture (by the file's suffix); needs Graphviz's `dot` program."""
-    import graphviz
-
     fmt = path.rsplit(".", 1)[-1].lower()
     if fmt not in ("svg", "png", "pdf"):
         raise UserError(f"cannot render to {path!r}", None, "use a .svg, .png or .pdf file name")
