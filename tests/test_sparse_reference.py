@@ -18,6 +18,7 @@ from fuseflow.ir.reference import reference
 from fuseflow.ir.stats import DataStats
 from fuseflow.ir.values import as_value, densify, is_sparse
 from fuseflow.sim.storage import StoredTensor
+
 from lowering_cases import MLIR_FILES, fix_data, load
 
 

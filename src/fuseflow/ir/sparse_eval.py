@@ -33,7 +33,7 @@ import string
 import numpy as np
 import scipy.sparse as sp
 
-from .expr import Const, In, product_factors
+from .expr import Const, product_factors
 from .values import check_dense, entries, is_sparse
 
 CHUNK_ELEMENTS = 1 << 23  # gathered dense elements per piece of nonzeros

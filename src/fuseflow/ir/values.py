@@ -32,7 +32,7 @@ def is_sparse(value) -> bool:
 
 
 def _from_torch(value):
-    import torch
+    import torch  # noqa: PLC0415 - torch is heavy; only torch inputs need it
 
     value = value.detach().cpu()
     if value.layout == torch.strided:
