@@ -18,20 +18,20 @@ SRC = ROOT / "src" / "fuseflow"
 LAYERS = {
     "errors": set(),
     "memory": {"errors"},
-    "ir": {"errors"},
+    "ir": {"errors", "memory"},  # values check the memory a dense array needs
     "sam": {"errors"},
     "gpu": {"errors"},
     "data": {"errors"},
     "frontend": {"errors", "ir"},
     "schedule": {"errors", "ir"},
     "fusion": {"errors", "ir", "sam", "schedule"},
-    "sim": {"errors", "sam", "ir.formats", "memory"},  # runs a SamGraph without the compiler
+    "sim": {"errors", "sam", "ir.formats", "ir.values", "memory"},  # runs a SamGraph without the compiler
     "models": {"errors", "ir", "frontend", "data", "schedule"},
     "execute": {"errors", "ir", "sam", "sim", "memory"},
     "pipeline": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute"},
     "explore": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline",
                 "frontend", "data", "models"},
-    "study": {"errors", "ir", "schedule", "fusion", "pipeline", "explore", "models"},
+    "study": {"errors", "ir", "memory", "schedule", "fusion", "pipeline", "explore", "models"},
     "demo": {"errors", "ir", "frontend", "data", "models"},
     "": {"errors", "ir", "frontend"},  # fuseflow/__init__: the public names
 }

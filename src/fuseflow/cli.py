@@ -36,7 +36,7 @@ from .pipeline import simulate
 from .sam.export import render
 from .schedule.schedule import statement_groups
 from .sim.hw import HwConfig
-from .study import format_table, fusion_study, plot
+from .study import MAX_TOKENS, format_table, fusion_study, plot
 
 
 def _parse_formats(items: list[str] | None) -> dict:
@@ -202,9 +202,9 @@ def _add_study_command(sub) -> None:
     p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
-    p.add_argument("--max-tokens", type=float, default=2e9, metavar="N",
+    p.add_argument("--max-tokens", type=float, default=MAX_TOKENS, metavar="N",
                    help="estimate, not simulate, schedules the heuristic puts above N token events "
-                        "(default 2e9, what fits in 24 GB)")
+                        f"(default {MAX_TOKENS:.0e}, about five minutes of simulation)")
     p.set_defaults(run=_cmd_study)
 
 

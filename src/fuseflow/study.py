@@ -14,6 +14,7 @@ from .errors import FuseflowError, UserError
 from .explore.heuristic import CostModel
 from .explore.progress import Progress
 from .fusion.compile import compile_schedule
+from .memory import MemoryLimitError
 from .pipeline import simulate
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
@@ -22,7 +23,9 @@ COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycle
            ("verified", "verified", "{}"), ("wall", "wall s", "{:.1f}")]
 
 
-MAX_TOKENS = 2e9  # token events the fast engine simulates within this machine's memory (24 GB)
+# token events a study simulates by default: about five minutes of the fast engine on this
+# 2-core machine (memory no longer limits it: the engine streams; `--max-tokens` changes it)
+MAX_TOKENS = 3e10
 
 
 def _load(compiled, est) -> float:
@@ -30,17 +33,19 @@ def _load(compiled, est) -> float:
     return est.tokens * (compiled.schedule.block or 1) ** 2
 
 
-def _skipped_row(case, name: str, compiled, est, max_tokens: float) -> dict:
-    """The row of a schedule estimated (`explore.heuristic`, which counts about half of what the
-    simulator streams) beyond `max_tokens` token events (`_load`): the estimates instead of a
-    simulation."""
+def _too_long(compiled, est, max_tokens: float) -> str:
+    return (f"estimated {_load(compiled, est):.2g} token events > {max_tokens:.2g} (--max-tokens)"
+            + (f" (tiles of {compiled.schedule.block}x{compiled.schedule.block} counted element by element)"
+               if compiled.schedule.block else ""))
+
+
+def _skipped_row(case, name: str, compiled, est, why: str, wall: float = 0.0) -> dict:
+    """The row of a schedule not simulated (too long, or beyond the memory budget): the
+    heuristic's estimates (`explore.heuristic`) instead, and why."""
     return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": str(compiled.schedule),
             "kernels": len(est.kernels), "cycles": None, "est_cycles": est.cycles, "est_flops": est.flops,
             "est_mem": est.reads + est.writes, "flops": None, "mem": None, "max_occupancy": None,
-            "verified": "skipped", "max_abs_error": None, "wall": 0.0,
-            "skipped": f"estimated {_load(compiled, est):.2g} token events > {max_tokens:.2g}"
-                       + (f" (tiles of {compiled.schedule.block}x{compiled.schedule.block} counted "
-                          "element by element)" if compiled.schedule.block else "")}
+            "verified": "skipped", "max_abs_error": None, "wall": wall, "skipped": why}
 
 
 def _failed_row(case, name: str, schedule: str, why: str, wall: float) -> dict:
@@ -63,12 +68,13 @@ def _kernel_progress(label: str):
 
 
 def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
-                 max_tokens: float = MAX_TOKENS) -> list[dict]:
+                 max_tokens: float = MAX_TOKENS, budget=None) -> list[dict]:
     """One row per preset (or schedule string), normalised to the first one (unfused). Each
     schedule is compiled once, for the cost estimate and the simulation. A schedule estimated
-    beyond `max_tokens` token events (tile elements for blocked ones) is not simulated: its row
-    holds the heuristic's estimates (`est_*`, ratios to the first row's estimate) and says why;
-    one that fails says why."""
+    beyond `max_tokens` token events (tile elements for blocked ones), or one that would not
+    fit in memory (`budget`, a `fuseflow.memory.Budget`; default: what is available), is not
+    simulated: its row holds the heuristic's estimates (`est_*`, ratios to the first row's
+    estimate) and says why; one that fails says why."""
     model = CostModel(case.program, case.inputs)
     rows, first = [], None
     for name in schedules:
@@ -87,14 +93,20 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
             if progress:
                 print(f"  skipping {case.name} on {case.dataset}: {name} "
                       f"(estimated {load:.2g} token events)", file=sys.stderr)
-            rows.append(_skipped_row(case, name, compiled, est, max_tokens))
+            rows.append(_skipped_row(case, name, compiled, est, _too_long(compiled, est, max_tokens)))
             continue
         on_kernel, bar = _kernel_progress(f"{case.name} {name} kernels")
         if progress:
             print(f"  simulating {case.name} on {case.dataset}: {name} ...", file=sys.stderr, flush=True)
         try:
-            result = simulate(case.program, compiled, case.inputs, engine=engine,
+            result = simulate(case.program, compiled, case.inputs, engine=engine, budget=budget,
                               on_kernel=on_kernel if progress else None)
+        except MemoryLimitError as err:  # estimated instead, with the guard's reason
+            if not rows:
+                raise
+            rows.append(_skipped_row(case, name, compiled, est or model.estimate(compiled),
+                                     f"would not fit in memory: {err.one_line()}", time.perf_counter() - start))
+            continue
         except FuseflowError as err:
             if not rows:
                 raise
