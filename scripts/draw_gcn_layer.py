@@ -3,7 +3,7 @@ import torch, warnings
 warnings.filterwarnings("ignore")
 import fuseflow
 from fuseflow.fusion.compile import compile_schedule
-from fuseflow.sam.export import render
+from fuseflow.sam.draw import render
 class GCNLayer(torch.nn.Module):
     def __init__(self):
         super().__init__(); self.lin = torch.nn.Linear(8, 4)

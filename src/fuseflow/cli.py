@@ -59,7 +59,7 @@ def _load_program(args):
 
 def _cmd_compile(args) -> int:
     from .fusion.compile import compile_schedule
-    from .sam.export import render
+    from .sam.draw import render
 
     compiled = compile_schedule(_load_program(args), args.schedule)
     graphs = [k.graph for k in compiled.kernels if k.graph is not None]
@@ -86,7 +86,32 @@ def _cmd_compile(args) -> int:
         for k, graph in enumerate(graphs):
             path = args.svg if len(graphs) == 1 else args.svg.replace(".", f".k{k}.", 1)
             print(f"wrote {render(graph, path)}")
+    _compile_extras(args, compiled)
     return 0
+
+
+def _compile_extras(args, compiled) -> None:
+    """--overview, --html and --emit of `fuseflow compile`."""
+    if args.overview:
+        from .report.overview import render_overview
+
+        print(f"wrote {render_overview(compiled, args.overview)}")
+    if args.html:
+        from .report.html import compile_report
+
+        print(f"wrote {compile_report(compiled, args.html)}")
+    for fmt, directory in args.emit or []:
+        from .interop import emit
+
+        print(emit(compiled, fmt, directory, _emit_data(args, compiled.program) if fmt == "comal" else {}))
+
+
+def _emit_data(args, program) -> dict:
+    from .ir.generate import random_inputs
+
+    given = _read_inputs(args.inputs, program)
+    shapes = {n: v.shape for n, v in given.items()}
+    return {**random_inputs(program, density=args.density, seed=args.seed, shapes=shapes), **given}
 
 
 def _cmd_orders(args) -> int:
@@ -230,6 +255,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", action="store_true", help="print each graph as text")
     p.add_argument("-o", "--output", help="write the graph(s) as JSON")
     p.add_argument("--svg", help="draw the graph(s) (needs Graphviz)")
+    p.add_argument("--overview", metavar="OUT.svg", help="draw the kernels and the tensors between them")
+    p.add_argument("--html", metavar="OUT.html", help="write an interactive report (one self-contained file)")
+    p.add_argument("--emit", nargs=2, action="append", metavar=("FORMAT", "DIR"),
+                   help="write the graphs for the reference tools: comal (protobuf graphs with the tensor "
+                        "files Comal reads) or sam-gv (SAM's .gv graphs); repeatable")
+    p.add_argument("--inputs", help="data for --emit comal, as .npz keyed arg0, arg1, ... (missing ones are generated)")
+    p.add_argument("--seed", type=int, default=0, help="seed for generated inputs (--emit comal)")
+    p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs (--emit comal)")
     p = mlir_command("simulate", "simulate a schedule cycle by cycle and verify its outputs", _cmd_simulate)
     p.add_argument("--inputs", help="dense inputs as .npz keyed arg0, arg1, ... (missing ones are generated)")
     p.add_argument("--save-outputs", metavar="OUT.npz", help="save the outputs keyed out0, out1, ...")

@@ -1,0 +1,257 @@
+"""Readable pictures of SamGraphs (Graphviz): labelled as SAM's graphs, one cluster per source op.
+
+Each node reads `primitive var` over `tensor mode · format` (see `labels`), with its id (`n12`,
+as in `--text`, deadlock and verification reports) in grey. Streams are styled by kind, with a
+legend: coordinates blue, references green dashed, values red bold, repeat signals grey dotted.
+The compact picture (the default) leaves out what adds lines but no information: a broadcast is
+drawn as the fan-out of its producer's edges, and a repeat-signal generator (a pure function of
+the coordinates it reads) as a dotted signal edge from those coordinates into the repeat. Nodes
+that lowering created for one source op sit in a box labelled with that op's statement. The
+direction (top-down or left-right) is the one whose layout is closest to a screen's shape.
+
+    >>> from fuseflow.sam.graph import SamGraph
+    >>> g = SamGraph("tiny"); r = g.add("root")
+    >>> s = g.add("scan", {"tensor": "A", "level": 0, "format": "compressed", "dim": 3}, var="i", ref=r.out("ref"))
+    >>> dot = to_dot(g, rankdir="TB")
+    >>> "scan i" in dot, "n0 -> n1" in dot, "n0 -> n1" in to_dot(g, compact=False)  # compact: no root
+    (True, False, True)
+"""
+from __future__ import annotations
+
+import html
+import json
+
+from ..errors import UserError
+from .graph import SamGraph, Stream
+from .labels import node_label
+
+EDGE_STYLE = {"crd": {"color": "#1f5fbf"}, "ref": {"color": "#2e8b2e", "style": "dashed"},
+              "val": {"color": "#c0392b", "penwidth": "2"}, "repsig": {"color": "#888888", "style": "dotted"}}
+LEGEND = {"crd": "coordinates", "ref": "references", "val": "values", "repsig": "repeat signal"}
+FILL = {"root": "#eeeeee", "scan": "#dcefd5", "locate": "#dcefd5", "array": "#c9e6bf", "intersect": "#e6dcf2",
+        "union": "#e6dcf2", "repsig": "#d6eef7", "repeat": "#d6eef7", "alu": "#fde3cb", "reduce": "#f8cfb0",
+        "spacc": "#f8cfb0", "spacc2": "#f8cfb0", "crd_drop": "#fff2b8", "level_write": "#b9dcb0",
+        "value_write": "#b9dcb0", "fork": "#e2e2e2", "join": "#e2e2e2", "broadcast": "#000000"}
+CLUSTER_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948", "#9c755f",
+                  "#ff9da7", "#bab0ac"]
+SCREEN_PX = (1920, 1200)  # the screen pictures are laid out for
+
+
+def _q(text: str) -> str:
+    """A quoted Graphviz string."""
+    return json.dumps(str(text), ensure_ascii=False)
+
+
+def _attrs(items: dict) -> str:
+    return ", ".join(f'{k}={v if str(v).startswith("<") else _q(v)}' for k, v in items.items())
+
+
+def drawn_source(graph: SamGraph, stream: Stream, compact: bool) -> tuple[Stream | None, str]:
+    """(the stream an edge is drawn from, the kind it is drawn as) for an input `stream`: in the
+    compact picture a broadcast's output is drawn from the broadcast's input, a repeat signal
+    from the coordinates its generator reads, and the root reference not at all (None)."""
+    kind = graph.stream_kind(stream)
+    node = graph.nodes[stream.node]
+    while compact and node.kind in ("broadcast", "repsig"):
+        stream = node.inputs["in" if node.kind == "broadcast" else "crd"]
+        node = graph.nodes[stream.node]
+    return (None if compact and node.kind == "root" else stream), kind
+
+
+def hidden(graph: SamGraph, compact: bool = True) -> dict[int, list[int]]:
+    """Nodes the compact picture leaves out -> the drawn nodes that stand for them: a broadcast's
+    producer; the consumers of a repeat-signal generator or of the root (through broadcasts)."""
+    if not compact:
+        return {}
+    users: dict[int, list[int]] = {}
+    for node in graph.nodes:
+        for stream in node.inputs.values():
+            users.setdefault(stream.node, []).append(node.id)
+    out: dict[int, list[int]] = {}
+    for node in reversed(graph.nodes):  # consumers first: a broadcast of a repsig maps to the repeats
+        if node.kind in ("repsig", "root") or (node.kind == "broadcast" and
+                                               graph.nodes[node.inputs["in"].node].kind in ("repsig", "root")):
+            out[node.id] = [m for user in users.get(node.id, []) for m in out.get(user, [user])]
+    for node in graph.nodes:  # a broadcast of anything else stands for its producer
+        if node.kind == "broadcast" and node.id not in out:
+            source = graph.nodes[node.inputs["in"].node]
+            out[node.id] = out.get(source.id, [source.id])
+    return out
+
+
+def _node_line(graph: SamGraph, node, prefix: str) -> str:
+    if node.kind == "broadcast":
+        return f'  n{node.id} [id="{prefix}n{node.id}", shape=point, width=0.08, tooltip="n{node.id} broadcast"];'
+    lab = node_label(graph, node)
+    text = f"<b>{html.escape(lab.title)}</b>"
+    if lab.subtitle:
+        text += f" {html.escape(lab.subtitle)}"
+    text += f' <font point-size="8" color="#777777">n{node.id}</font>'
+    attrs = {"id": f"{prefix}n{node.id}", "label": f"<{text}>", "fillcolor": FILL[node.kind],
+             "tooltip": f"n{node.id} {lab.long}"}
+    if node.kind == "root":
+        attrs["shape"] = "ellipse"
+    return f"  n{node.id} [{_attrs(attrs)}];"
+
+
+def _legend(prefix: str, rankdir: str) -> list[str]:
+    """A box with one short edge of each stream kind, and what ids and subscripts mean."""
+    lines = ["  subgraph cluster_legend {",
+             f'    graph [id="{prefix}legend", label="streams", style="rounded", color="#999999", fontsize=10];',
+             '    node [shape=point, width=0.02, style=invis];']
+    kinds = list(LEGEND)
+    for kind, what in LEGEND.items():
+        lines.append(f"    legend_{kind}_a -> legend_{kind}_b [{_attrs({**EDGE_STYLE[kind], 'label': f' {kind}: {what} ', 'fontsize': 9})}];")
+    if rankdir == "TB":  # flat edges, stacked by invisible ones
+        lines += [f"    {{rank=same; legend_{k}_a; legend_{k}_b}}" for k in kinds]
+        lines += [f"    legend_{a}_a -> legend_{b}_a [style=invis];" for a, b in zip(kinds, kinds[1:])]
+    else:
+        lines += ["    {rank=same; " + "; ".join(f"legend_{k}_{end}" for k in kinds) + "}" for end in "ab"]
+    note = "A₁: tensor A, mode 1\\ln12: node id, as in reports\\lfan-out: a broadcast\\lboxes: the source ops\\l"
+    lines += [f'    legend_note [shape=plaintext, style="", width=0, fontsize=9, label="{note}"];', "  }"]
+    return lines
+
+
+def _edges(graph: SamGraph, skip: set[int], compact: bool) -> dict[tuple[int, int, str], list[str]]:
+    """Drawn edges (source node, target node, kind) -> the streams they stand for."""
+    edges: dict[tuple, list[str]] = {}
+    for node in graph.nodes:
+        if node.id in skip:
+            continue
+        for port, stream in node.inputs.items():
+            source, kind = drawn_source(graph, stream, compact)
+            if source is not None:
+                edges.setdefault((source.node, node.id, kind), []).append(f"{stream} -> n{node.id}.{port}")
+    return edges
+
+
+def _bands(drawn: list[int], edges, columns: int) -> dict[int, int]:
+    """Column of each drawn node when a deep picture is wrapped into `columns` side by side: its
+    longest-path depth, split into equal runs."""
+    depth = {n: 0 for n in drawn}
+    for source, target, _ in sorted(edges, key=lambda e: e[1]):
+        depth[target] = max(depth[target], depth[source] + 1)
+    total = max(depth.values(), default=0) + 1
+    return {n: min(columns - 1, depth[n] * columns // total) for n in drawn}
+
+
+def _connectors(edges, band: dict[int, int], prefix: str) -> tuple[dict[int, list[str]], list[tuple]]:
+    """Edges between columns become a pair of connectors (`to n47` at the bottom of one column,
+    `from n35` at the top of the next): per column, the connector nodes to add; and the edges
+    that now run inside columns."""
+    nodes: dict[int, list[str]] = {}
+    kept = []
+    crossing: dict[tuple, list[tuple]] = {}
+    for (source, target, kind), tips in edges.items():
+        if band[source] == band[target]:
+            kept.append((f"n{source}", f"n{target}", kind, tips))
+        else:
+            crossing.setdefault((source, band[target], kind), []).append((target, tips))
+    for (source, column, kind), targets in crossing.items():
+        names = ", ".join(f"n{t}" for t, _ in targets)
+        out_id, in_id = f"to_{source}_{column}_{kind}", f"from_{source}_{column}_{kind}"
+        style = {"shape": "cds", "style": "filled", "fillcolor": "white", "color": EDGE_STYLE[kind]["color"],
+                 "fontsize": 8, "height": 0.15, "margin": "0.04,0.01"}
+        nodes.setdefault(band[source], []).append(
+            f"  {out_id} [{_attrs({**style, 'id': prefix + out_id, 'label': f'to {names}', 'tooltip': f'continues in column {column + 1}'})}];")
+        nodes.setdefault(column, []).append(
+            f"  {in_id} [{_attrs({**style, 'id': prefix + in_id, 'label': f'from n{source}', 'tooltip': f'from column {band[source] + 1}'})}];")
+        kept.append((f"n{source}", out_id, kind, [t for _, tips in targets for t in tips]))
+        kept += [(in_id, f"n{t}", kind, tips) for t, tips in targets]
+    return nodes, kept
+
+
+def to_dot(graph: SamGraph, *, compact: bool = True, legend: bool = True, clusters: bool = True,
+           rankdir: str = "TB", columns: int = 1, prefix: str = "", title: str | None = None) -> str:
+    """Graphviz text of the picture. `columns` > 1 wraps a deep graph into side-by-side columns
+    joined by connectors; `prefix` makes SVG ids unique when several graphs share a page."""
+    skip = set(hidden(graph, compact))
+    drawn = [n.id for n in graph.nodes if n.id not in skip]
+    groups = {n: (graph.nodes[n].op if clusters and graph.nodes[n].op in graph.ops else "") for n in drawn}
+    edges = _edges(graph, skip, compact)
+    band = _bands(drawn, edges, columns)
+    connectors, kept = _connectors(edges, band, prefix)
+    lines = [f"digraph {_q(graph.name)} {{",
+             f'  graph [rankdir={rankdir}, newrank=true, nodesep=0.12, ranksep=0.16, fontname="Helvetica", '
+             f'fontsize=12, labelloc=t, label={_q(title if title is not None else graph.name)}];',
+             '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10, margin="0.06,0.02", '
+             'height=0.2, color="#555555"];',
+             '  edge [arrowsize=0.6, fontname="Helvetica"];']
+    ops = list(dict.fromkeys(op for op in groups.values() if op))
+    for column in range(columns):
+        lines.append(f"  subgraph cluster_column{column} {{")
+        lines.append(f'    graph [label="", style=invis, id="{prefix}column{column}"];' if columns > 1 else
+                     '    graph [label="", style=invis];')
+        boxes = list(dict.fromkeys(groups[n] for n in drawn if groups[n] and band[n] == column))
+        for op in boxes:  # one box per source op (and column it reaches)
+            color = CLUSTER_COLORS[ops.index(op) % len(CLUSTER_COLORS)]
+            first = min(band[n] for n in drawn if groups[n] == op) == column
+            label = graph.ops[op] if first else f"{op} (continued)"
+            lines += [f"  subgraph cluster_{column}_{ops.index(op)} {{",
+                      f'    graph [id="{prefix}op-{html.escape(op)}-{column}", label={_q(label)}, '
+                      f'style="rounded,filled", fillcolor="#fafafa", color="{color}", penwidth=1.6, '
+                      f'fontcolor="{color}", fontsize=11];']
+            lines += ["  " + _node_line(graph, graph.nodes[n], prefix) for n in drawn
+                      if groups[n] == op and band[n] == column]
+            lines.append("  }")
+        lines += [_node_line(graph, graph.nodes[n], prefix) for n in drawn if not groups[n] and band[n] == column]
+        lines += connectors.get(column, [])
+        lines.append("  }")
+    if legend:
+        lines += _legend(prefix, rankdir)
+    for source, target, kind, tips in kept:
+        attrs = {**EDGE_STYLE[kind], "tooltip": f"{kind}: " + "; ".join(tips)}
+        if len(tips) > 1:  # one coordinate stream feeding several joiner inputs
+            attrs.update(label=f"×{len(tips)}", fontsize=8, fontcolor=EDGE_STYLE[kind]["color"])
+        lines.append(f"  {source} -> {target} [{_attrs(attrs)}];")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _pipe(dot: str, fmt: str) -> bytes:
+    import graphviz
+
+    try:
+        return graphviz.Source(dot).pipe(format=fmt)
+    except graphviz.ExecutableNotFound:
+        raise UserError("Graphviz's `dot` program is not installed", None,
+                        "apt-get install graphviz (scripts/setup.sh does this)") from None
+
+
+def fit_scale(dot: str) -> float:
+    """The zoom at which the layout fits a screen (1920x1200 pixels at 96 dpi); the larger, the
+    larger its text on one screen."""
+    box = json.loads(_pipe(dot, "json"))["bb"].split(",")
+    width, height = float(box[2]) * 96 / 72 or 1.0, float(box[3]) * 96 / 72 or 1.0
+    return min(SCREEN_PX[0] / width, SCREEN_PX[1] / height)
+
+
+def best_dot(graph: SamGraph, **options) -> str:
+    """`to_dot` in the direction (top-down, wrapped into up to 4 columns, or left-right) whose
+    layout shows its text largest when fitted to a screen."""
+    if "rankdir" in options:
+        return to_dot(graph, **options)
+    candidates = [to_dot(graph, rankdir="TB", columns=k, **options) for k in range(1, 5)]
+    candidates.append(to_dot(graph, rankdir="LR", **options))
+    return max(candidates, key=fit_scale)
+
+
+def svg(graph: SamGraph, **options) -> str:
+    """The picture as SVG text (for notebooks and HTML reports)."""
+    return _pipe(best_dot(graph, **options), "svg").decode("utf-8")
+
+
+def write_picture(dot: str, path: str) -> str:
+    """Render Graphviz text to an SVG, PNG or PDF file (by the file's suffix)."""
+    fmt = path.rsplit(".", 1)[-1].lower()
+    if fmt not in ("svg", "png", "pdf"):
+        raise UserError(f"cannot draw to {path!r}", None, "use a .svg, .png or .pdf file name")
+    data = _pipe(dot, fmt)
+    with open(path, "wb") as handle:
+        handle.write(data)
+    return path
+
+
+def render(graph: SamGraph, path: str, **options) -> str:
+    """Draw `graph` to an SVG, PNG or PDF file; needs Graphviz's `dot` program."""
+    return write_picture(best_dot(graph, **options), path)
