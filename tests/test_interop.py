@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -151,6 +152,7 @@ def _gv(path: Path) -> dict:
     return json.loads(out)
 
 
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed (scripts/setup.sh installs it)")
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_sam_gv_round_trip(tmp_path, name):
     compiled, _ = _compiled(name, "full")

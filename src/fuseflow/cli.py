@@ -144,6 +144,8 @@ def _read_inputs(path: str | None, program) -> dict:
 
 
 def _cmd_simulate(args) -> int:
+    from functools import partial
+
     import numpy as np
 
     from .sim.hw import HwConfig
@@ -151,6 +153,10 @@ def _cmd_simulate(args) -> int:
 
     program = _load_program(args)
     hw = HwConfig(hbm=args.hbm, channel_depth=args.depth)
+    if args.html:  # the report is written also when the simulation fails; then the error is raised
+        from .report.runs import simulate_report
+
+        simulate = partial(simulate_report, path=args.html, on_written=lambda p: print(f"wrote {p}", file=sys.stderr))
     result = simulate(program, args.schedule, _read_inputs(args.inputs, program), seed=args.seed,
                       density=args.density, hw=hw, engine=args.engine)
     if args.save_outputs:
@@ -272,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=int, help="bound every channel to this many tokens (detects deadlock)")
     p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
     p.add_argument("--json", action="store_true", help="machine-readable result")
+    p.add_argument("--html", metavar="OUT.html", help="also write an interactive report (one self-contained file), "
+                   "even when the simulation deadlocks or fails verification")
     p = mlir_command("orders", "list the valid dataflow orders of each group", _cmd_orders)
     p.add_argument("--group", type=int, help="only this group")
     p.add_argument("-v", "--verbose", action="store_true", help="also list unsupported orders and why")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 
 from ..errors import UserError
 from .graph import SamGraph, Stream
@@ -188,7 +189,7 @@ def to_dot(graph: SamGraph, *, compact: bool = True, legend: bool = True, cluste
             first = min(band[n] for n in drawn if groups[n] == op) == column
             label = graph.ops[op] if first else f"{op} (continued)"
             lines += [f"  subgraph cluster_{column}_{ops.index(op)} {{",
-                      f'    graph [id="{prefix}op-{html.escape(op)}-{column}", label={_q(label)}, '
+                      f'    graph [id="{prefix}op_{html.escape(op)}_{column}", label={_q(label)}, '
                       f'style="rounded,filled", fillcolor="#fafafa", color="{color}", penwidth=1.6, '
                       f'fontcolor="{color}", fontsize=11];']
             lines += ["  " + _node_line(graph, graph.nodes[n], prefix) for n in drawn
@@ -218,40 +219,58 @@ def _pipe(dot: str, fmt: str) -> bytes:
                         "apt-get install graphviz (scripts/setup.sh does this)") from None
 
 
-def fit_scale(dot: str) -> float:
-    """The zoom at which the layout fits a screen (1920x1200 pixels at 96 dpi); the larger, the
-    larger its text on one screen."""
-    box = json.loads(_pipe(dot, "json"))["bb"].split(",")
-    width, height = float(box[2]) * 96 / 72 or 1.0, float(box[3]) * 96 / 72 or 1.0
+def fit_scale(svg_text: str) -> float:
+    """The zoom at which an SVG picture fits a screen (1920x1200 pixels at 96 dpi): the larger,
+    the larger its text on one screen."""
+    size = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg_text)
+    width, height = (float(x) * 96 / 72 or 1.0 for x in size.groups())
     return min(SCREEN_PX[0] / width, SCREEN_PX[1] / height)
 
 
-def best_dot(graph: SamGraph, **options) -> str:
-    """`to_dot` in the direction (top-down, wrapped into up to 4 columns, or left-right) whose
-    layout shows its text largest when fitted to a screen."""
+def best_layout(candidates) -> tuple[str, str]:
+    """(Graphviz text, SVG) of the candidate layout whose text shows largest on one screen; the
+    candidates (an iterable of Graphviz texts) are tried in order until one fits at full size."""
+    best = None
+    for dot in candidates:
+        picture = _pipe(dot, "svg").decode("utf-8")
+        scale = fit_scale(picture)
+        if best is None or scale > best[0]:
+            best = (scale, dot, picture)
+        if scale >= 1:
+            break
+    return best[1], best[2]
+
+
+def layouts(graph: SamGraph, **options):
+    """The layouts tried for a picture: top-down in 1 to 4 columns, then left-to-right."""
     if "rankdir" in options:
-        return to_dot(graph, **options)
-    candidates = [to_dot(graph, rankdir="TB", columns=k, **options) for k in range(1, 5)]
-    candidates.append(to_dot(graph, rankdir="LR", **options))
-    return max(candidates, key=fit_scale)
+        yield to_dot(graph, **options)
+        return
+    for columns in range(1, 5):
+        yield to_dot(graph, rankdir="TB", columns=columns, **options)
+    yield to_dot(graph, rankdir="LR", **options)
 
 
 def svg(graph: SamGraph, **options) -> str:
     """The picture as SVG text (for notebooks and HTML reports)."""
-    return _pipe(best_dot(graph, **options), "svg").decode("utf-8")
+    return best_layout(layouts(graph, **options))[1]
 
 
-def write_picture(dot: str, path: str) -> str:
+def write_picture(dot: str, path: str, svg_text: str | None = None) -> str:
     """Render Graphviz text to an SVG, PNG or PDF file (by the file's suffix)."""
     fmt = path.rsplit(".", 1)[-1].lower()
     if fmt not in ("svg", "png", "pdf"):
         raise UserError(f"cannot draw to {path!r}", None, "use a .svg, .png or .pdf file name")
-    data = _pipe(dot, fmt)
-    with open(path, "wb") as handle:
-        handle.write(data)
+    data = svg_text.encode("utf-8") if fmt == "svg" and svg_text else _pipe(dot, fmt)
+    try:
+        with open(path, "wb") as handle:
+            handle.write(data)
+    except OSError as err:
+        raise UserError(f"cannot write {path}: {err.strerror}") from None
     return path
 
 
 def render(graph: SamGraph, path: str, **options) -> str:
     """Draw `graph` to an SVG, PNG or PDF file; needs Graphviz's `dot` program."""
-    return write_picture(best_dot(graph, **options), path)
+    dot, picture = best_layout(layouts(graph, **options))
+    return write_picture(dot, path, picture)
