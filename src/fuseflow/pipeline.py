@@ -60,6 +60,10 @@ class SimResult:
         del data["outputs"]
         return data
 
+    def _repr_html_(self) -> str:  # Jupyter shows the totals and a row per kernel (report.notebook)
+        from .report.notebook import result_html
+        return result_html(self)
+
 
 def _engine(name: str):
     if name == "oracle":

@@ -13,6 +13,7 @@ import time
 from .errors import FuseflowError, UserError
 from .explore.progress import Progress
 from .pipeline import simulate
+from .report.notebook import StudyTable
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
            ("speedup", "speedup", "{:.2f}x"), ("flops_ratio", "FLOPs/unf", "{:.2f}"),
@@ -120,7 +121,7 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
         row["speedup"] = base["cycles"] / row["cycles"] if row["cycles"] else float("nan")
         row["flops_ratio"] = row["flops"] / base["flops"] if base["flops"] else float("nan")
         row["mem_ratio"] = row["mem"] / base["mem"] if base["mem"] else float("nan")
-    return rows
+    return StudyTable(rows)
 
 
 def format_table(rows: list[dict]) -> str:
@@ -139,24 +140,8 @@ def format_table(rows: list[dict]) -> str:
 
 
 def plot(rows: list[dict], path: str) -> str:
-    """Grouped bars (speedup, FLOPs and memory relative to unfused) per schedule, like the
-    reference's Figure 12."""
-    import matplotlib
+    """Speedup (higher is better) and FLOPs and memory (lower is better) relative to the first
+    schedule, on separate axes with value labels (`explore.plot.study_chart`)."""
+    from .explore.plot import study_chart
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    metrics = [("speedup", "speedup vs unfused"), ("flops_ratio", "FLOPs / unfused"), ("mem_ratio", "memory / unfused")]
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    width = 0.8 / len(metrics)
-    for k, (key, label) in enumerate(metrics):
-        ax.bar([i + k * width for i in range(len(rows))], [r[key] if r[key] is not None else 0.0 for r in rows], width, label=label)
-    ax.set_xticks([i + width for i in range(len(rows))], [r["schedule"] for r in rows])
-    ax.axhline(1.0, color="grey", linewidth=0.8)
-    ax.set_yscale("log")
-    ax.set_title(f"{rows[0]['model']} on {rows[0]['dataset']}")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return study_chart(rows, path)

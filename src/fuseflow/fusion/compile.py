@@ -46,6 +46,10 @@ class Compiled:
     kernels: list[Kernel]
     formats: dict[str, TensorFormat]  # storage of every tensor a kernel writes or reads
 
+    def _repr_html_(self) -> str:  # Jupyter shows the kernels and their picture (report.notebook)
+        from ..report.notebook import compiled_html
+        return compiled_html(self)
+
 
 def prepare(program: Program, shapes: dict | None = None) -> Program:
     """The canonical form that schedules name ops in: unit-extent variables become constant

@@ -139,7 +139,10 @@ def _kernel_rows(kernels: list[dict]) -> str:
         metrics = k.get("metrics") or {}
         cells = "".join(f"<td>{metrics[key]:,}</td>" if key in metrics else "<td></td>" for key, _ in shown)
         size = "reshape" if k["reshape"] else f"{len(k['nodes'])}"
-        rows.append(f'<tr data-kernel="{k["index"]}"><td>k{k["index"]}</td><td>{html.escape(", ".join(k["ops"]))}</td>'
+        ops = k["ops"] if len(k["ops"]) <= 4 else k["ops"][:2] + ["…", k["ops"][-1]]
+        names = html.escape(", ".join(ops)) + (f" ({len(k['ops'])} ops)" if len(k["ops"]) > 4 else "")
+        rows.append(f'<tr data-kernel="{k["index"]}"><td>k{k["index"]}</td>'
+                    f'<td title="{html.escape(", ".join(k["ops"]))}">{names}</td>'
                     f'<td>{html.escape(",".join(k["order"]))}</td><td>{size}</td>{cells}</tr>')
     head = "".join(f"<th>{title}</th>" for _, title in shown)
     return (f'<table id="kernel-table"><thead><tr><th>kernel</th><th>ops</th><th>order</th><th>nodes</th>{head}'

@@ -1,13 +1,20 @@
-"""Readable pictures of SamGraphs (Graphviz): labelled as SAM's graphs, one cluster per source op.
+"""Readable pictures of SamGraphs (Graphviz): labelled as SAM's graphs, boxes for the source ops.
 
-Each node reads `primitive var` over `tensor mode · format` (see `labels`), with its id (`n12`,
-as in `--text`, deadlock and verification reports) in grey. Streams are styled by kind, with a
-legend: coordinates blue, references green dashed, values red bold, repeat signals grey dotted.
-The compact picture (the default) leaves out what adds lines but no information: a broadcast is
-drawn as the fan-out of its producer's edges, and a repeat-signal generator (a pure function of
-the coordinates it reads) as a dotted signal edge from those coordinates into the repeat. Nodes
-that lowering created for one source op sit in a box labelled with that op's statement. The
-direction (top-down or left-right) is the one whose layout is closest to a screen's shape.
+Each node reads `primitive var` and `tensor, mode as a subscript, format` (see `labels`), then
+its id (`n12`, as in `--text`, deadlock and verification reports) in grey. Streams are styled
+by kind, with a legend: coordinates blue, references green dashed, values red bold, repeat
+signals grey dotted. The compact picture (the default) leaves out what adds lines but no
+information: a broadcast is drawn as the fan-out of its producer's edges, a repeat-signal
+generator (a pure function of the coordinates it reads) as a dotted edge from those coordinates
+into the repeat, and the root (the scans and repeats it feeds start every loop nest). A box
+labelled with a source op's statement holds the nodes that compute its values (arrays, ALUs,
+reducers, accumulators, repeats of values); the loops that feed them are shared by several ops
+and stay outside. A node whose outputs nothing reads is dashed.
+
+A deep graph (a fully fused model) is wrapped into side-by-side columns, each a run of depths,
+with connectors (`to n47` at the bottom of one, `from n35` at the top of the next) where streams
+cross. `best_layout` tries one column, then more, then left-to-right, and keeps the simplest
+layout that shows the text about as large as any on a 1920x1200 screen.
 
     >>> from fuseflow.sam.graph import SamGraph
     >>> g = SamGraph("tiny"); r = g.add("root")
@@ -29,13 +36,18 @@ from .labels import node_label
 EDGE_STYLE = {"crd": {"color": "#1f5fbf"}, "ref": {"color": "#2e8b2e", "style": "dashed"},
               "val": {"color": "#c0392b", "penwidth": "2"}, "repsig": {"color": "#888888", "style": "dotted"}}
 LEGEND = {"crd": "coordinates", "ref": "references", "val": "values", "repsig": "repeat signal"}
+NOTES = ["A₁: tensor A, mode 1;  n12: node id (as in reports)", "fan-out: a broadcast;  dashed: outputs unused",
+         "boxes: where each source op computes"]
 FILL = {"root": "#eeeeee", "scan": "#dcefd5", "locate": "#dcefd5", "array": "#c9e6bf", "intersect": "#e6dcf2",
         "union": "#e6dcf2", "repsig": "#d6eef7", "repeat": "#d6eef7", "alu": "#fde3cb", "reduce": "#f8cfb0",
         "spacc": "#f8cfb0", "spacc2": "#f8cfb0", "crd_drop": "#fff2b8", "level_write": "#b9dcb0",
         "value_write": "#b9dcb0", "fork": "#e2e2e2", "join": "#e2e2e2", "broadcast": "#000000"}
 CLUSTER_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948", "#9c755f",
                   "#ff9da7", "#bab0ac"]
+BOXED = ("array", "alu", "reduce", "spacc", "spacc2")  # in their op's box (with repeats of values)
 SCREEN_PX = (1920, 1200)  # the screen pictures are laid out for
+FITS = 0.9  # a layout shown at this zoom or more on that screen is good enough
+BETTER = 1.15  # a less simple layout must show the text this much larger to be chosen
 
 
 def _q(text: str) -> str:
@@ -80,7 +92,15 @@ def hidden(graph: SamGraph, compact: bool = True) -> dict[int, list[int]]:
     return out
 
 
-def _node_line(graph: SamGraph, node, prefix: str) -> str:
+def _boxed(graph: SamGraph, node) -> bool:
+    """Whether a node is drawn in its source op's box: the nodes that compute its values (the
+    loops that feed them are shared and stay outside, which keeps the boxes compact)."""
+    if node.op not in graph.ops:
+        return False
+    return node.kind in BOXED or (node.kind == "repeat" and graph.stream_kind(node.inputs["in"]) == "val")
+
+
+def _node_line(graph: SamGraph, node, prefix: str, used: set[int] | frozenset = frozenset()) -> str:
     if node.kind == "broadcast":
         return f'  n{node.id} [id="{prefix}n{node.id}", shape=point, width=0.08, tooltip="n{node.id} broadcast"];'
     lab = node_label(graph, node)
@@ -92,25 +112,26 @@ def _node_line(graph: SamGraph, node, prefix: str) -> str:
              "tooltip": f"n{node.id} {lab.long}"}
     if node.kind == "root":
         attrs["shape"] = "ellipse"
+    if used and node.id not in used and node.kind not in ("level_write", "value_write"):
+        attrs.update(style="rounded,filled,dashed", tooltip=attrs["tooltip"] + " (its outputs are unused)")
     return f"  n{node.id} [{_attrs(attrs)}];"
 
 
-def _legend(prefix: str, rankdir: str) -> list[str]:
-    """A box with one short edge of each stream kind, and what ids and subscripts mean."""
-    lines = ["  subgraph cluster_legend {",
-             f'    graph [id="{prefix}legend", label="streams", style="rounded", color="#999999", fontsize=10];',
-             '    node [shape=point, width=0.02, style=invis];']
-    kinds = list(LEGEND)
+def _legend(prefix: str) -> list[str]:
+    """One box: a line of each stream kind's style, and what ids, subscripts and boxes mean."""
+    rows = ['<tr><td colspan="2"><b>streams</b></td></tr>']
     for kind, what in LEGEND.items():
-        lines.append(f"    legend_{kind}_a -> legend_{kind}_b [{_attrs({**EDGE_STYLE[kind], 'label': f' {kind}: {what} ', 'fontsize': 9})}];")
-    if rankdir == "TB":  # flat edges, stacked by invisible ones
-        lines += [f"    {{rank=same; legend_{k}_a; legend_{k}_b}}" for k in kinds]
-        lines += [f"    legend_{a}_a -> legend_{b}_a [style=invis];" for a, b in zip(kinds, kinds[1:])]
-    else:
-        lines += ["    {rank=same; " + "; ".join(f"legend_{k}_{end}" for k in kinds) + "}" for end in "ab"]
-    note = "A₁: tensor A, mode 1\\ln12: node id, as in reports\\lfan-out: a broadcast\\lboxes: the source ops\\l"
-    lines += [f'    legend_note [shape=plaintext, style="", width=0, fontsize=9, label="{note}"];', "  }"]
-    return lines
+        style = EDGE_STYLE[kind]
+        dash = f' style="{style["style"]}"' if style.get("style") in ("dashed", "dotted") else ""
+        width = 3 if kind == "val" else 2
+        line = (f'<table border="0" cellborder="0" cellspacing="0"><tr><td width="34" height="6" sides="b" '
+                f'border="{width}" color="{style["color"]}"{dash}></td></tr><tr><td height="6"></td></tr></table>')
+        rows.append(f'<tr><td>{line}</td><td align="left">{kind}: {what}</td></tr>')
+    for note in NOTES:
+        rows.append(f'<tr><td colspan="2" align="left">{html.escape(note)}</td></tr>')
+    table = f'<<table border="0" cellborder="0" cellspacing="2">{"".join(rows)}</table>>'
+    return [f'  legend [id="{prefix}legend", shape=box, style=rounded, color="#999999", fontsize=9, '
+            f'tooltip="legend", label={table}];']
 
 
 def _edges(graph: SamGraph, skip: set[int], compact: bool) -> dict[tuple[int, int, str], list[str]]:
@@ -168,10 +189,11 @@ def to_dot(graph: SamGraph, *, compact: bool = True, legend: bool = True, cluste
     joined by connectors; `prefix` makes SVG ids unique when several graphs share a page."""
     skip = set(hidden(graph, compact))
     drawn = [n.id for n in graph.nodes if n.id not in skip]
-    groups = {n: (graph.nodes[n].op if clusters and graph.nodes[n].op in graph.ops else "") for n in drawn}
+    groups = {n: graph.nodes[n].op if clusters and _boxed(graph, graph.nodes[n]) else "" for n in drawn}
     edges = _edges(graph, skip, compact)
     band = _bands(drawn, edges, columns)
     connectors, kept = _connectors(edges, band, prefix)
+    used = {s.node for n in graph.nodes for s in n.inputs.values()}
     lines = [f"digraph {_q(graph.name)} {{",
              f'  graph [rankdir={rankdir}, newrank=true, nodesep=0.12, ranksep=0.16, fontname="Helvetica", '
              f'fontsize=12, labelloc=t, label={_q(title if title is not None else graph.name)}];',
@@ -191,15 +213,15 @@ def to_dot(graph: SamGraph, *, compact: bool = True, legend: bool = True, cluste
             lines += [f"  subgraph cluster_{column}_{ops.index(op)} {{",
                       f'    graph [id="{prefix}op_{html.escape(op)}_{column}", label={_q(label)}, '
                       f'style="rounded,filled", fillcolor="#fafafa", color="{color}", penwidth=1.6, '
-                      f'fontcolor="{color}", fontsize=11];']
-            lines += ["  " + _node_line(graph, graph.nodes[n], prefix) for n in drawn
+                      f'fontcolor="{color}", fontsize=9, margin=4];']
+            lines += ["  " + _node_line(graph, graph.nodes[n], prefix, used) for n in drawn
                       if groups[n] == op and band[n] == column]
             lines.append("  }")
-        lines += [_node_line(graph, graph.nodes[n], prefix) for n in drawn if not groups[n] and band[n] == column]
+        lines += [_node_line(graph, graph.nodes[n], prefix, used) for n in drawn if not groups[n] and band[n] == column]
         lines += connectors.get(column, [])
         lines.append("  }")
     if legend:
-        lines += _legend(prefix, rankdir)
+        lines += _legend(prefix)
     for source, target, kind, tips in kept:
         attrs = {**EDGE_STYLE[kind], "tooltip": f"{kind}: " + "; ".join(tips)}
         if len(tips) > 1:  # one coordinate stream feeding several joiner inputs
@@ -228,15 +250,16 @@ def fit_scale(svg_text: str) -> float:
 
 
 def best_layout(candidates) -> tuple[str, str]:
-    """(Graphviz text, SVG) of the candidate layout whose text shows largest on one screen; the
-    candidates (an iterable of Graphviz texts) are tried in order until one fits at full size."""
+    """(Graphviz text, SVG) of the candidate layout whose text shows largest on one screen. The
+    candidates (Graphviz texts, simplest first) are tried in order until one nearly fits at full
+    size; a later one is taken only when it shows the text at least `BETTER` times larger."""
     best = None
     for dot in candidates:
         picture = _pipe(dot, "svg").decode("utf-8")
         scale = fit_scale(picture)
-        if best is None or scale > best[0]:
+        if best is None or scale > BETTER * best[0]:
             best = (scale, dot, picture)
-        if scale >= 1:
+        if best[0] >= FITS:
             break
     return best[1], best[2]
 

@@ -183,6 +183,10 @@ class SamGraph:
                 raise GraphError(f"stream {stream} has {len(users)} consumers and no broadcast")
 
     # -- exporters -----------------------------------------------------------------
+    def _repr_svg_(self) -> str:  # Jupyter shows the picture (sam.draw)
+        from .draw import svg
+        return svg(self)
+
     def to_text(self) -> str:
         return "\n".join([f"graph {self.name}"] + [n.describe() for n in self.nodes])
 
