@@ -1,5 +1,5 @@
 """Draw the pictures in docs/pictures/: GCN (per layer and fully fused), GPT-3's attention,
-overviews of multi-kernel schedules, a study chart, and a simulation report with its screenshot.
+overviews of multi-kernel schedules, a study chart, and a screenshot of a simulation report.
 
     .venv/bin/python scripts/draw_pictures.py          # about 30 s
 
@@ -77,11 +77,11 @@ def main() -> None:
     kernel_picture(blocks, attention, "gpt3_attention", "GPT-3 attention (BigBird mask, 16x16 tiles)")
     rows = fusion_study(build("gcn", "synthetic:cora", scale=0.1), ["unfused", "partial", "full"])
     print("wrote", plot(rows, str(OUT / "gcn_study.png")))
-    page = OUT / "gcn_partial_report.html"
-    simulate_report(gcn.program, gcn.presets["partial"], gcn.inputs, path=str(page))
-    print("wrote", page)
-    if shutil.which("chromium") and shutil.which("chromedriver"):
+    if shutil.which("chromium") and shutil.which("chromedriver"):  # a report as it shows in a browser
+        page = Path(tempfile.mkdtemp()) / "gcn_partial_report.html"
+        simulate_report(gcn.program, gcn.presets["partial"], gcn.inputs, path=str(page))
         screenshot(page, OUT / "gcn_partial_report.png")
+        shutil.rmtree(page.parent)
 
 
 if __name__ == "__main__":
