@@ -160,9 +160,10 @@ def emit(compiled, fmt: str, directory: str, data: dict) -> str:
     except OSError as err:
         raise UserError(f"cannot create {directory}: {err.strerror}", "--emit") from None
     if fmt == "sam-gv":
-        return f"wrote {len(emit_sam_gv(compiled, directory))} SAM graphs to {directory}/"
+        count = len(emit_sam_gv(compiled, directory))
+        return f"wrote {count} SAM graph{'s' * (count != 1)} to {directory}/"
     manifest = emit_comal(compiled, data, directory)
     graphs = [k for k in manifest["kernels"] if "graph" in k]
     notes = sum(len(k["notes"]) for k in graphs)
-    return (f"wrote {len(graphs)} Comal graphs with their tensor files to {directory}/"
+    return (f"wrote {len(graphs)} Comal graph{'s' * (len(graphs) != 1)} with their tensor files to {directory}/"
             + (f" ({notes} nodes without an exact Comal equivalent: see the notes.txt files)" if notes else ""))
