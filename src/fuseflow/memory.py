@@ -7,11 +7,10 @@ system killing the process.
 
     >>> parse_size("1.5G"), parse_size("512M"), parse_size("4096")
     (1610612736, 536870912, 4096)
-    >>> budget = Budget(parse_size("1M"))
-    >>> budget.check(1000, "kernel k0")
-    >>> budget.check(3 * 2**20, "kernel k0 (fully fused)")
+    >>> Budget(parse_size("64G")).check(2**20, "kernel k0")
+    >>> Budget(parse_size("1M")).check(3 * 2**20, "kernel k0 (fully fused)")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    fuseflow.memory.MemoryLimitError: kernel k0 (fully fused): needs about 3.0 MiB, more than the 1.0 MiB allowed (fix: raise --max-memory, or choose a smaller input or a schedule that materialises less)
+    fuseflow.memory.MemoryLimitError: kernel k0 (fully fused): needs about 3.0 MiB more, ... (fix: raise --max-memory, ...)
     >>> format_bytes(3 * 2**30)
     '3.0 GiB'
 """
@@ -25,7 +24,7 @@ import psutil
 
 from .errors import UserError
 
-__all__ = ["Budget", "MemoryLimitError", "available_bytes", "format_bytes", "parse_size"]
+__all__ = ["Budget", "MemoryLimitError", "available_bytes", "format_bytes", "parse_size", "resident_bytes"]
 
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:i?B)?", re.ASCII | re.IGNORECASE)
@@ -85,31 +84,39 @@ def available_bytes() -> int:
     return max(0, min(left))
 
 
+def resident_bytes() -> int:
+    """This process's resident memory now."""
+    return psutil.Process(os.getpid()).memory_info().rss
+
+
 class Budget:
-    """A memory limit to check estimates against: `limit` bytes, or (None) a share of what is
-    available when each check is made."""
+    """A memory limit for this process: `limit` bytes in all (the process's resident memory
+    counts against it), or (None) a share of the memory available when each check is made."""
 
     def __init__(self, limit: int | str | None = None):
         self.limit = None if limit is None else parse_size(limit)
 
     def allowed(self) -> int:
-        """Bytes a request may take now."""
+        """Bytes the process may still take."""
         if self.limit is not None:
-            return self.limit
+            return max(0, self.limit - resident_bytes())
         return int(available_bytes() * _HEADROOM)
 
     def fits(self, nbytes: float) -> bool:
         return nbytes <= self.allowed()
 
     def check(self, nbytes: float, what: str) -> None:
-        """Raise `MemoryLimitError` naming `what` if `nbytes` exceeds what is allowed."""
+        """Raise `MemoryLimitError` naming `what` if `nbytes` more do not fit."""
         allowed = self.allowed()
         if nbytes > allowed:
-            source = "allowed" if self.limit is not None else "available"
-            raise MemoryLimitError(
-                f"needs about {format_bytes(nbytes)}, more than the {format_bytes(allowed)} {source}", what,
-                "raise --max-memory, or choose a smaller input or a schedule that materialises less"
-                if self.limit is not None else "choose a smaller input or a schedule that materialises less")
+            if self.limit is not None:
+                raise MemoryLimitError(
+                    f"needs about {format_bytes(nbytes)} more, and the limit of {format_bytes(self.limit)} "
+                    f"leaves {format_bytes(allowed)}", what,
+                    "raise --max-memory, or choose a smaller input or a schedule that materialises less")
+            raise MemoryLimitError(f"needs about {format_bytes(nbytes)} more, and {format_bytes(allowed)} "
+                                   "are available", what,
+                                   "choose a smaller input or a schedule that materialises less")
 
     def __repr__(self) -> str:
         return f"Budget({'available' if self.limit is None else format_bytes(self.limit)})"

@@ -83,12 +83,12 @@ Spec choices (where primitives.py is silent or ambiguous):
 * Every input must end with `D` and be fully consumed; misaligned or malformed streams raise
   `MisalignedStreams` (an AssertionError) naming the node and the offending tokens.
 
-This module runs graphs. One node runs in `oracle_node` (`IMPLS`, `apply`), in the context of
-`oracle_ctx`; the primitives live by family: `oracle_read` (root, scan, locate, array),
-`oracle_repeat` (repsig, repeat), `oracle_join` (intersect, union), `oracle_alu`,
-`oracle_reduce`, `oracle_spacc` (spacc, spacc2), `oracle_drop` (crd_drop), `oracle_write`
-(level_write, value_write) and `oracle_lanes` (broadcast, fork, join), with the arithmetic of
-`oracle_arith`; `oracle_fns` has them as functions on token lists (re-exported here).
+This package runs graphs. One node runs in `oracle.node` (`IMPLS`, `apply`), in the context of
+`oracle.context`; the primitives live by family, in modules named as the fast engine's
+(`sim.fast`): `read` (root, scan, locate, array), `repeat` (repsig, repeat), `join` (intersect,
+union), `alu`, `reduce`, `spacc` (spacc, spacc2), `drop` (crd_drop), `write` (level_write,
+value_write) and `lanes` (broadcast, fork, join), with the arithmetic of `arith`; `fns` has them
+as functions on token lists (re-exported here).
 
     >>> format_tokens(scan(parse_tokens("0 1 S0 D"), seg=[0, 2, 3], crd=[5, 7, 6])[0])
     '5 7 S0 6 S0 S1 D'
@@ -99,15 +99,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..sam.graph import GraphError, SamGraph, Stream
-from .hw import HwConfig
-from .oracle_arith import ALU_OPS, INF, NAN, REDUCERS  # INF, NAN: re-exported
-from .oracle_ctx import MisalignedStreams
-from .oracle_fns import alu, array, broadcast, crd_drop, fork, intersect, join, level_write, locate, reduce, \
+from ...sam.graph import GraphError, SamGraph, Stream
+from ..hw import HwConfig
+from .arith import ALU_OPS, INF, NAN, REDUCERS  # INF, NAN: re-exported
+from .context import MisalignedStreams
+from .fns import alu, array, broadcast, crd_drop, fork, intersect, join, level_write, locate, reduce, \
     repeat, repsig, root, scan, spacc, union, value_write
-from .oracle_node import IMPLS, NodeRun, _run_node, apply
-from .storage import StoredTensor, WrittenTensor
-from .tokens import Token, format_tokens, parse_tokens
+from .node import IMPLS, NodeRun, _run_node, apply
+from ..storage import StoredTensor, WrittenTensor
+from ..tokens import Token, format_tokens, parse_tokens
 
 __all__ = ["run_graph", "GraphRun", "NodeRun", "apply", "MisalignedStreams", "ALU_OPS", "REDUCERS",
            "root", "scan", "locate", "repsig", "repeat", "intersect", "union", "array", "alu", "reduce",

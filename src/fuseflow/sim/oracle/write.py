@@ -9,11 +9,11 @@
 """
 from __future__ import annotations
 
-from ..sam.graph import GraphError
-from .oracle_arith import _num
-from .oracle_ctx import _Ctx
-from .storage import Level
-from .tokens import Done, Empty, Stop, Val, is_elem
+from ...sam.graph import GraphError
+from .arith import _num
+from .context import _Ctx
+from ..storage import Level
+from ..tokens import Done, Empty, Stop, Val, is_elem
 
 
 def _level_write(c: _Ctx) -> None:

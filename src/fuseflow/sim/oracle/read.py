@@ -7,10 +7,10 @@
 """
 from __future__ import annotations
 
-from ..sam.graph import GraphError
-from .oracle_ctx import _Ctx
-from .tiles import Tile, stored_tile
-from .tokens import Done, Empty, Stop, Val, is_elem
+from ...sam.graph import GraphError
+from .context import _Ctx
+from ..tiles import Tile, stored_tile
+from ..tokens import Done, Empty, Stop, Val, is_elem
 
 
 def _root(c: _Ctx) -> None:

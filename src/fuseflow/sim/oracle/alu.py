@@ -8,11 +8,11 @@
 """
 from __future__ import annotations
 
-from ..sam.graph import GraphError
-from .oracle_arith import ALU_OPS, _num
-from .oracle_ctx import _Ctx
-from .tiles import Tile, TileSpec
-from .tokens import Done, Empty, Stop, Val, is_elem
+from ...sam.graph import GraphError
+from .arith import ALU_OPS, _num
+from .context import _Ctx
+from ..tiles import Tile, TileSpec
+from ..tokens import Done, Empty, Stop, Val, is_elem
 
 
 def _alu_signature(kind_where: str, params: dict, connected: list[str]):

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .tiles import Tile
-from .tokens import Done, Empty, Repeat, Stop, Val, as_tokens
+from ..tiles import Tile
+from ..tokens import Done, Empty, Repeat, Stop, Val, as_tokens
 
 VAL, STOP, EMPTY, DONE, REPEAT = 0, 1, 2, 3, 4
 

@@ -6,11 +6,11 @@
 """
 from __future__ import annotations
 
-from ..sam.graph import GraphError
-from .oracle_arith import REDUCERS, _num
-from .oracle_ctx import _Ctx
-from .tiles import Tile
-from .tokens import Done, Empty, Stop, Val, is_elem
+from ...sam.graph import GraphError
+from .arith import REDUCERS, _num
+from .context import _Ctx
+from ..tiles import Tile
+from ..tokens import Done, Empty, Stop, Val, is_elem
 
 
 def _reducer(c: _Ctx):

@@ -5,17 +5,17 @@ emissions, counters, stored tensors, and `MisalignedStreams` for inputs that do 
     >>> repeat("5 D", "S1 D")
     Traceback (most recent call last):
     ...
-    fuseflow.sim.oracle_ctx.MisalignedStreams: n0 repeat: signal S1 needs S0 at the head of in: S1 vs 5
+    fuseflow.sim.oracle.context.MisalignedStreams: n0 repeat: signal S1 needs S0 at the head of in: S1 vs 5
 """
 from __future__ import annotations
 
-from ..errors import UserError
-from ..sam.graph import GraphError
-from ..sam.primitives import PRIMITIVES
-from .hw import MEMORY_KINDS, HwConfig
-from .storage import Level, StoredTensor
-from .tiles import TileSpec
-from .tokens import Done, token_text
+from ...errors import UserError
+from ...sam.graph import GraphError
+from ...sam.primitives import PRIMITIVES
+from ..hw import MEMORY_KINDS, HwConfig
+from ..storage import Level, StoredTensor
+from ..tiles import TileSpec
+from ..tokens import Done, token_text
 
 
 class MisalignedStreams(GraphError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from .tokens import Empty
+from ..tokens import Empty
 
 INF = float("inf")
 NAN = float("nan")

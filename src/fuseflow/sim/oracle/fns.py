@@ -6,9 +6,9 @@
 """
 from __future__ import annotations
 
-from .oracle_node import apply
-from .storage import Level, StoredTensor
-from .tokens import Token
+from .node import apply
+from ..storage import Level, StoredTensor
+from ..tokens import Token
 
 
 def root() -> list[Token]:

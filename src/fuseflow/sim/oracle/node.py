@@ -9,20 +9,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..sam.primitives import PRIMITIVES
-from .hw import HwConfig
-from .oracle_alu import _alu
-from .oracle_ctx import _Chan, _Ctx
-from .oracle_drop import _crd_drop
-from .oracle_join import _joiner
-from .oracle_lanes import _broadcast, _fork, _join
-from .oracle_read import _array, _locate, _root, _scan
-from .oracle_reduce import _reduce
-from .oracle_repeat import _repeat, _repsig
-from .oracle_spacc import _spacc, _spacc2
-from .oracle_write import _level_write, _value_write
-from .storage import Level
-from .tokens import Token, as_tokens
+from ...sam.primitives import PRIMITIVES
+from ..hw import HwConfig
+from .alu import _alu
+from .context import _Chan, _Ctx
+from .drop import _crd_drop
+from .join import _joiner
+from .lanes import _broadcast, _fork, _join
+from .read import _array, _locate, _root, _scan
+from .reduce import _reduce
+from .repeat import _repeat, _repsig
+from .spacc import _spacc, _spacc2
+from .write import _level_write, _value_write
+from ..storage import Level
+from ..tokens import Token, as_tokens
 
 
 IMPLS = {

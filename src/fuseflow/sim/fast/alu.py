@@ -1,0 +1,250 @@
+"""Kernel and runner of the ALU: elementwise ops on aligned value streams, with the oracle's IEEE
+float64 arithmetic. Mirrors `sim.oracle.alu`.
+
+    >>> from fuseflow.sim.fast import apply
+    >>> from fuseflow.sim.tokens import format_tokens
+    >>> format_tokens(apply("alu", {"a": "1.0 N S0 D", "b": "2.0 3.0 S0 D"}, {"op": "div"}).outs["val"])
+    '0.5 0 S0 D'
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..oracle.alu import _alu_signature
+from .core import (DONE, FAIL, FLOPS, II, INF, NANV, PORT, STEPS, WAIT_OUT, NeedOracle, Runner, T, enter, leave,
+                   missing, out_at, out_leave)
+from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
+from .stream import DONE as D_TOK
+
+ALU_CODES = {"neg": 0, "exp": 1, "sqrt": 2, "rsqrt": 3, "tanh": 4, "erf": 5, "abs": 6, "const": 7,
+             "add": 8, "sub": 9, "mul": 10, "div": 11, "max": 12, "min": 13, "gt": 14, "ge": 15,
+             "lt": 16, "le": 17, "eq": 18, "ne": 19, "select": 20, "coalesce": 21}
+
+
+@njit(cache=True)
+def _div(a, b, nan):
+    if b == 0.0:
+        if a != a or a == 0.0:
+            return nan
+        return math.copysign(INF, a) * math.copysign(1.0, b)
+    return a / b
+
+
+@njit(cache=True)
+def _sqrt(a, nan):
+    if a >= 0:
+        return math.sqrt(a)
+    return nan
+
+
+@njit(cache=True)
+def alu_op(op, x0, x1, x2, nan):
+    """One ALU result, as `oracle.arith.ALU_OPS` computes it."""
+    if op == 0:
+        return -x0
+    if op == 1:
+        return math.exp(x0)
+    if op == 2:
+        return _sqrt(x0, nan)
+    if op == 3:
+        return _div(1.0, _sqrt(x0, nan), nan)
+    if op == 4:
+        return math.tanh(x0)
+    if op == 5:
+        return math.erf(x0)
+    if op == 6:
+        return abs(x0)
+    if op == 8:
+        return x0 + x1
+    if op == 9:
+        return x0 - x1
+    if op == 10:
+        return x0 * x1
+    if op == 11:
+        return _div(x0, x1, nan)
+    if op == 12:
+        if x0 != x0 or x1 != x1:
+            return nan
+        return x0 if x0 >= x1 else x1
+    if op == 13:
+        if x0 != x0 or x1 != x1:
+            return nan
+        return x0 if x0 <= x1 else x1
+    if op == 14:
+        return 1.0 if x0 > x1 else 0.0
+    if op == 15:
+        return 1.0 if x0 >= x1 else 0.0
+    if op == 16:
+        return 1.0 if x0 < x1 else 0.0
+    if op == 17:
+        return 1.0 if x0 <= x1 else 0.0
+    if op == 18:
+        return 1.0 if x0 == x1 else 0.0
+    if op == 19:
+        return 1.0 if x0 != x1 else 0.0
+    # select
+    return x1 if x0 != 0 else x2
+
+
+@njit(cache=True)
+def _k_alu(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ck_, cd, c_s, ccons, ok, od, ot,
+           nin, op, has_scalar, scalar, spos, nanv):
+    nan = nanv[0]
+    pa, ea, fa, al = enter(CH, RD, io, 0)
+    pb, eb, fb, bl = pa, ea, fa, al
+    pc, ec, fc, cl = pa, ea, fa, al
+    if nin >= 2:
+        pb, eb, fb, bl = enter(CH, RD, io, 1)
+    if nin >= 3:
+        pc, ec, fc, cl = enter(CH, RD, io, 2)
+    j = out_at(CH, io, nin, 0)
+    cap = ok.shape[0]
+    t = S[T]
+    ii = S[II]
+    flops = 0
+    steps = 0
+    status = 0
+    while True:
+        status = missing(pa, ea, fa)
+        if status:
+            S[PORT] = 0
+            break
+        if nin >= 2:
+            status = missing(pb, eb, fb)
+            if status:
+                S[PORT] = 1
+                break
+        if nin >= 3:
+            status = missing(pc, ec, fc)
+            if status:
+                S[PORT] = 2
+                break
+        if j >= cap:
+            status = WAIT_OUT
+            break
+        rt = max(a_s[pa] + al, 0)
+        a = ak[pa]
+        b = VAL
+        c = VAL
+        if nin >= 2:
+            b = bk[pb]
+            rt = max(rt, b_s[pb] + bl)
+        if nin >= 3:
+            c = ck_[pc]
+            rt = max(rt, c_s[pc] + cl)
+        if op != 21 and _is_elem(a) and _is_elem(b) and _is_elem(c):
+            if op == 7:
+                res = scalar
+            else:
+                x0 = float(ad[pa]) if a == VAL else 0.0
+                x1 = 0.0
+                x2 = 0.0
+                if nin >= 2:
+                    x1 = float(bd[pb]) if b == VAL else 0.0
+                if nin >= 3:
+                    x2 = float(cd[pc]) if c == VAL else 0.0
+                if has_scalar:
+                    if spos == 0:
+                        x2 = x1
+                        x1 = x0
+                        x0 = scalar
+                    elif spos == 1:
+                        x2 = x1
+                        x1 = scalar
+                    else:
+                        x2 = scalar
+                res = alu_op(op, x0, x1, x2, nan)
+            flops += 1
+            ok[j] = VAL
+            od[j] = res
+        elif op == 21 and _is_elem(a):  # coalesce: N -> the scalar, values pass (no flop)
+            ok[j] = VAL
+            od[j] = scalar if a == EMPTY else float(ad[pa])
+        else:
+            if a == REPEAT:
+                status = FAIL
+                break
+            lv = ad[pa]
+            if nin >= 2 and not (b == a and (a != STOP or bd[pb] == lv) and a != VAL):
+                status = FAIL
+                break
+            if nin >= 3 and not (c == a and (a != STOP or cd[pc] == lv) and a != VAL):
+                status = FAIL
+                break
+            ok[j] = a
+            od[j] = lv if a == STOP else 0.0
+        t = max(t + ii, rt)
+        ot[j] = t
+        j += 1
+        acons[pa] = t
+        pa += 1
+        if nin >= 2:
+            bcons[pb] = t
+            pb += 1
+        if nin >= 3:
+            ccons[pc] = t
+            pc += 1
+        steps += 1
+        if a == D_TOK:
+            status = DONE
+            break
+    S[T] = t
+    S[STEPS] += steps
+    S[FLOPS] += flops
+    out_leave(CH, io, nin, 0, j)
+    done = status == DONE
+    leave(CH, RD, io, 0, pa, a_s, acons, done)
+    if nin >= 2:
+        leave(CH, RD, io, 1, pb, b_s, bcons, done)
+    if nin >= 3:
+        leave(CH, RD, io, 2, pc, c_s, ccons, done)
+    return status
+
+
+class Alu(Runner):
+    kernel = staticmethod(_k_alu)
+
+    def check(self):
+        try:
+            op, ports, _fn, scalar, pos = _alu_signature(
+                f"n{self.id} alu", self.params, [p for p in "abc" if p in self.node.inputs])
+        except Exception:
+            raise NeedOracle() from None
+        if op not in ALU_CODES or set(self.node.inputs) != set(ports) or not 1 <= len(ports) <= 3:
+            raise NeedOracle()
+        self.ins, self.outs = tuple(ports), ("val",)
+        self.op, self.scalar, self.pos = op, scalar, pos
+
+    def out_dtype(self, port):
+        return np.float64
+
+    def out_tile(self, port):
+        return None if self.tile is None else self.tile.shape(self.tile.out)
+
+    def flops_scale(self):
+        return self.tile.flops_per_token
+
+    def args(self):
+        if self._args is None:
+            ports = []
+            for ch, r in zip(self.in_ch, self.readers):
+                cons = next(x.cons for x in ch.readers if x.index == r)
+                ports.append((ch.kind, ch.data, ch.sent, cons))
+            while len(ports) < 3:
+                ports.append(ports[0])
+            out = self.out_ch[0]
+            tables = out.tables
+            self._args = (self.S, self.F, tables.CH, tables.RD, self.io, *ports[0], *ports[1], *ports[2],
+                          out.kind, out.data, out.sent, len(self.in_ch), ALU_CODES[self.op],
+                          self.scalar is not None, 0.0 if self.scalar is None else self.scalar,
+                          int(self.pos) if self.scalar is not None else 0, NANV)
+        return self._args
+
+    def after(self, before_in, before_out):
+        if self.tile is not None:
+            from . import tiles
+
+            tiles.alu(self, before_in, before_out)

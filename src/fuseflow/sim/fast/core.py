@@ -1,0 +1,241 @@
+"""What every kernel of the streaming engine shares: state slots, status codes, the way a kernel
+enters and leaves its ports, the memory model, and `Runner`, the Python side of one node.
+
+A kernel is a numba function that runs one node's step loop (the oracle's, read for read) on
+whatever its input channels hold, and returns when it must wait (an input has no token yet, or
+an output buffer is full), when it is done (it handled `D`), or when its input is malformed.
+Everything that must survive until the next call lives in the node's state arrays: `S` (int64:
+the time of the last step, step and memory counters, kernel-specific slots from `FREE` on) and
+`F` (float64, e.g. a reducer's accumulator). A step checks that every head it reads is there and
+that every output has room *before* it changes anything, so stopping between two steps is
+always exact: the times of the tokens it emits follow the same recurrence
+`t = max(t + II, visible times of the heads read)` whichever call produces them.
+
+Ports: kernel argument `io` holds, for input i, (channel, reader, producer latency) at 3i..3i+2,
+then one channel per output. `enter`/`leave` turn the shared tables (`channel.Tables`) into
+local positions and back, and advance the reader's occupancy merge.
+
+    >>> S = new_state(ii=1)
+    >>> int(S[T]), int(S[II]), int(S[STEPS])
+    (-1, 1, 0)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..hw import MEMORY_KINDS, HwConfig
+from ..oracle.arith import NAN
+from ..oracle.context import _Ctx
+from ..tiles import TileSpec
+from .channel import merge_occupancy
+
+# status of a kernel call
+WAIT_IN, WAIT_OUT, DONE, FAIL, GROW = 1, 2, 3, 4, 5
+# state slots
+T, II, STEPS, FLOPS, READS, WRITES, WORDS, PORT, NEED, FREE = range(10)
+STATE_SLOTS = 24
+
+INF = math.inf
+# The oracle's NaN constant, passed to kernels in an array: a NaN literal would let LLVM fold
+# `x >= 0 ? sqrt(x) : NaN` into `sqrt(x)`, whose NaN has another sign bit.
+NANV = np.array([NAN], dtype=np.float64)
+NO_MEM = np.zeros(4, dtype=np.int64)  # memory model off
+
+
+def new_state(ii: int) -> np.ndarray:
+    S = np.zeros(STATE_SLOTS, dtype=np.int64)
+    S[T] = -ii  # so that the first step happens at max(0, visible times)
+    S[II] = ii
+    return S
+
+
+@njit(inline="always")
+def enter(CH, RD, io, i):
+    """(position, end, final, latency) of input i: the next unconsumed token's index in the
+    window, the window's length, whether the producer is done."""
+    c = io[3 * i]
+    return RD[io[3 * i + 1], 0] - CH[c, 0], CH[c, 1], CH[c, 2] != 0, io[3 * i + 2]
+
+
+@njit(inline="always")
+def leave(CH, RD, io, i, pos, sent, cons, done):
+    """Store input i's position and advance its occupancy merge."""
+    c = io[3 * i]
+    r = io[3 * i + 1]
+    RD[r, 0] = pos + CH[c, 0]
+    merge_occupancy(CH, RD, c, r, sent, cons, done)
+
+
+@njit(inline="always")
+def out_at(CH, io, nin, o):
+    """Fill position of output o."""
+    return CH[io[3 * nin + o], 1]
+
+
+@njit(inline="always")
+def out_leave(CH, io, nin, o, j):
+    CH[io[3 * nin + o], 1] = j
+
+
+@njit(inline="always")
+def missing(pos, end, final):
+    """WAIT_IN when input at `pos` has no token yet, FAIL when it never will, else 0."""
+    if pos < end:
+        return 0
+    return FAIL if final else WAIT_IN
+
+
+@njit(cache=True)
+def stall(mem, before, words, done):
+    """HwConfig.memory_stall (+ final_stall on a step emitting D) of a memory node's step;
+    mem = (hbm, channels, latency, startup)."""
+    if mem[0] == 0:
+        return 0
+    extra = 0
+    if words > 0:
+        c = mem[1]
+        extra = ((before + words) // c - before // c) * mem[2]
+        if before == 0:
+            extra += mem[3]
+    if done and (before + words) % mem[1] != 0:
+        extra += mem[2]
+    return extra
+
+
+class NeedOracle(Exception):
+    """The node is outside what the kernels handle: the oracle runs it."""
+
+
+def counters(S) -> dict:
+    return {"flops": int(S[FLOPS]), "mem_reads": int(S[READS]), "mem_writes": int(S[WRITES])}
+
+
+class Runner:
+    """The Python side of one node: its ports and channels, its state, the kernel call, and
+    whatever happens around it (tile values, written tensors). Subclasses set `kernel`, and
+    override `check` (raise NeedOracle for what the kernel does not handle), `out_dtype`,
+    `extra` (arguments after the ports) and `after` (work on the tokens a call moved)."""
+
+    kernel = None
+    ins: tuple[str, ...] = ()
+    outs: tuple[str, ...] = ()
+
+    def __init__(self, node, tensors, hw: HwConfig, cache: dict):
+        self.node, self.id, self.kind, self.params = node, node.id, node.kind, node.params
+        self.arity, self.tensors, self.hw, self.cache = node.arity, tensors, hw, cache
+        self.tile = TileSpec.of(node.kind, node.params)
+        lat, ii = hw.timing(node.kind, node.params)
+        self.lat, self.ii = int(lat), int(ii)
+        self.S = new_state(self.ii)
+        self.F = np.zeros(4, dtype=np.float64)
+        self.in_ch: list = []
+        self.out_ch: list = []
+        self.readers: list[int] = []
+        self._args = None
+        self.done = False
+        self.status = 0  # of the last call
+        self.waiting, self.seen, self.rooms = 0, 0, []  # what a waiting node waits for
+        self.failed = False  # set by `after` when it finds malformed input
+        self.engine = None
+
+    # -- set up ---------------------------------------------------------------------------------------
+    def ports(self):
+        """(input ports, output ports) in kernel order."""
+        return self.ins, self.outs
+
+    def check(self) -> None:
+        """Raise NeedOracle when the node's parameters or inputs are beyond the kernel."""
+
+    def out_dtype(self, port: str):
+        return np.int64
+
+    def out_tile(self, port: str):
+        """Tile shape of an output stream, None for scalars."""
+        return None
+
+    def ctx(self):
+        """An oracle context (no inputs) to evaluate parameters exactly as the oracle does."""
+        return _Ctx(self.id, self.kind, self.params, self.arity, {}, self.tensors, self.hw)
+
+    def mem(self) -> np.ndarray:
+        """(hbm, channels, latency, startup) of the memory model for this node's kind."""
+        hw = self.hw
+        if not getattr(hw, "hbm", False) or self.kind not in MEMORY_KINDS:
+            return NO_MEM
+        values = (hw.hbm_channels, hw.hbm_latency, hw.hbm_startup)
+        if (not all(isinstance(v, int) for v in values) or hw.hbm_channels <= 0
+                or type(hw).memory_stall is not HwConfig.memory_stall
+                or type(hw).final_stall is not HwConfig.final_stall):
+            raise NeedOracle()
+        return np.array((1,) + values, dtype=np.int64)
+
+    def array(self, values, dtype):
+        """`values` (a list or array of a stored tensor) as a numpy array, converted once per run."""
+        key = (id(values), dtype)
+        hit = self.cache.get(key)
+        if hit is None or hit[0] is not values:
+            hit = (values, np.asarray(values, dtype=dtype))
+            self.cache[key] = hit
+        return hit[1]
+
+    def attach_inputs(self, in_ch: list, readers: list[int]) -> None:
+        """The channels of the input ports (in `ins` order) and this node's reader numbers."""
+        self.in_ch, self.readers = in_ch, readers
+        self.check_bound()
+
+    def attach_outputs(self, out_ch: list) -> None:
+        self.out_ch = out_ch
+        io = []
+        for ch, r in zip(self.in_ch, self.readers):
+            io += [ch.index, r, ch.lat]
+        io += [ch.index for ch in out_ch]
+        self.io = np.array(io or [0], dtype=np.int64)
+
+    def check_bound(self) -> None:
+        """Checks that need the input channels (their payload types)."""
+
+    def extra(self) -> tuple:
+        return ()
+
+    def invalidate(self) -> None:
+        self._args = None
+
+    def args(self) -> tuple:
+        if self._args is None:
+            ports = []
+            for ch, r in zip(self.in_ch, self.readers):
+                cons = next(x.cons for x in ch.readers if x.index == r)
+                ports += [ch.kind, ch.data, ch.sent, cons]
+            for ch in self.out_ch:
+                ports += [ch.kind, ch.data, ch.sent]
+            tables = self.in_ch[0].tables if self.in_ch else self.out_ch[0].tables
+            self._args = (self.S, self.F, tables.CH, tables.RD, self.io, *ports, *self.extra())
+        return self._args
+
+    # -- running --------------------------------------------------------------------------------------
+    def call(self) -> int:
+        return self.kernel(*self.args())
+
+    def after(self, before_in: list[int], before_out: list[int]) -> None:
+        """Work on what a call consumed (inputs from before_in) and emitted (outputs from
+        before_out, window positions): tile values, written tensors."""
+
+    def grow(self) -> None:
+        """Enlarge the state buffer a kernel asked for (GROW)."""
+        raise AssertionError(f"n{self.id} {self.kind}: the kernel asked for more state")
+
+    def finish(self) -> dict:
+        """What the node leaves besides its streams: {'level': Level} or {'vals': ...}."""
+        return {}
+
+    def counters(self) -> dict:
+        out = counters(self.S)
+        if self.tile is not None and out["flops"]:
+            out["flops"] *= self.flops_scale()
+        return out
+
+    def flops_scale(self) -> int:
+        return 1

@@ -1,0 +1,118 @@
+"""Kernel and runner of crd_drop: outer coordinates whose inner fiber is empty go. Mirrors
+`sim.oracle.drop`.
+
+    >>> from fuseflow.sim.fast import apply
+    >>> from fuseflow.sim.tokens import format_tokens
+    >>> run = apply("crd_drop", {"outer": "0 1 S0 D", "inner": "3 S0 S0 S1 D"})
+    >>> format_tokens(run.outs["outer"]), format_tokens(run.outs["inner"])
+    ('0 S0 D', '3 S0 S1 D')
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .core import (DONE, FAIL, FREE, II, PORT, STEPS, WAIT_OUT, NeedOracle, Runner, T, enter, leave, missing,
+                   out_at, out_leave)
+from .stream import STOP, VAL
+from .stream import DONE as D_TOK
+
+_STARTED = FREE  # the current inner fiber emitted its outer coordinate
+
+
+@njit(cache=True)
+def _k_crd_drop(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, ook, ood, oot, oik, oid, oit):
+    po, eo, fo, ol = enter(CH, RD, io, 0)
+    pi, ei, fi, il = enter(CH, RD, io, 1)
+    jo = out_at(CH, io, 2, 0)
+    ji = out_at(CH, io, 2, 1)
+    t = S[T]
+    ii = S[II]
+    steps = 0
+    status = 0
+    while True:
+        status = missing(pi, ei, fi)
+        if status:
+            S[PORT] = 1
+            break
+        status = missing(po, eo, fo)
+        if status:
+            S[PORT] = 0
+            break
+        if jo >= ook.shape[0] or ji >= oik.shape[0]:
+            status = WAIT_OUT
+            break
+        ik = ki[pi]
+        o = ko[po]
+        tn = max(t + ii, max(i_s[pi] + il, o_s[po] + ol, 0))
+        if ik == VAL:
+            if o != VAL:
+                status = FAIL
+                break
+            if not S[_STARTED]:
+                ook[jo] = VAL
+                ood[jo] = do[po]
+                oot[jo] = tn
+                jo += 1
+                S[_STARTED] = 1
+            icons[pi] = tn
+            oik[ji] = VAL
+            oid[ji] = di[pi]
+            oit[ji] = tn
+            ji += 1
+            pi += 1
+        elif ik == STOP and di[pi] == 0:
+            if o != VAL:
+                status = FAIL
+                break
+            ocons[po] = tn
+            icons[pi] = tn
+            po += 1
+            if S[_STARTED]:
+                oik[ji] = STOP
+                oid[ji] = 0
+                oit[ji] = tn
+                ji += 1
+            pi += 1
+            S[_STARTED] = 0
+        elif ik == STOP or ik == D_TOK:
+            if not (o == ik and (ik == D_TOK or do[po] == di[pi] - 1)):
+                status = FAIL
+                break
+            ocons[po] = tn
+            icons[pi] = tn
+            ook[jo] = o
+            ood[jo] = do[po]
+            oot[jo] = tn
+            jo += 1
+            oik[ji] = ik
+            oid[ji] = di[pi]
+            oit[ji] = tn
+            ji += 1
+            po += 1
+            pi += 1
+        else:
+            status = FAIL
+            break
+        t = tn
+        steps += 1
+        if ik == D_TOK:
+            status = DONE
+            break
+    S[T] = t
+    S[STEPS] += steps
+    out_leave(CH, io, 2, 0, jo)
+    out_leave(CH, io, 2, 1, ji)
+    done = status == DONE
+    leave(CH, RD, io, 0, po, o_s, ocons, done)
+    leave(CH, RD, io, 1, pi, i_s, icons, done)
+    return status
+
+
+class CrdDrop(Runner):
+    kernel = staticmethod(_k_crd_drop)
+    ins, outs = ("outer", "inner"), ("outer", "inner")
+
+    def check_bound(self):
+        if any(ch.dtype != np.int64 for ch in self.in_ch):
+            raise NeedOracle()

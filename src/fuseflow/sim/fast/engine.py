@@ -1,0 +1,371 @@
+"""The streaming graph driver: runs every node's kernel on bounded channels until the graph is done.
+
+Nodes are visited in rounds, in id order (the graph is a DAG). A visit calls the node's kernel,
+which runs until an input has no token yet, an output buffer is full, or it is done; a node is
+visited again only when what stopped it changed (new tokens, freed room). Channels drop what
+every reader consumed, so memory follows the buffer sizes, not the streams' lengths. When a
+whole round moves nothing, some producer is waiting for room that its readers cannot free until
+another stream moves (reconvergent paths with different rates): its full buffers grow, within
+the memory budget. None of this changes timing: a token's time follows from the times of the
+tokens it depends on, whichever call computes it (see `core`).
+
+Memory the engine allocates (buffers, accumulator tables, written tensors) goes through
+`reserve`, which checks it against the run's `Budget` and raises `MemoryLimitError` naming the
+node instead of letting the operating system kill the process.
+
+    >>> from fuseflow.sam.graph import SamGraph
+    >>> g = SamGraph("chain"); r = g.add("root")
+    >>> s = g.add("scan", {"tensor": "", "level": 0, "format": "dense", "dim": 4}, ref=r.out("ref"))
+    >>> _ = g.add("level_write", {"tensor": "o", "level": 0, "format": "dense", "dim": 4}, crd=s.out("crd"))
+    >>> run = Engine(g, {}, chunk=2).run()
+    >>> run.cycles, run.stream_tokens[s.out("crd")]
+    (7, 6)
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ...memory import Budget, format_bytes
+from ...sam.graph import GraphError, SamGraph, Stream
+from ...sam.primitives import PRIMITIVES
+from ..hw import HwConfig
+from ..oracle import WRITERS, GraphRun
+from ..storage import WrittenTensor
+from ..tiles import Tile
+from ..tokens import Done, Empty, Repeat, Stop, Val
+from .by_oracle import OracleRunner
+from .channel import Channel, Tables
+from .core import DONE, FAIL, GROW, STEPS, WAIT_IN, WAIT_OUT, NeedOracle, Runner, T
+from .stream import EMPTY, REPEAT, STOP, VAL
+
+DEFAULT_CHUNK = 1 << 16  # tokens a channel buffers before its producer waits
+CHANNEL_BYTES = 256 << 20  # what the buffers of one kernel may take before their size is lowered
+TILE_CHANNEL_BYTES = 16 << 20  # one channel of tiles
+MIN_CHUNK = 64
+
+
+class KernelFailed(Exception):
+    """A kernel met input the primitive does not accept (the oracle gives the exact error)."""
+
+    def __init__(self, runner):
+        super().__init__(f"n{runner.id} {runner.kind}")
+        self.runner = runner
+
+
+def chunk_for(channels: int, chunk: int | None) -> int:
+    """Buffer size in tokens: `chunk` if given, else the default lowered so that `channels`
+    buffers stay within CHANNEL_BYTES."""
+    if chunk is not None:
+        return max(1, int(chunk))
+    per = CHANNEL_BYTES // max(1, channels) // 33
+    return max(MIN_CHUNK, min(DEFAULT_CHUNK, 1 << max(per.bit_length() - 1, 0)))
+
+
+class Engine:
+    """One run of a graph. `chunk`: tokens per channel buffer (None: a default that fits the
+    memory budget; an int, or a callable (stream) -> int for per-channel sizes in tests);
+    `on_events(done)`: called about twice a second with the token events so far."""
+
+    def __init__(self, graph: SamGraph, tensors: dict, hw: HwConfig | None = None, *, chunk=None,
+                 budget: Budget | None = None, keep_streams: bool = False, on_events=None,
+                 record_consumed: bool = False, what: str | None = None, sources: dict | None = None):
+        from . import RUNNERS
+
+        self.graph, self.tensors, self.hw = graph, tensors, hw or HwConfig()
+        self.budget, self.on_events = budget, on_events
+        self.what = what or f"graph {graph.name}"
+        self.reserved = 0
+        self.record_consumed = record_consumed
+        self.consumed: dict = {}
+        cache: dict = {}
+        nodes = graph.nodes
+        sources = sources or {}
+        readers = sum(len(n.inputs) for n in nodes)
+        streams = len(sources) + sum(len(PRIMITIVES[n.kind].ports(n.arity)[1]) for n in nodes if n.kind in PRIMITIVES)
+        self.tables = Tables(streams, readers)
+        size = chunk if callable(chunk) else (lambda s, c=chunk_for(streams, chunk): c)
+        self.channels: dict[Stream, Channel] = {}
+        self.runners: list[Runner] = []
+        self._readers = -1
+        for stream, arr in sources.items():  # streams given whole (`apply`), fed in chunks
+            ch = Channel(self.tables, len(self.channels), arr.data.dtype, size(stream),
+                         None if arr.tiles is None else arr.tiles.shape[1:], arr.lat, keep_streams)
+            self.channels[stream] = ch
+            self.runners.append(Source(stream, arr, ch, self))
+        for node in nodes:
+            if node.kind not in RUNNERS:
+                raise GraphError(f"n{node.id}: unknown primitive {node.kind!r}")
+            for port, stream in node.inputs.items():
+                if stream not in self.channels:
+                    raise GraphError(f"n{node.id} {node.kind}: input {port} reads {stream}, which is not "
+                                     "an output of an earlier node")
+            runner = self._runner(RUNNERS[node.kind], node, cache)
+            for port in runner.outs:
+                s = Stream(node.id, port)
+                tile = runner.out_tile(port)
+                cap = size(s)
+                if tile is not None and chunk is None:
+                    cap = max(16, min(cap, TILE_CHANNEL_BYTES // (8 * int(np.prod(tile)))))
+                ch = Channel(self.tables, len(self.channels), runner.out_dtype(port), cap, tile, runner.lat,
+                             keep_streams)
+                self.reserve(ch.capacity * ch.bytes_per_slot(), runner)
+                self.channels[s] = ch
+            runner.attach_outputs([self.channels[Stream(node.id, p)] for p in runner.outs])
+            self.runners.append(runner)
+
+    def _runner(self, make, node, cache) -> Runner:
+        """The node's kernel runner bound to its input channels, or the oracle's if the kernel
+        cannot run it."""
+        first = self._readers
+        for attempt in (make, OracleRunner):
+            self._readers = first
+            runner = attempt(node, self.tensors, self.hw, cache)
+            runner.engine = self
+            try:
+                runner.check()
+                in_ch, readers = [], []
+                for port in runner.ins:
+                    ch = self.channels[node.inputs[port]]
+                    r = self._next_reader()
+                    ch.add_reader(r, node.id, port)
+                    in_ch.append(ch)
+                    readers.append(r)
+                runner.attach_inputs(in_ch, readers)
+                return runner
+            except NeedOracle:
+                for ch in {id(c): c for c in getattr(runner, "in_ch", [])}.values():
+                    ch.readers = [x for x in ch.readers if x.node != node.id]
+        raise AssertionError("the oracle runs every node")
+
+    def _next_reader(self) -> int:
+        self._readers += 1
+        return self._readers
+
+
+    # -- memory ----------------------------------------------------------------------------------------
+    def reserve(self, nbytes: int, runner: Runner) -> None:
+        """Account for `nbytes` more; MemoryLimitError when the budget does not allow it."""
+        self.reserved += nbytes
+        if self.budget is not None and nbytes > (1 << 20):
+            self.budget.check(nbytes, f"{self.what} n{runner.id} {runner.kind} (engine buffers "
+                                      f"{format_bytes(self.reserved)} so far)")
+
+    def enlarge(self, arr: np.ndarray, runner: Runner, need: int | None = None) -> np.ndarray:
+        """A copy of `arr` at least twice (and at least `need`) as long."""
+        size = max(2 * arr.shape[0], need or 0, 16)
+        self.reserve((size - arr.shape[0]) * arr.itemsize, runner)
+        out = np.empty((size,) + arr.shape[1:], dtype=arr.dtype)
+        out[:arr.shape[0]] = arr
+        return out
+
+    def _grow_channel(self, ch: Channel, runner: Runner, need: int = 0) -> None:
+        size = max(2 * ch.capacity, need)
+        self.reserve((size - ch.capacity) * ch.bytes_per_slot(), runner)
+        ch.grow(size)
+        for r in self.runners:
+            if ch in r.in_ch or ch in r.out_ch:
+                r.invalidate()
+
+    # -- running ---------------------------------------------------------------------------------------
+    def _ready(self, r: Runner) -> bool:
+        if r.status == WAIT_IN:
+            ch = r.in_ch[r.waiting]
+            return ch.produced > r.seen or ch.final
+        if r.status == WAIT_OUT:
+            return any(ch.room() > room for ch, room in zip(r.out_ch, r.rooms))
+        return True
+
+    def _visit(self, r: Runner) -> bool:
+        """Call r's kernel until it waits; True if it moved."""
+        steps = int(r.S[STEPS])
+        moved_status = r.status
+        while True:
+            for ch in r.out_ch:
+                if ch.capacity - ch.count < (ch.capacity + 1) // 2:
+                    ch.compact()
+            before_in = [ch.cursor(x) for ch, x in zip(r.in_ch, r.readers)]
+            before_out = [ch.count for ch in r.out_ch]
+            status = r.call()
+            self._after(r, before_in, before_out)
+            if status == GROW:
+                r.grow()
+                continue
+            if status == WAIT_OUT and any(ch.count == ch.capacity and ch.droppable() for ch in r.out_ch):
+                continue
+            if status >= 6:  # YIELD: the runner emptied a log
+                continue
+            break
+        r.status = status
+        if status == DONE:
+            r.done = True
+            for ch in r.out_ch:
+                self.tables.CH[ch.index, 2] = 1
+        elif status == FAIL or getattr(r, "failed", False):
+            raise KernelFailed(r)
+        elif status == WAIT_IN:
+            r.waiting = int(r.S[7])
+            r.seen = r.in_ch[r.waiting].produced
+        elif status == WAIT_OUT:
+            r.rooms = [ch.room() for ch in r.out_ch]
+        return int(r.S[STEPS]) != steps or status != moved_status
+
+    def _after(self, r: Runner, before_in, before_out) -> None:
+        r.after(before_in, before_out)
+        for ch, start in zip(r.out_ch, before_out):
+            ch.keep_new(start)
+        if self.record_consumed:
+            for ch, x, b in zip(r.in_ch, r.readers, before_in):
+                self.consumed.setdefault(x, []).extend(next(y.cons for y in ch.readers if y.index == x)
+                                                        [b:ch.cursor(x)].tolist())
+
+    def _unstick(self) -> None:
+        """No node moved in a whole round: grow the full buffers of the nodes waiting for room."""
+        grown = False
+        for r in self.runners:
+            if r.done or r.status != WAIT_OUT:
+                continue
+            for ch in r.out_ch:
+                if ch.room() == 0:
+                    self._grow_channel(ch, r)
+                    grown = True
+            r.status = 0
+        if not grown:
+            waiting = [f"n{r.id} {r.kind}" for r in self.runners if not r.done][:8]
+            raise AssertionError(f"fast engine: no node can move ({', '.join(waiting)})")
+
+    def run(self) -> GraphRun:
+        last_report = time.monotonic()
+        live = list(self.runners)
+        while live:
+            moved = False
+            for r in live:
+                if not r.done and self._ready(r):
+                    moved |= self._visit(r)
+            live = [r for r in live if not r.done]
+            if live and not moved:
+                self._unstick()
+            if self.on_events is not None and time.monotonic() - last_report > 0.5:
+                last_report = time.monotonic()
+                self.on_events(self.events())
+        self._check_consumed()
+        return self._result()
+
+    def events(self) -> int:
+        """Token events so far: tokens produced on every stream."""
+        return int(sum(self.tables.CH[ch.index, 0] + self.tables.CH[ch.index, 1] for ch in self.channels.values()))
+
+    def _check_consumed(self) -> None:
+        for r in self.runners:
+            for ch, x in zip(r.in_ch, r.readers):
+                if self.tables.RD[x, 0] != ch.produced:
+                    raise KernelFailed(r)
+
+    def stream_arrays(self, stream: Stream):
+        """(kind, data, sent, tiles) of every token a kept stream carried."""
+        return _kept(self.channels[stream])
+
+    # -- results ---------------------------------------------------------------------------------------
+    def _result(self) -> GraphRun:
+        written: dict[str, WrittenTensor] = {}
+        node_steps, occupancy = {}, {}
+        counters = {"flops": 0, "mem_reads": 0, "mem_writes": 0}
+        cycles = 0
+        for r in self.runners:
+            if r.node is None:  # a source
+                continue
+            node_steps[r.id] = int(r.S[STEPS])
+            for key, value in r.counters().items():
+                counters[key] += value
+            reader = dict(zip(r.ins, r.readers))
+            for port, stream in r.node.inputs.items():
+                occupancy[stream] = int(self.tables.RD[reader[port], 3])
+            if r.kind in WRITERS:
+                cycles = max(cycles, int(r.S[T]))
+                left = r.finish()
+                out = written.setdefault(r.params["tensor"], WrittenTensor())
+                if r.kind == "level_write":
+                    k = r.params.get("level", 0)
+                    if k in out.levels:
+                        raise GraphError(f"n{r.id}: level {k} of {r.params['tensor']} is written twice")
+                    out.levels[k] = left["level"]
+                else:
+                    if out.vals is not None:
+                        raise GraphError(f"n{r.id}: values of {r.params['tensor']} are written twice")
+                    out.vals = left["vals"]
+        kept = {s: ch for s, ch in self.channels.items() if ch.kept is not None}
+        return GraphRun(
+            written=written, cycles=cycles, node_steps=node_steps,
+            stream_tokens={s: ch.produced for s, ch in self.channels.items()}, counters=counters,
+            streams={s: tokens_of(ch) for s, ch in kept.items()} if kept else None,
+            stream_times={s: times_of(ch) for s, ch in kept.items()} if kept else None,
+            max_occupancy=occupancy)
+
+
+class Source(Runner):
+    """A stream given whole (`apply`'s inputs), handed to its channel as room allows."""
+
+    def __init__(self, stream: Stream, arr, ch: Channel, engine):
+        self.id, self.kind, self.params, self.node = stream.node, "source", {}, None
+        self.arr, self.next, self.engine, self.tile = arr, 0, engine, None
+        self.in_ch, self.readers, self.out_ch, self.ins, self.outs = [], [], [ch], (), ("out",)
+        self.S = np.zeros(16, dtype=np.int64)
+        self.done, self.status, self.failed = False, 0, False
+        self.waiting, self.seen, self.rooms = 0, 0, []
+
+    def call(self) -> int:
+        ch = self.out_ch[0]
+        ch.compact()
+        n = min(len(self.arr) - self.next, ch.capacity - ch.count)
+        if n > 0:
+            a, lo = self.arr, self.next
+            tiles = None if a.tiles is None else a.tiles[lo:lo + n]
+            ch.append(a.kind[lo:lo + n], a.data[lo:lo + n], a.sent[lo:lo + n], tiles)
+            self.next += n
+            self.S[STEPS] += n
+        return DONE if self.next == len(self.arr) else WAIT_OUT
+
+    def counters(self) -> dict:
+        return {}
+
+
+def _kept(ch: Channel):
+    parts = ch.kept or []
+    if not parts:
+        return np.zeros(0, np.int8), np.zeros(0, ch.dtype), np.zeros(0, np.int64), None
+    kind = np.concatenate([p[0] for p in parts])
+    data = np.concatenate([p[1] for p in parts])
+    sent = np.concatenate([p[2] for p in parts])
+    tiles = np.concatenate([p[3] for p in parts]) if ch.tile_shape is not None else None
+    return kind, data, sent, tiles
+
+
+_SINGLE = {EMPTY: Empty, 3: Done, REPEAT: Repeat}
+
+
+def token_list(kind: np.ndarray, data: np.ndarray, tiles: np.ndarray | None) -> list:
+    """The oracle's tokens of token arrays (tiles aligned with the tokens, or None)."""
+    out = []
+    for i, (k, x) in enumerate(zip(kind.tolist(), data.tolist())):
+        if k == VAL:
+            out.append(Val(Tile(tiles[i])) if tiles is not None else Val(x))
+        elif k == STOP:
+            out.append(Stop(int(x)))
+        else:
+            out.append(_SINGLE[k])
+    return out
+
+
+def tokens_of(ch: Channel) -> list:
+    """Every token a channel carried (kept), as the oracle's tokens."""
+    kind, data, _, tiles = _kept(ch)
+    return token_list(kind, data, tiles)
+
+
+def times_of(ch: Channel) -> list:
+    """Visible times of every token a channel carried (kept)."""
+    return (_kept(ch)[2] + ch.lat).tolist()
+
+
+__all__ = ["Engine", "KernelFailed", "Source", "chunk_for", "token_list", "tokens_of", "times_of"]

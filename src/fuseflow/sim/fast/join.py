@@ -1,0 +1,264 @@
+"""Kernel and runner of the joiners: intersect and union of k (crd, payload) inputs. Mirrors
+`sim.oracle.join`.
+
+The kernel decides every step from the crd heads and the payload heads' kinds; it records for
+each emitting step which payload token each output takes (`src`, -1 for `N`), and `_gather`
+copies the payloads' data (int references or float values, one call per payload) and checks that
+their stops carry the crd stops' levels.
+
+    >>> from fuseflow.sim.fast import apply
+    >>> from fuseflow.sim.tokens import format_tokens
+    >>> run = apply("intersect", {"crd0": "0 2 S0 D", "pay0": "10 12 S0 D",
+    ...                           "crd1": "2 3 S0 D", "pay1": "7 8 S0 D"}, arity=2)
+    >>> [format_tokens(run.outs[p]) for p in ("crd", "pay0", "pay1")]
+    ['2 S0 D', '12 S0 D', '7 S0 D']
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .core import DONE, FAIL, II, PORT, STEPS, WAIT_IN, WAIT_OUT, NeedOracle, Runner, T, enter, leave
+from .stream import EMPTY, STOP, VAL
+from .stream import DONE as D_TOK
+
+
+@njit(cache=True)
+def _k_joiner(S, F, CH, RD, io, is_union, k, ck, cd, cs, ccons, pk, ps, pcons, ok, od, ot, opk, opt, src):
+    """One step per loop iteration, as the oracle's `_joiner`; ck/cd/cs/ccons are the crd inputs,
+    pk/ps/pcons the payload inputs' kinds, sent times and consume times (tuples of k arrays);
+    opk/opt the payload outputs' kinds and sent times."""
+    cpos = np.empty(k, dtype=np.int64)
+    cend = np.empty(k, dtype=np.int64)
+    cfin = np.empty(k, dtype=np.bool_)
+    clat = np.empty(k, dtype=np.int64)
+    ppos = np.empty(k, dtype=np.int64)
+    pend = np.empty(k, dtype=np.int64)
+    pfin = np.empty(k, dtype=np.bool_)
+    plat = np.empty(k, dtype=np.int64)
+    jo = np.empty(k + 1, dtype=np.int64)
+    for i in range(k):
+        cpos[i], cend[i], cfin[i], clat[i] = enter(CH, RD, io, 2 * i)
+        ppos[i], pend[i], pfin[i], plat[i] = enter(CH, RD, io, 2 * i + 1)
+    nin = 2 * k
+    for o in range(k + 1):
+        jo[o] = CH[io[3 * nin + o], 1]
+    cap = ok.shape[0]
+    for i in range(k):
+        cap = min(cap, opk[i].shape[0] - jo[i + 1] + jo[0])
+    cap = min(cap, src.shape[1] + jo[0])
+    adv = np.zeros(k, dtype=np.bool_)
+    t = S[T]
+    ii = S[II]
+    steps = 0
+    ne = 0
+    status = 0
+    while True:
+        if jo[0] >= cap:
+            status = WAIT_OUT
+            break
+        rt = 0
+        n_done = 0
+        n_stop = 0
+        stop_lv = -1
+        n_val = 0
+        vmin = 0
+        vall_eq = True
+        v0 = 0
+        for i in range(k):
+            q = cpos[i]
+            if q >= cend[i]:
+                status = FAIL if cfin[i] else WAIT_IN
+                S[PORT] = 2 * i
+                break
+            h = ck[i][q]
+            x = cs[i][q] + clat[i]
+            if x > rt:
+                rt = x
+            if h == D_TOK:
+                n_done += 1
+            elif h == STOP:
+                if n_stop == 0:
+                    stop_lv = cd[i][q]
+                elif cd[i][q] != stop_lv:
+                    status = FAIL
+                n_stop += 1
+            elif h == VAL:
+                x = cd[i][q]
+                if n_val == 0:
+                    vmin = x
+                    v0 = x
+                else:
+                    if x < vmin:
+                        vmin = x
+                    if x != v0:
+                        vall_eq = False
+                n_val += 1
+            else:
+                status = FAIL
+                break
+        if status != 0:
+            break
+        if n_done > 0 and n_done < k:
+            status = FAIL
+            break
+        emit = 0  # 0 nothing, 1 the heads' control token, 2 a coordinate
+        for i in range(k):
+            adv[i] = False
+        if n_done == k or n_val == 0:
+            for i in range(k):
+                adv[i] = True
+            emit = 1
+        elif is_union:
+            for i in range(k):
+                q = cpos[i]
+                if ck[i][q] == VAL and cd[i][q] == vmin:
+                    adv[i] = True
+            emit = 2
+        elif n_stop == 0 and vall_eq:
+            for i in range(k):
+                adv[i] = True
+            emit = 2
+        else:
+            for i in range(k):
+                q = cpos[i]
+                if ck[i][q] == VAL and (n_stop > 0 or cd[i][q] == vmin):
+                    adv[i] = True
+        for i in range(k):
+            if not adv[i]:
+                continue
+            q = ppos[i]
+            if q >= pend[i]:
+                status = FAIL if pfin[i] else WAIT_IN
+                S[PORT] = 2 * i + 1
+                break
+            h = ck[i][cpos[i]]
+            p = pk[i][q]
+            if h == VAL:
+                good = p == VAL or p == EMPTY
+            else:
+                good = p == h
+            if not good:
+                status = FAIL
+                break
+            x = ps[i][q] + plat[i]
+            if x > rt:
+                rt = x
+        if status != 0:
+            break
+        t = max(t + ii, rt)
+        steps += 1
+        if emit != 0:
+            j = jo[0]
+            if emit == 1:
+                q = cpos[0]
+                ok[j] = ck[0][q]
+                od[j] = cd[0][q]
+            else:
+                ok[j] = VAL
+                od[j] = v0 if not is_union else vmin
+            ot[j] = t
+            jo[0] = j + 1
+            for i in range(k):
+                j = jo[i + 1]
+                if adv[i]:
+                    opk[i][j] = pk[i][ppos[i]]
+                    src[i, ne] = ppos[i]
+                else:
+                    opk[i][j] = EMPTY
+                    src[i, ne] = -1
+                opt[i][j] = t
+                jo[i + 1] = j + 1
+            ne += 1
+        for i in range(k):
+            if adv[i]:
+                ccons[i][cpos[i]] = t
+                pcons[i][ppos[i]] = t
+                cpos[i] += 1
+                ppos[i] += 1
+        if n_done == k:
+            status = DONE
+            break
+    S[T] = t
+    S[STEPS] += steps
+    for o in range(k + 1):
+        CH[io[3 * nin + o], 1] = jo[o]
+    done = status == DONE
+    for i in range(k):
+        leave(CH, RD, io, 2 * i, cpos[i], cs[i], ccons[i], done)
+        leave(CH, RD, io, 2 * i + 1, ppos[i], ps[i], pcons[i], done)
+    return status
+
+
+@njit(cache=True)
+def _gather(src, n, crd_kind, crd_data, j0c, pdata, out, j0):
+    """Payload data of the n tokens emitted from output positions j0 (crd from j0c): pdata[src]
+    or 0 for `N`; False if a payload stop's level differs from its crd stop's."""
+    for e in range(n):
+        q = src[e]
+        if q < 0:
+            out[j0 + e] = 0
+            continue
+        x = pdata[q]
+        if crd_kind[j0c + e] == STOP and x != crd_data[j0c + e]:
+            return False
+        out[j0 + e] = x
+    return True
+
+
+class Joiner(Runner):
+    kernel = staticmethod(_k_joiner)
+
+    def __init__(self, node, tensors, hw, cache, is_union: bool):
+        super().__init__(node, tensors, hw, cache)
+        self.is_union = is_union
+        k = self.arity
+        self.ins = tuple(p for i in range(k) for p in (f"crd{i}", f"pay{i}"))
+        self.outs = ("crd",) + tuple(f"pay{i}" for i in range(k))
+        self.src = np.empty((max(k, 1), 0), dtype=np.int64)
+
+    def check(self):
+        if self.arity < 1 or len(self.node.inputs) != 2 * self.arity:
+            raise NeedOracle()
+
+    def check_bound(self):
+        if any(ch.dtype != np.int64 for ch in self.in_ch[0::2]):
+            raise NeedOracle()
+
+    def out_dtype(self, port):
+        return np.int64 if port == "crd" else self.in_ch[2 * int(port[3:]) + 1].dtype
+
+    def out_tile(self, port):
+        return None if port == "crd" else self.in_ch[2 * int(port[3:]) + 1].tile_shape
+
+    def args(self):
+        if self._args is None:
+            k = self.arity
+            cap = max(ch.capacity for ch in self.out_ch)
+            if self.src.shape[1] < cap:
+                self.src = np.empty((k, cap), dtype=np.int64)
+            crds = self.in_ch[0::2]
+            pays = self.in_ch[1::2]
+            cons = [next(x.cons for x in ch.readers if x.index == r) for ch, r in zip(self.in_ch, self.readers)]
+            crd_out, pay_out = self.out_ch[0], self.out_ch[1:]
+            self._args = (self.S, self.F, crds[0].tables.CH, crds[0].tables.RD, self.io, self.is_union, k,
+                          tuple(c.kind for c in crds), tuple(c.data for c in crds), tuple(c.sent for c in crds),
+                          tuple(cons[0::2]), tuple(p.kind for p in pays), tuple(p.sent for p in pays),
+                          tuple(cons[1::2]), crd_out.kind, crd_out.data, crd_out.sent,
+                          tuple(p.kind for p in pay_out), tuple(p.sent for p in pay_out), self.src)
+        return self._args
+
+    def after(self, before_in, before_out):
+        crd = self.out_ch[0]
+        n = crd.count - before_out[0]
+        if n <= 0:
+            return
+        for i, out in enumerate(self.out_ch[1:]):
+            pay = self.in_ch[2 * i + 1]
+            if not _gather(self.src[i], n, crd.kind, crd.data, before_out[0], pay.data, out.data,
+                           before_out[i + 1]):
+                self.failed = True
+            if out.tile_shape is not None:
+                from . import tiles
+
+                tiles.pass_through(pay, out, before_out[i + 1])

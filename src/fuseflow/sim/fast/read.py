@@ -1,0 +1,420 @@
+"""Kernels and runners of the nodes that read a stored tensor: root, scan (level scanners),
+locate and array (value reads). Mirrors `sim.oracle.read`.
+
+    >>> from fuseflow.sim.fast import apply
+    >>> from fuseflow.sim.tokens import format_tokens
+    >>> format_tokens(apply("locate", {"crd": "1 3 S0 D", "ref": "2 0 S0 D"}, {"dim": 4}).outs["ref"])
+    '9 3 S0 D'
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .core import (DONE, FAIL, FREE, II, PORT, READS, STEPS, WAIT_OUT, WORDS, NeedOracle, Runner, T, enter,
+                   leave, missing, out_at, out_leave, stall)
+from .stream import EMPTY, STOP, VAL, _is_elem
+from .stream import DONE as D_TOK
+
+
+@njit(cache=True)
+def _k_root(S, F, CH, RD, io, ok, od, ot):
+    j = out_at(CH, io, 0, 0)
+    status = 0
+    while True:
+        if S[FREE] == 2:
+            status = DONE
+            break
+        if j >= ok.shape[0]:
+            status = WAIT_OUT
+            break
+        t = max(S[T] + S[II], 0)
+        ok[j] = VAL if S[FREE] == 0 else D_TOK
+        od[j] = 0
+        ot[j] = t
+        j += 1
+        S[T] = t
+        S[STEPS] += 1
+        S[FREE] += 1
+    out_leave(CH, io, 0, 0, j)
+    return status
+
+
+# scan state
+_FIB, _P, _PEND, _FIRST, _RT, _BASE, _EMP, _STRIDE = range(FREE, FREE + 8)
+
+
+@njit(cache=True)
+def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, rk, rd, rt_, compressed, dim, seg, crd, mem,
+            stride):
+    pi, ei, fi, lat = enter(CH, RD, io, 0)
+    jc = out_at(CH, io, 1, 0)
+    jr = out_at(CH, io, 1, 1)
+    capc = ck.shape[0]
+    capr = rk.shape[0]
+    nseg = seg.shape[0] - 1
+    t = S[T]
+    ii = S[II]
+    reads = S[READS]
+    words = S[WORDS]
+    steps = 0
+    status = 0
+    while True:
+        if S[_FIB] == 0:  # the next reference
+            status = missing(pi, ei, fi)
+            if status:
+                S[PORT] = 0
+                break
+            k = ik[pi]
+            if k == VAL:
+                r = idat[pi]
+                if compressed:
+                    if r < 0 or r >= nseg:
+                        status = FAIL
+                        break
+                    reads += 2
+                    S[_P] = seg[r]
+                    S[_PEND] = seg[r + 1]
+                else:
+                    S[_BASE] = r * dim if stride == 0 else r
+                    S[_STRIDE] = 1 if stride == 0 else stride
+                    S[_P] = 0
+                    S[_PEND] = dim
+                S[_EMP] = 0
+            elif k == EMPTY:
+                S[_P] = 0
+                S[_PEND] = 0 if compressed else dim
+                S[_EMP] = 1
+            elif k == STOP or k == D_TOK:
+                if jc >= capc or jr >= capr:
+                    status = WAIT_OUT
+                    break
+                t = max(t + ii, max(isent[pi] + lat, 0))
+                if mem[0]:
+                    t += stall(mem, words, 0, k == D_TOK)
+                lv = idat[pi] + 1 if k == STOP else 0
+                ck[jc] = k
+                rk[jr] = k
+                cd[jc] = lv
+                rd[jr] = lv
+                ct[jc] = t
+                rt_[jr] = t
+                jc += 1
+                jr += 1
+                icons[pi] = t
+                pi += 1
+                steps += 1
+                if k == D_TOK:
+                    status = DONE
+                    break
+                continue
+            else:
+                status = FAIL
+                break
+            S[_FIB] = 1
+            S[_FIRST] = -1
+            S[_RT] = max(isent[pi] + lat, 0)
+        if jc >= capc or jr >= capr:
+            status = WAIT_OUT
+            break
+        p = S[_P]
+        if p < S[_PEND]:  # a coordinate
+            if compressed:
+                reads += 1
+                t = max(t + ii, S[_RT])
+                if mem[0]:
+                    t += stall(mem, words, reads - words, False)
+                    words = reads
+                ck[jc] = VAL
+                cd[jc] = crd[p]
+                rk[jr] = VAL
+                rd[jr] = p
+            else:
+                t = max(t + ii, S[_RT])
+                ck[jc] = VAL
+                cd[jc] = p
+                if S[_EMP]:
+                    rk[jr] = EMPTY
+                    rd[jr] = 0
+                else:
+                    rk[jr] = VAL
+                    rd[jr] = S[_BASE] + p * S[_STRIDE]
+            S[_RT] = 0
+            if S[_FIRST] < 0:
+                S[_FIRST] = t
+            ct[jc] = t
+            rt_[jr] = t
+            jc += 1
+            jr += 1
+            S[_P] = p + 1
+            steps += 1
+        else:  # the fiber's S0
+            t = max(t + ii, S[_RT])
+            if mem[0]:
+                t += stall(mem, words, reads - words, False)
+                words = reads
+            if S[_FIRST] < 0:
+                S[_FIRST] = t
+            ck[jc] = STOP
+            rk[jr] = STOP
+            cd[jc] = 0
+            rd[jr] = 0
+            ct[jc] = t
+            rt_[jr] = t
+            jc += 1
+            jr += 1
+            icons[pi] = S[_FIRST]
+            pi += 1
+            S[_FIB] = 0
+            steps += 1
+    S[T] = t
+    S[STEPS] += steps
+    S[READS] = reads
+    S[WORDS] = words
+    out_leave(CH, io, 1, 0, jc)
+    out_leave(CH, io, 1, 1, jr)
+    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    return status
+
+
+@njit(cache=True)
+def _k_locate(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ok, od, ot, dim, stride):
+    pa, ea, fa, al = enter(CH, RD, io, 0)
+    pb, eb, fb, bl = enter(CH, RD, io, 1)
+    j = out_at(CH, io, 2, 0)
+    cap = ok.shape[0]
+    t = S[T]
+    ii = S[II]
+    steps = 0
+    status = 0
+    while True:
+        status = missing(pa, ea, fa)
+        if status:
+            S[PORT] = 0
+            break
+        status = missing(pb, eb, fb)
+        if status:
+            S[PORT] = 1
+            break
+        if j >= cap:
+            status = WAIT_OUT
+            break
+        a = ak[pa]
+        b = bk[pb]
+        tn = max(t + ii, max(a_s[pa] + al, b_s[pb] + bl, 0))
+        if a == VAL and b == VAL:
+            x = ad[pa]
+            if x < 0 or x >= dim:
+                status = FAIL
+                break
+            ok[j] = VAL
+            od[j] = bd[pb] * dim + x if stride == 0 else bd[pb] + x * stride
+        elif _is_elem(a) and _is_elem(b):
+            ok[j] = EMPTY
+            od[j] = 0
+        elif a == STOP and b == STOP and ad[pa] == bd[pb]:
+            ok[j] = STOP
+            od[j] = ad[pa]
+        elif a == D_TOK and b == D_TOK:
+            ok[j] = D_TOK
+            od[j] = 0
+        else:
+            status = FAIL
+            break
+        t = tn
+        ot[j] = t
+        j += 1
+        acons[pa] = t
+        bcons[pb] = t
+        pa += 1
+        pb += 1
+        steps += 1
+        if a == D_TOK:
+            status = DONE
+            break
+    S[T] = t
+    S[STEPS] += steps
+    out_leave(CH, io, 2, 0, j)
+    leave(CH, RD, io, 0, pa, a_s, acons, status == DONE)
+    leave(CH, RD, io, 1, pb, b_s, bcons, status == DONE)
+    return status
+
+
+@njit(cache=True)
+def _k_array(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, vals, fill, mem, w):
+    """Value reads; with tiles `vals` are the stored tiles' numbers (the runner fills the tiles)."""
+    pi, ei, fi, lat = enter(CH, RD, io, 0)
+    j = out_at(CH, io, 1, 0)
+    cap = ok.shape[0]
+    nv = vals.shape[0]
+    t = S[T]
+    ii = S[II]
+    reads = S[READS]
+    steps = 0
+    status = 0
+    while True:
+        status = missing(pi, ei, fi)
+        if status:
+            S[PORT] = 0
+            break
+        if j >= cap:
+            status = WAIT_OUT
+            break
+        k = ik[pi]
+        tn = max(t + ii, max(isent[pi] + lat, 0))
+        if k == VAL:
+            r = idat[pi]
+            if r < 0 or r >= nv:
+                status = FAIL
+                break
+            reads += w
+            if mem[0]:
+                tn += stall(mem, reads - w, w, False)
+            ok[j] = VAL
+            od[j] = vals[r]
+        elif k == EMPTY:
+            ok[j] = VAL
+            od[j] = fill
+        elif k == STOP or k == D_TOK:
+            if mem[0]:
+                tn += stall(mem, reads, 0, k == D_TOK)
+            ok[j] = k
+            od[j] = idat[pi]
+        else:
+            status = FAIL
+            break
+        t = tn
+        ot[j] = t
+        j += 1
+        icons[pi] = t
+        pi += 1
+        steps += 1
+        if k == D_TOK:
+            status = DONE
+            break
+    S[T] = t
+    S[STEPS] += steps
+    S[READS] = reads
+    out_leave(CH, io, 1, 0, j)
+    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    return status
+
+
+class Root(Runner):
+    kernel = staticmethod(_k_root)
+    outs = ("ref",)
+
+    def check(self):
+        if self.node.inputs:
+            raise NeedOracle()
+
+
+class Scan(Runner):
+    kernel = staticmethod(_k_scan)
+    ins, outs = ("ref",), ("crd", "ref")
+
+    def check(self):
+        try:
+            level = self.ctx().level()
+        except Exception:
+            raise NeedOracle() from None
+        fmt, dim = self.params.get("format", level.format), self.params.get("dim")
+        stride = self.params.get("stride") or 0
+        if fmt != level.format or (not level.is_compressed and dim is not None and dim != level.dim) or \
+                not isinstance(stride, (int, np.integer)) or stride < 0 or (stride and level.is_compressed):
+            raise NeedOracle()
+        if level.is_compressed:
+            try:
+                seg, crd = self.array(level.seg, np.int64), self.array(level.crd, np.int64)
+            except (TypeError, ValueError, OverflowError):
+                raise NeedOracle() from None
+            if (seg.ndim != 1 or crd.ndim != 1 or seg.shape[0] < 1
+                    or (seg.shape[0] > 1 and (seg.min() < 0 or seg.max() > crd.shape[0]))):
+                raise NeedOracle()
+            self.level_args = (True, 0, seg, crd)
+        else:
+            if not isinstance(level.dim, (int, np.integer)) or level.dim < 0:
+                raise NeedOracle()
+            zero = np.zeros(1, dtype=np.int64)
+            self.level_args = (False, int(level.dim), zero, zero)
+        self.stride = int(stride)
+
+    def check_bound(self):
+        if self.in_ch[0].dtype != np.int64:
+            raise NeedOracle()
+
+    def extra(self):
+        return (*self.level_args, self.mem(), self.stride)
+
+
+class Locate(Runner):
+    kernel = staticmethod(_k_locate)
+    ins, outs = ("crd", "ref"), ("ref",)
+
+    def check(self):
+        dim = self.params.get("dim")
+        if dim is None:
+            try:
+                dim = self.ctx().level().dim
+            except Exception:
+                raise NeedOracle() from None
+        stride = self.params.get("stride") or 0
+        if not isinstance(dim, (int, np.integer)) or not isinstance(stride, (int, np.integer)) or stride < 0:
+            raise NeedOracle()
+        self.dim, self.stride = int(dim), int(stride)
+
+    def check_bound(self):
+        if any(ch.dtype != np.int64 for ch in self.in_ch):
+            raise NeedOracle()
+
+    def extra(self):
+        return (self.dim, self.stride)
+
+
+class Array(Runner):
+    kernel = staticmethod(_k_array)
+    ins, outs = ("ref",), ("val",)
+
+    def check(self):
+        from . import tiles
+
+        try:
+            tensor = self.ctx().tensor()
+            vals = self.array(tensor.vals, np.float64)
+            if self.tile is not None and vals.ndim == 1:
+                vals = vals.reshape(-1, 1)
+            fill = float(self.params.get("fill", getattr(tensor, "fill", 0.0)))
+        except Exception:
+            raise NeedOracle() from None
+        if self.tile is None:
+            if vals.ndim != 1:
+                raise NeedOracle()
+            self.vals, self.fill, self.words = vals, fill, 1
+            return
+        key = ("tiles", id(tensor.vals), self.tile, fill)
+        hit = self.cache.get(key)
+        if hit is None or hit[0] is not tensor.vals:
+            hit = (tensor.vals, tiles.array_table(self.tile, vals, fill))
+            self.cache[key] = hit
+        self.table = hit[1]  # every stored tile, then the fill tile
+        self.vals = np.arange(vals.shape[0], dtype=np.float64)
+        self.fill, self.words = float(vals.shape[0]), self.tile.out_elements
+
+    def check_bound(self):
+        if self.in_ch[0].dtype != np.int64:
+            raise NeedOracle()
+
+    def out_dtype(self, port):
+        return np.float64
+
+    def out_tile(self, port):
+        return None if self.tile is None else self.tile.shape(self.tile.out)
+
+    def extra(self):
+        return (self.vals, self.fill, self.mem(), self.words)
+
+    def after(self, before_in, before_out):
+        if self.tile is not None:
+            from . import tiles
+
+            tiles.from_table(self.out_ch[0], before_out[0], self.table)

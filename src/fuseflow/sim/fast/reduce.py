@@ -1,0 +1,142 @@
+"""Kernel and runner of reduce (a value per innermost fiber), and the reductions' arithmetic that
+the sparse accumulators share. Mirrors `sim.oracle.reduce`.
+
+    >>> from fuseflow.sim.fast import apply
+    >>> from fuseflow.sim.tokens import format_tokens
+    >>> format_tokens(apply("reduce", {"val": "1 2 S0 S0 4 S0 S1 D"}, {"kind": "max"}).outs["val"])
+    '2 -inf 4 S0 D'
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .core import (DONE, FAIL, FLOPS, FREE, II, INF, NANV, PORT, STEPS, WAIT_OUT, NeedOracle, Runner, T, enter,
+                   leave, missing, out_at, out_leave)
+from .stream import EMPTY, STOP, VAL
+from .stream import DONE as D_TOK
+
+REDUCE_CODES = {"sum": 0, "max": 1, "min": 2}
+
+
+@njit(cache=True)
+def combine(red, a, b, nan):
+    if red == 0:
+        return a + b
+    if a != a or b != b:
+        return nan
+    if red == 1:
+        return a if a >= b else b
+    return a if a <= b else b
+
+
+@njit(cache=True)
+def identity(red):
+    if red == 0:
+        return 0.0
+    if red == 1:
+        return -INF
+    return INF
+
+
+_OPEN = FREE  # a fiber has elements so far
+
+
+@njit(cache=True)
+def _k_reduce(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, red, nanv):
+    """F[0] holds the open fiber's accumulator."""
+    nan = nanv[0]
+    pi, ei, fi, lat = enter(CH, RD, io, 0)
+    j = out_at(CH, io, 1, 0)
+    cap = ok.shape[0]
+    t = S[T]
+    ii = S[II]
+    acc = F[0]
+    flops = 0
+    steps = 0
+    status = 0
+    while True:
+        status = missing(pi, ei, fi)
+        if status:
+            S[PORT] = 0
+            break
+        if j >= cap:
+            status = WAIT_OUT
+            break
+        k = ik[pi]
+        tn = max(t + ii, max(isent[pi] + lat, 0))
+        if k == VAL or k == EMPTY:
+            x = float(idat[pi]) if k == VAL else 0.0
+            acc = combine(red, acc, x, nan)
+            S[_OPEN] = 1
+            flops += 1
+        elif k == STOP and idat[pi] == 0:
+            ok[j] = VAL
+            od[j] = acc
+            ot[j] = tn
+            j += 1
+            acc = identity(red)
+            S[_OPEN] = 0
+        elif k == STOP or k == D_TOK:
+            if S[_OPEN]:
+                status = FAIL
+                break
+            ok[j] = k
+            od[j] = idat[pi] - 1 if k == STOP else 0.0
+            ot[j] = tn
+            j += 1
+        else:
+            status = FAIL
+            break
+        t = tn
+        icons[pi] = t
+        pi += 1
+        steps += 1
+        if k == D_TOK:
+            status = DONE
+            break
+    F[0] = acc
+    S[T] = t
+    S[STEPS] += steps
+    S[FLOPS] += flops
+    out_leave(CH, io, 1, 0, j)
+    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    return status
+
+
+def red_code(params: dict) -> int:
+    kind = params.get("kind", "sum")
+    if not isinstance(kind, str) or kind not in REDUCE_CODES:
+        raise NeedOracle()
+    return REDUCE_CODES[kind]
+
+
+class Reducer(Runner):
+    """What reduce, spacc and spacc2 share: the reduction, float values, tile counts."""
+
+    def check(self):
+        self.red = red_code(self.params)
+        self.F[0] = identity(self.red)
+
+    def out_dtype(self, port):
+        return np.float64 if port == "val" else np.int64
+
+    def out_tile(self, port):
+        return None if self.tile is None or port != "val" else self.tile.shape(self.tile.out)
+
+    def flops_scale(self):
+        return self.tile.in_elements
+
+
+class Reduce(Reducer):
+    kernel = staticmethod(_k_reduce)
+    ins, outs = ("val",), ("val",)
+
+    def extra(self):
+        return (self.red, NANV)
+
+    def after(self, before_in, before_out):
+        if self.tile is not None:
+            from . import tiles
+
+            tiles.reduce(self, before_in, before_out)

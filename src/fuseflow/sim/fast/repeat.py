@@ -1,0 +1,158 @@
+"""Kernels and runners of repetition: repsig (a repeat signal per coordinate) and repeat (an input
+element per signal). Mirrors `sim.oracle.repeat`.
+
+    >>> from fuseflow.sim.fast import apply
+    >>> from fuseflow.sim.tokens import format_tokens
+    >>> format_tokens(apply("repeat", {"in": "5 6 S0 D", "sig": "R R S0 R S0 S1 D"}).outs["out"])
+    '5 5 S0 6 S0 S1 D'
+"""
+from __future__ import annotations
+
+from numba import njit
+
+from .core import DONE, FAIL, II, PORT, STEPS, WAIT_OUT, Runner, T, enter, leave, missing, out_at, out_leave
+from .stream import REPEAT, STOP, VAL, _is_elem
+from .stream import DONE as D_TOK
+
+
+@njit(cache=True)
+def _k_repsig(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot):
+    pi, ei, fi, lat = enter(CH, RD, io, 0)
+    j = out_at(CH, io, 1, 0)
+    cap = ok.shape[0]
+    t = S[T]
+    ii = S[II]
+    steps = 0
+    status = 0
+    while True:
+        status = missing(pi, ei, fi)
+        if status:
+            S[PORT] = 0
+            break
+        if j >= cap:
+            status = WAIT_OUT
+            break
+        k = ik[pi]
+        if k == VAL or k == 2:  # an element (Val or N)
+            ok[j] = REPEAT
+            od[j] = 0
+        elif k == STOP or k == D_TOK:
+            ok[j] = k
+            od[j] = int(idat[pi]) if k == STOP else 0
+        else:
+            status = FAIL
+            break
+        t = max(t + ii, max(isent[pi] + lat, 0))
+        ot[j] = t
+        j += 1
+        icons[pi] = t
+        pi += 1
+        steps += 1
+        if k == D_TOK:
+            status = DONE
+            break
+    S[T] = t
+    S[STEPS] += steps
+    out_leave(CH, io, 1, 0, j)
+    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    return status
+
+
+@njit(cache=True)
+def _k_repeat(S, F, CH, RD, io, ik, idat, isent, icons, sk, sd, s_s, scons, ok, od, ot):
+    pi, ei, fi, il = enter(CH, RD, io, 0)
+    ps, es, fs, sl = enter(CH, RD, io, 1)
+    j = out_at(CH, io, 2, 0)
+    cap = ok.shape[0]
+    t = S[T]
+    ii = S[II]
+    steps = 0
+    status = 0
+    while True:
+        status = missing(ps, es, fs)
+        if status:
+            S[PORT] = 1
+            break
+        status = missing(pi, ei, fi)
+        if status:
+            S[PORT] = 0
+            break
+        if j >= cap:
+            status = WAIT_OUT
+            break
+        s = sk[ps]
+        h = ik[pi]
+        tn = max(t + ii, max(s_s[ps] + sl, isent[pi] + il, 0))
+        if s == REPEAT:
+            if not _is_elem(h):
+                status = FAIL
+                break
+            ok[j] = h
+            od[j] = idat[pi]
+        elif s == STOP:
+            lv = sd[ps]
+            if lv == 0:
+                if not _is_elem(h):
+                    status = FAIL
+                    break
+            elif not (h == STOP and idat[pi] == lv - 1):
+                status = FAIL
+                break
+            icons[pi] = tn
+            pi += 1
+            ok[j] = STOP
+            od[j] = lv
+        elif s == D_TOK:
+            if h != D_TOK:
+                status = FAIL
+                break
+            icons[pi] = tn
+            pi += 1
+            ok[j] = D_TOK
+            od[j] = 0
+        else:
+            status = FAIL
+            break
+        t = tn
+        ot[j] = t
+        j += 1
+        scons[ps] = t
+        ps += 1
+        steps += 1
+        if s == D_TOK:
+            status = DONE
+            break
+    S[T] = t
+    S[STEPS] += steps
+    out_leave(CH, io, 2, 0, j)
+    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    leave(CH, RD, io, 1, ps, s_s, scons, status == DONE)
+    return status
+
+
+class Repsig(Runner):
+    kernel = staticmethod(_k_repsig)
+    ins, outs = ("crd",), ("repsig",)
+
+
+class Repeat(Runner):
+    kernel = staticmethod(_k_repeat)
+    ins, outs = ("in", "sig"), ("out",)
+
+    def check_bound(self):
+        from .core import NeedOracle
+
+        if self.in_ch[1].dtype.kind != "i":
+            raise NeedOracle()
+
+    def out_dtype(self, port):
+        return self.in_ch[0].dtype
+
+    def out_tile(self, port):
+        return self.in_ch[0].tile_shape
+
+    def after(self, before_in, before_out):
+        if self.out_ch[0].tile_shape is not None:
+            from . import tiles
+
+            tiles.pass_through(self.in_ch[0], self.out_ch[0], before_out[0])

@@ -1,0 +1,207 @@
+"""Kernels and runners of the writers: level_write (a level's seg and crd) and value_write (the
+values). Mirrors `sim.oracle.write`. What they write grows in arrays of their own (the output
+tensor); the kernels ask for more room with GROW.
+
+    >>> from fuseflow.sim.fast import apply
+    >>> run = apply("level_write", {"crd": "0 2 S0 1 S0 S1 D"}, {"tensor": "T"})
+    >>> level = run.written_level
+    >>> level.seg.tolist(), level.crd.tolist(), run.counters["mem_writes"]
+    ([0, 2, 3], [0, 2, 1], 5)
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..storage import Level
+from .core import (DONE, FAIL, FREE, GROW, II, NEED, PORT, STEPS, WORDS, WRITES, NeedOracle, Runner, T, enter,
+                   leave, missing, stall)
+from .stream import EMPTY, STOP, VAL
+from .stream import DONE as D_TOK
+
+_NC, _NS, _COUNT = FREE, FREE + 1, FREE + 2  # crd entries, seg entries, elements of the open fiber
+
+
+@njit(cache=True)
+def _k_level_write(S, F, CH, RD, io, ik, idat, isent, icons, crd, seg, compressed, has_dim, dim, mem):
+    pi, ei, fi, lat = enter(CH, RD, io, 0)
+    t = S[T]
+    ii = S[II]
+    nc = S[_NC]
+    ns = S[_NS]
+    count = S[_COUNT]
+    writes = S[WRITES]
+    steps = 0
+    status = 0
+    while True:
+        status = missing(pi, ei, fi)
+        if status:
+            S[PORT] = 0
+            break
+        if nc >= crd.shape[0] or ns >= seg.shape[0]:
+            status = GROW
+            break
+        k = ik[pi]
+        tn = max(t + ii, max(isent[pi] + lat, 0))
+        if k == VAL:
+            x = idat[pi]
+            if compressed:
+                if (has_dim and not (0 <= x and x < dim)) or (count > 0 and x <= crd[nc - 1]):
+                    status = FAIL
+                    break
+                crd[nc] = x
+                nc += 1
+                writes += 1
+                if mem[0]:
+                    tn += stall(mem, writes - 1, 1, False)
+            elif x != count:
+                status = FAIL
+                break
+            count += 1
+        elif k == STOP and idat[pi] == 0:
+            if compressed:
+                seg[ns] = nc
+                ns += 1
+                writes += 1
+                if mem[0]:
+                    tn += stall(mem, writes - 1, 1, False)
+            elif count != dim:
+                status = FAIL
+                break
+            count = 0
+        elif k == STOP or k == D_TOK:
+            if count > 0:
+                status = FAIL
+                break
+        else:
+            status = FAIL
+            break
+        t = tn
+        icons[pi] = t
+        pi += 1
+        steps += 1
+        if k == D_TOK:
+            status = DONE
+            break
+    S[T] = t
+    S[STEPS] += steps
+    S[_NC] = nc
+    S[_NS] = ns
+    S[_COUNT] = count
+    S[WRITES] = writes
+    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    return status
+
+
+@njit(cache=True)
+def _k_value_write(S, F, CH, RD, io, ik, idat, isent, icons, vals, mem, w):
+    pi, ei, fi, lat = enter(CH, RD, io, 0)
+    t = S[T]
+    ii = S[II]
+    nv = S[_NC]
+    words = S[WORDS]
+    steps = 0
+    status = 0
+    while True:
+        status = missing(pi, ei, fi)
+        if status:
+            S[PORT] = 0
+            break
+        if nv >= vals.shape[0]:
+            status = GROW
+            S[NEED] = 0
+            break
+        k = ik[pi]
+        tn = max(t + ii, max(isent[pi] + lat, 0))
+        if k == VAL or k == EMPTY:
+            vals[nv] = float(idat[pi]) if k == VAL else 0.0
+            nv += 1
+            words += w
+            if mem[0]:
+                tn += stall(mem, words - w, w, False)
+        elif not (k == STOP or k == D_TOK):
+            status = FAIL
+            break
+        t = tn
+        icons[pi] = t
+        pi += 1
+        steps += 1
+        if k == D_TOK:
+            status = DONE
+            break
+    S[T] = t
+    S[STEPS] += steps
+    S[_NC] = nv
+    S[WORDS] = words
+    S[WRITES] = words
+    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    return status
+
+
+class LevelWrite(Runner):
+    kernel = staticmethod(_k_level_write)
+    ins = ("crd",)
+
+    def check(self):
+        fmt, dim = self.params.get("format", "compressed"), self.params.get("dim")
+        self.compressed = fmt == "compressed"
+        if not self.compressed and (fmt != "dense" or dim is None):
+            raise NeedOracle()
+        if dim is not None and not isinstance(dim, (int, np.integer)):
+            raise NeedOracle()
+        self.dim = dim
+        self.crd = np.empty(1024, dtype=np.int64)
+        self.seg = np.empty(1024, dtype=np.int64)
+        self.seg[0] = 0
+        self.S[_NS] = 1
+
+    def check_bound(self):
+        if self.in_ch[0].dtype != np.int64:
+            raise NeedOracle()
+
+    def extra(self):
+        return (self.crd, self.seg, self.compressed, self.dim is not None,
+                0 if self.dim is None else int(self.dim), self.mem())
+
+    def grow(self):
+        if self.S[_NC] >= self.crd.shape[0]:
+            self.crd = self.engine.enlarge(self.crd, self)
+        if self.S[_NS] >= self.seg.shape[0]:
+            self.seg = self.engine.enlarge(self.seg, self)
+        self.invalidate()
+
+    def finish(self):
+        if not self.compressed:
+            return {"level": Level("dense", self.dim)}
+        return {"level": Level("compressed", self.dim, self.seg[:self.S[_NS]].copy(),
+                               self.crd[:self.S[_NC]].copy())}
+
+
+class ValueWrite(Runner):
+    kernel = staticmethod(_k_value_write)
+    ins = ("val",)
+
+    def check(self):
+        self.width = self.tile.out_elements if self.tile is not None else 1
+        self.vals = np.empty(1024, dtype=np.float64)
+        self.tiles: list = []
+
+    def extra(self):
+        return (self.vals, self.mem(), self.width)
+
+    def grow(self):
+        self.vals = self.engine.enlarge(self.vals, self)
+        self.invalidate()
+
+    def after(self, before_in, before_out):
+        if self.tile is not None:
+            from . import tiles
+
+            tiles.written(self, before_in)
+
+    def finish(self):
+        if self.tile is not None:
+            from . import tiles
+
+            return {"vals": tiles.stacked(self)}
+        return {"vals": self.vals[:self.S[_NC]].copy()}
