@@ -48,9 +48,17 @@ def _true(graph, stream):
     return stream
 
 
+def _origin(graph, stream) -> int:
+    """The node a stream comes from, through broadcasts and the lanes of a fork."""
+    stream = _true(graph, stream)
+    while graph.nodes[stream.node].kind == "fork":
+        stream = _true(graph, graph.nodes[stream.node].inputs["in"])
+    return stream.node
+
+
 def _expected_edges(graph) -> collections.Counter:
-    """(producer node, consumer node) per stream a Comal operation reads: broadcasts left out, a
-    repeat signal coming from the node that produced the repsig's coordinates."""
+    """(producer node, consumer node) per stream a Comal operation reads, broadcasts left out;
+    a repeat's signal as ("signal", the node its repsig's coordinates come from)."""
     edges = collections.Counter()
     for node in graph.nodes:
         if node.kind in ("broadcast", "repsig"):
@@ -58,8 +66,9 @@ def _expected_edges(graph) -> collections.Counter:
         for port, stream in node.inputs.items():
             source = _true(graph, stream)
             if (node.kind, port) == ("repeat", "sig"):
-                source = _true(graph, graph.nodes[source.node].inputs["crd"])
-            edges[(f"n{source.node}", f"n{node.id}")] += 1
+                edges[("signal", _origin(graph, graph.nodes[source.node].inputs["crd"]), f"n{node.id}")] += 1
+            else:
+                edges[(f"n{source.node}", f"n{node.id}")] += 1
     return edges
 
 
@@ -84,19 +93,37 @@ def _comal_edges(graph_message) -> tuple[collections.Counter, dict]:
             for item in (value if fd.is_repeated else [value]):
                 if getattr(item, "DESCRIPTOR", None) is not None and item.DESCRIPTOR.name.endswith("Stream"):
                     kinds[item.id.id].add((item.DESCRIPTOR.name, op.WhichOneof("op")))
-    edges = collections.Counter()
-    for i, op in reads:
-        if op.WhichOneof("op") == "broadcast":
-            continue
+    def producer(i):
         source = writer[i]
         while source.WhichOneof("op") == "broadcast":
             source = writer[stream_ids(source)[0][0]]
-        edges[(source.name, op.name)] += 1
+        return source
+
+    edges = collections.Counter()
+    for op in ops:
+        if op.WhichOneof("op") == "broadcast":
+            continue
+        body = getattr(op, op.WhichOneof("op"))
+        signal = None
+        if op.WhichOneof("op") == "repeat":  # the stream Comal derives the repeat signal from
+            signal = getattr(body, body.WhichOneof("input_rep_sig")).id.id
+        for i in stream_ids(op)[0]:
+            source = producer(i)
+            if i == signal:
+                while source.WhichOneof("op") == "fork":
+                    source = producer(stream_ids(source)[0][0])
+                edges[("signal", int(source.name[1:]), op.name)] += 1
+            else:
+                edges[(source.name, op.name)] += 1
     return edges, kinds
 
 
-@pytest.mark.parametrize("schedule", ["unfused", "full"])
-@pytest.mark.parametrize("name", PROGRAMS)
+CASES = [(name, schedule) for name in PROGRAMS for schedule in ("unfused", "full")] + [
+    ("spmv.mlir", "full par=i:2"), ("matmul_chain.mlir", "full par=i:3"), ("softmax_sparse.mlir", "full par=i:2"),
+    ("spmm_ikj.mlir", "full block=4")]  # fork/join lanes, tiles
+
+
+@pytest.mark.parametrize("name, schedule", CASES)
 def test_comal_round_trip(tmp_path, name, schedule):
     compiled, data = _compiled(name, schedule)
     manifest = emit_comal(compiled, data, str(tmp_path))
@@ -136,6 +163,7 @@ def test_comal_round_trip(tmp_path, name, schedule):
                     assert (where / f"tensor_{lookup.tensor}_mode_{lookup.mode}_crd").exists()
             if op.WhichOneof("op") == "array":
                 assert (where / f"tensor_{op.array.tensor}_mode_vals").exists()
+                assert (op.array.blocked, op.array.stream_shape) == ((True, 4) if "block=4" in schedule else (False, 0))
 
 
 def test_comal_notes_name_what_has_no_equivalent(tmp_path):

@@ -27,7 +27,7 @@ from ..sam.draw import hidden, svg
 from ..sam.labels import node_label
 from ..sam.primitives import PRIMITIVES
 from ..sam.graph import Stream
-from .overview import overview_svg
+from .overview import kernel_title, ops_text, overview_svg
 
 METRICS = [("cycles", "cycles"), ("flops", "FLOPs"), ("mem_reads", "reads"), ("mem_writes", "writes"),
            ("tokens", "tokens"), ("max_occupancy", "max fifo")]
@@ -139,8 +139,7 @@ def _kernel_rows(kernels: list[dict]) -> str:
         metrics = k.get("metrics") or {}
         cells = "".join(f"<td>{metrics[key]:,}</td>" if key in metrics else "<td></td>" for key, _ in shown)
         size = "reshape" if k["reshape"] else f"{len(k['nodes'])}"
-        ops = k["ops"] if len(k["ops"]) <= 4 else k["ops"][:2] + ["…", k["ops"][-1]]
-        names = html.escape(", ".join(ops)) + (f" ({len(k['ops'])} ops)" if len(k["ops"]) > 4 else "")
+        names = html.escape(ops_text(k["ops"], 4))
         rows.append(f'<tr data-kernel="{k["index"]}"><td>k{k["index"]}</td>'
                     f'<td title="{html.escape(", ".join(k["ops"]))}">{names}</td>'
                     f'<td>{html.escape(",".join(k["order"]))}</td><td>{size}</td>{cells}</tr>')
@@ -159,9 +158,8 @@ def report_html(compiled, result=None, stats=None, problem=None) -> str:
     for k in compiled.kernels:
         if k.is_reshape:
             continue
-        title = f"kernel {k.index}: {', '.join(k.group)} · order {','.join(k.order)}"
         panes.append(f'<div class="pane" data-tab="k{k.index}">'
-                     f'{_inline_svg(svg(k.graph, prefix=f"k{k.index}_", title=title))}</div>')
+                     f'{_inline_svg(svg(k.graph, prefix=f"k{k.index}_", title=kernel_title(k)))}</div>')
         tabs.append(f'<button data-tab="k{k.index}">k{k.index}</button>')
     if problem is not None:
         status = {"deadlock": "deadlock", "mismatch": "output differs from the reference"}.get(problem.kind, "error")

@@ -16,7 +16,7 @@ import html
 
 from ..sam.draw import svg
 from .html import METRICS, _inline_svg
-from .overview import overview_svg
+from .overview import kernel_title, ops_text, overview_svg
 
 STYLE = "border-collapse:collapse;font-size:12px"
 CELL = "padding:2px 8px;border-bottom:1px solid #ddd;text-align:right"
@@ -38,10 +38,10 @@ def compiled_html(compiled) -> str:
     pictured = [k for k in compiled.kernels if not k.is_reshape]
     if len(compiled.kernels) == 1 and pictured:
         k = pictured[0]
-        picture = svg(k.graph, title=f"kernel {k.index}: {', '.join(k.group)} · order {','.join(k.order)}")
+        picture = svg(k.graph, title=kernel_title(k))
     else:
         picture = overview_svg(compiled)
-    rows = [[f"k{k.index}", html.escape(", ".join(k.group)), html.escape(",".join(k.order)),
+    rows = [[f"k{k.index}", html.escape(ops_text(k.group)), html.escape(",".join(k.order)),
              "reshape" if k.is_reshape else str(len(k.graph.nodes))] for k in compiled.kernels]
     return (f"<div><b>{html.escape(compiled.program.name)}</b> <code>{html.escape(str(compiled.schedule))}</code>"
             f"{_table(['kernel', 'ops', 'order', 'nodes'], rows)}{_inline_svg(picture)}</div>")
@@ -52,7 +52,7 @@ def result_html(result) -> str:
     status = "outputs verified" if result.verified else "outputs not checked"
     head = (f"<b>{html.escape(result.program)}</b> <code>{html.escape(result.schedule)}</code>: "
             f"{result.cycles:,} cycles, {status} (max abs error {result.max_abs_error:.2e})")
-    rows = [[f"k{k.index}", html.escape(", ".join(k.group)), html.escape(",".join(k.order))]
+    rows = [[f"k{k.index}", html.escape(ops_text(k.group)), html.escape(",".join(k.order))]
             + [f"{getattr(k, key):,}" for key, _ in METRICS] for k in result.kernels]
     rows.append(["total", "", ""] + [f"{getattr(result, key):,}" for key, _ in METRICS])
     return f"<div>{head}{_table(['kernel', 'ops', 'order'] + [t for _, t in METRICS], rows)}</div>"

@@ -20,6 +20,18 @@ import textwrap
 from ..sam.draw import _attrs, _q, best_layout, write_picture
 
 
+def ops_text(ops: list[str], most: int = 6) -> str:
+    """A kernel's ops, shortened when there are many: `t50, t52, t53, …, t98 (40 ops)`."""
+    if len(ops) <= most:
+        return ", ".join(ops)
+    return ", ".join(ops[:most - 2]) + f", …, {ops[-1]} ({len(ops)} ops)"
+
+
+def kernel_title(kernel) -> str:
+    """`kernel 1: t32, t33, …, t48 (10 ops) · order i,j,l,k,n,p,m`."""
+    return f"kernel {kernel.index}: {ops_text(kernel.group)} · order {','.join(kernel.order)}"
+
+
 def _tensor_id(name: str) -> str:
     return "t_" + "".join(c if c.isalnum() else "_" for c in name)
 
@@ -35,7 +47,7 @@ def kernel_io(compiled, kernel) -> tuple[list[str], list[str]]:
 
 
 def _kernel_label(kernel, result=None) -> str:
-    ops = "<br/>".join(html.escape(line) for line in textwrap.wrap(", ".join(kernel.group), 40))
+    ops = "<br/>".join(html.escape(line) for line in textwrap.wrap(ops_text(kernel.group), 40))
     rows = [f'<tr><td><b>kernel {kernel.index}</b></td></tr>', f'<tr><td><font point-size="9">{ops}</font></td></tr>']
     if kernel.is_reshape:
         rows.append('<tr><td><font point-size="9">reshape (a view, no graph)</font></td></tr>')

@@ -99,8 +99,14 @@ class _Builder:
 
     # -- which stream each Comal operation reads -----------------------------------------------
     def aligned(self, crd: Stream) -> Stream | None:
-        """A reference or value stream with the same token structure as coordinates `crd`."""
+        """A reference or value stream with the same token structure as coordinates `crd`: a
+        sibling output of its producer, or for a fork's lane the same lane of a fork of that."""
         node = self.g.nodes[crd.node]
+        if node.kind == "fork":
+            source = self.aligned(_true(self.g, node.inputs["in"]))
+            twin = next((n for n in self.g.nodes if n.kind == "fork" and n.arity == node.arity and source is not None
+                         and _true(self.g, n.inputs["in"]) == source), None)
+            return Stream(twin.id, crd.port) if twin is not None else None
         port = {"scan": "ref", "intersect": "pay0", "union": "pay0", "spacc": "val", "spacc2": "val"}.get(node.kind)
         if node.kind == "spacc2" and crd.port != "crd":
             return None
