@@ -180,7 +180,8 @@ def _gv(path: Path) -> dict:
     return json.loads(out)
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed (scripts/setup.sh installs it)")
+@pytest.mark.skipif(shutil.which("dot") is None,
+                    reason="Graphviz's dot is not installed (scripts/setup.sh installs it)")
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_sam_gv_round_trip(tmp_path, name):
     compiled, _ = _compiled(name, "full")

@@ -13,11 +13,10 @@ from fuseflow.explore.plot import bar_labels, study_figure
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.models.registry import build
 from fuseflow.pipeline import simulate
-from fuseflow.report.notebook import StudyTable
 from fuseflow.report.overview import kernel_io, overview_dot
 from fuseflow.sam.draw import fit_scale, hidden, svg, to_dot
 from fuseflow.sam.labels import node_label
-from fuseflow.study import fusion_study
+from fuseflow.study import StudyTable, fusion_study
 
 MLIR = Path(__file__).parent / "mlir"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
@@ -147,7 +146,7 @@ def test_reports_link_the_nodes_an_error_names():
     compiled = compile_schedule(fuseflow.from_mlir(MLIR / "matmul_chain.mlir"), "unfused")
     writers = [n.id for n in compiled.kernels[1].graph.nodes if n.kind in ("level_write", "value_write")]
     text = _linked(Problem("simulated O differs from the reference at (1, 2): 3 vs 4", None, "mismatch"), compiled)
-    assert f"written in kernel 1 by" in text
+    assert "written in kernel 1 by" in text
     assert all(f'data-kernel="1" data-node="{w}">n{w}</a>' in text for w in writers)
     text = _linked(Problem("deadlock at cycle 9: n4 repsig waits for data on crd; full channels: n2.crd (depth 1)",
                            0, "deadlock"), compiled)

@@ -16,9 +16,32 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from functools import partial
 
+import numpy as np
+
+from .data.inputs import read_inputs
+from .demo import run_demo
 from .errors import FuseflowError, UserError
+from .explore.cli import add_commands as add_explore_commands
+from .frontend import from_mlir
+from .frontend.torch_loader import program_from_torch_spec
+from .fusion.compile import compile_schedule
+from .fusion.nesting import Nesting, topological_orders
+from .gpu.cli import add_commands as add_gpu_commands
+from .interop import emit
+from .ir.canonicalize import prepare
+from .ir.generate import random_inputs
+from .pipeline import simulate
+from .report.html import compile_report
+from .report.overview import render_overview
+from .sam.draw import render
+from .schedule.schedule import statement_groups
+from .sim.hw import HwConfig
+from .simreport import simulate_report
+from .study import format_table, fusion_study, plot
 
 
 def _parse_formats(items: list[str] | None) -> dict:
@@ -33,11 +56,7 @@ def _parse_formats(items: list[str] | None) -> dict:
 
 
 def _cmd_inspect(args) -> int:
-    from .frontend import from_mlir
-
     if args.torch:
-        from .frontend.torch_loader import program_from_torch_spec
-
         program = program_from_torch_spec(args.torch, args.input, args.init, args.density, args.seed,
                                           _parse_formats(args.format))
     else:
@@ -52,15 +71,10 @@ def _cmd_inspect(args) -> int:
 
 
 def _load_program(args):
-    from .frontend import from_mlir
-
     return from_mlir(args.file, func=args.func, formats=_parse_formats(args.format))
 
 
 def _cmd_compile(args) -> int:
-    from .fusion.compile import compile_schedule
-    from .sam.draw import render
-
     compiled = compile_schedule(_load_program(args), args.schedule)
     graphs = [k.graph for k in compiled.kernels if k.graph is not None]
     for kernel in compiled.kernels:
@@ -93,31 +107,20 @@ def _cmd_compile(args) -> int:
 def _compile_extras(args, compiled) -> None:
     """--overview, --html and --emit of `fuseflow compile`."""
     if args.overview:
-        from .report.overview import render_overview
-
         print(f"wrote {render_overview(compiled, args.overview)}")
     if args.html:
-        from .report.html import compile_report
-
         print(f"wrote {compile_report(compiled, args.html)}")
     for fmt, directory in args.emit or []:
-        from .interop import emit
-
         print(emit(compiled, fmt, directory, _emit_data(args, compiled.program) if fmt == "comal" else {}))
 
 
 def _emit_data(args, program) -> dict:
-    from .ir.generate import random_inputs
-
     given = _read_inputs(args.inputs, program)
     shapes = {n: v.shape for n, v in given.items()}
     return {**random_inputs(program, density=args.density, seed=args.seed, shapes=shapes), **given}
 
 
 def _cmd_orders(args) -> int:
-    from .fusion.compile import compile_schedule
-    from .fusion.nesting import Nesting, topological_orders
-
     compiled = compile_schedule(_load_program(args), args.schedule)
     for kernel in compiled.kernels:
         if kernel.region is None or (args.group is not None and kernel.index != args.group):
@@ -138,26 +141,16 @@ def _cmd_orders(args) -> int:
 
 def _read_inputs(path: str | None, program) -> dict:
     """Inputs from an .npz keyed arg0, arg1, ... in argument order (or by input name)."""
-    from .data.inputs import read_inputs
-
     return read_inputs(path, program, "--inputs") if path else {}
 
 
 def _cmd_simulate(args) -> int:
-    from functools import partial
-
-    import numpy as np
-
-    from .sim.hw import HwConfig
-    from .pipeline import simulate
-
     program = _load_program(args)
     hw = HwConfig(hbm=args.hbm, channel_depth=args.depth)
+    run = simulate
     if args.html:  # the report is written also when the simulation fails; then the error is raised
-        from .report.runs import simulate_report
-
-        simulate = partial(simulate_report, path=args.html, on_written=lambda p: print(f"wrote {p}", file=sys.stderr))
-    result = simulate(program, args.schedule, _read_inputs(args.inputs, program), seed=args.seed,
+        run = partial(simulate_report, path=args.html, on_written=lambda p: print(f"wrote {p}", file=sys.stderr))
+    result = run(program, args.schedule, _read_inputs(args.inputs, program), seed=args.seed,
                       density=args.density, hw=hw, engine=args.engine)
     if args.save_outputs:
         np.savez(args.save_outputs, **{f"out{k}": result.outputs[n] for k, n in enumerate(program.outputs)})
@@ -178,18 +171,12 @@ def _cmd_simulate(args) -> int:
 
 
 def _study_case(args):
-    from .models.registry import MODELS, build
+    from .models.registry import MODELS, build  # noqa: PLC0415 - models load torch (slow); only model studies need them
 
     if args.model in MODELS:
         return build(args.model, args.dataset, scale=args.scale, seed=args.seed, block=args.block)
-    from .frontend import from_mlir
-    from .frontend.torch_loader import program_from_torch_spec
-    from .fusion.compile import prepare
-    from .ir.generate import random_inputs
-    from .models.presets import as_schedule, reference_unfused
-    from .models.registry import ModelCase
-    from .schedule.schedule import statement_groups
-
+    from .models.presets import as_schedule, reference_unfused  # noqa: PLC0415 - models load torch (slow); only model studies need them
+    from .models.registry import ModelCase  # noqa: PLC0415 - models load torch (slow); only model studies need them
     if args.model.endswith(".mlir"):
         program = from_mlir(args.model)
     elif ":" in args.model:
@@ -205,8 +192,6 @@ def _study_case(args):
 
 
 def _cmd_study(args) -> int:
-    from .study import format_table, fusion_study, plot
-
     case = _study_case(args)
     schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]
     rows = fusion_study(case, schedules, engine=args.engine, progress=not args.json, max_tokens=args.max_tokens)
@@ -221,9 +206,31 @@ def _cmd_study(args) -> int:
 
 
 def _cmd_demo(args) -> int:
-    from .demo import run_demo
-
     return run_demo(seed=args.seed)
+
+
+def _add_study_command(sub) -> None:
+    """`fuseflow study fusion`: simulate fusion granularities of a model."""
+    p = sub.add_parser("study", help="studies over schedules: `study fusion` compares granularities")
+    studies = p.add_subparsers(dest="study", required=True)
+    p = studies.add_parser("fusion", help="simulate unfused, partial and full fusion of a model")
+    p.add_argument("--model", default="gcn", help="gcn, graphsage, sae, gpt3-bigbird, a .mlir file or FILE.py:Class")
+    p.add_argument("--dataset", help="graph (karate, cora, cora_ml, synthetic:dblp, a .npz), sae size "
+                   "(small, imagenet, ...) or gpt3 config (tiny, small)")
+    p.add_argument("--schedules", default="unfused,partial,full", help="presets or schedule strings, comma-separated")
+    p.add_argument("--scale", type=float, default=1.0, help="size factor for synthetic graphs")
+    p.add_argument("--block", type=int, default=16,
+                   help="BigBird block size; gpt3-bigbird presets run blocked with tiles of this size")
+    p.add_argument("--input", action="append", metavar="SHAPE[:LAYOUT]", help="inputs of a FILE.py:Class model")
+    p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
+    p.add_argument("--max-tokens", type=float, default=2e9, metavar="N",
+                   help="estimate, not simulate, schedules the heuristic puts above N token events "
+                        "(default 2e9, what fits in 24 GB)")
+    p.set_defaults(run=_cmd_study)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -284,29 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group", type=int, help="only this group")
     p.add_argument("-v", "--verbose", action="store_true", help="also list unsupported orders and why")
 
-    p = sub.add_parser("study", help="studies over schedules: `study fusion` compares granularities")
-    studies = p.add_subparsers(dest="study", required=True)
-    p = studies.add_parser("fusion", help="simulate unfused, partial and full fusion of a model")
-    p.add_argument("--model", default="gcn", help="gcn, graphsage, sae, gpt3-bigbird, a .mlir file or FILE.py:Class")
-    p.add_argument("--dataset", help="graph (karate, cora, cora_ml, synthetic:dblp, a .npz), sae size "
-                   "(small, imagenet, ...) or gpt3 config (tiny, small)")
-    p.add_argument("--schedules", default="unfused,partial,full", help="presets or schedule strings, comma-separated")
-    p.add_argument("--scale", type=float, default=1.0, help="size factor for synthetic graphs")
-    p.add_argument("--block", type=int, default=16,
-                   help="BigBird block size; gpt3-bigbird presets run blocked with tiles of this size")
-    p.add_argument("--input", action="append", metavar="SHAPE[:LAYOUT]", help="inputs of a FILE.py:Class model")
-    p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
-    p.add_argument("--max-tokens", type=float, default=2e9, metavar="N",
-                   help="estimate, not simulate, schedules the heuristic puts above N token events "
-                        "(default 2e9, what fits in 24 GB)")
-    p.set_defaults(run=_cmd_study)
-
-    from .explore.cli import add_commands as add_explore_commands
-    from .gpu.cli import add_commands as add_gpu_commands
+    _add_study_command(sub)
 
     add_explore_commands(sub)
 
@@ -330,7 +315,6 @@ def main(argv: list[str] | None = None) -> int:
         print("fuseflow: interrupted (a sweep resumes when rerun with the same arguments)", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`
-        import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -30,6 +30,7 @@ import json
 import os
 
 import numpy as np
+from google.protobuf import text_format
 
 from .errors import UserError
 from .ir.formats import LEVEL_FORMATS, TensorFormat
@@ -100,8 +101,6 @@ def _kernel_dir(directory: str, kernel) -> str:
 
 def emit_comal(compiled, data: dict, directory: str) -> dict:
     """Write every kernel's Comal graph and tensor files under `directory`; returns the manifest."""
-    from google.protobuf import text_format
-
     values = _values(compiled, data)
     manifest = {"schedule": str(compiled.schedule), "program": compiled.program.name,
                 "run": "in order: comal.run_graph(<kernel>/graph.bin, <kernel>)", "kernels": []}

@@ -7,13 +7,17 @@
 """
 from __future__ import annotations
 
+import html
 import sys
 import time
 
 from .errors import FuseflowError, UserError
+from .explore.heuristic import CostModel
+from .explore.plot import study_chart
 from .explore.progress import Progress
+from .fusion.compile import compile_schedule
 from .pipeline import simulate
-from .report.notebook import StudyTable
+from .report.notebook import table_html
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
            ("speedup", "speedup", "{:.2f}x"), ("flops_ratio", "FLOPs/unf", "{:.2f}"),
@@ -48,6 +52,19 @@ def _failed_row(case, name: str, schedule: str, why: str, wall: float) -> dict:
             "verified": "failed", "max_abs_error": None, "wall": wall, "error": why}
 
 
+def _kernel_progress(label: str):
+    """A callback `simulate` calls after each kernel, showing a progress bar, and the list of
+    bars it opened (to close)."""
+    bars: list[Progress] = []
+
+    def on_kernel(done: int, total: int) -> None:
+        if not bars:
+            bars.append(Progress(total, label=label))
+        bars[0].update()
+
+    return on_kernel, bars
+
+
 def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
                  max_tokens: float = MAX_TOKENS) -> list[dict]:
     """One row per preset (or schedule string), normalised to the first one (unfused). Each
@@ -55,9 +72,6 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
     beyond `max_tokens` token events (tile elements for blocked ones) is not simulated: its row
     holds the heuristic's estimates (`est_*`, ratios to the first row's estimate) and says why;
     one that fails says why."""
-    from .explore.heuristic import CostModel
-    from .fusion.compile import compile_schedule
-
     model = CostModel(case.program, case.inputs)
     rows, first = [], None
     for name in schedules:
@@ -78,13 +92,7 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
                       f"(estimated {load:.2g} token events)", file=sys.stderr)
             rows.append(_skipped_row(case, name, compiled, est, max_tokens))
             continue
-        bar: list[Progress] = []
-
-        def on_kernel(done: int, total: int) -> None:
-            if not bar:
-                bar.append(Progress(total, label=f"{case.name} {name} kernels"))
-            bar[0].update()
-
+        on_kernel, bar = _kernel_progress(f"{case.name} {name} kernels")
         if progress:
             print(f"  simulating {case.name} on {case.dataset}: {name} ...", file=sys.stderr, flush=True)
         try:
@@ -124,10 +132,15 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
     return StudyTable(rows)
 
 
+def _cells(row: dict) -> list[str]:
+    """A row's cells in COLUMNS' order: `-` where it has no value, `~` before estimated ratios."""
+    return [("~" if row.get("skipped") and key in ("speedup", "flops_ratio", "mem_ratio") else "")
+            + (fmt.format(row[key]) if row.get(key) is not None else "-") for key, _, fmt in COLUMNS]
+
+
 def format_table(rows: list[dict]) -> str:
     """The study as a text table; a skipped schedule shows its estimated ratios marked `~`."""
-    cells = [[("~" if row.get("skipped") and key in ("speedup", "flops_ratio", "mem_ratio") else "")
-              + (fmt.format(row[key]) if row[key] is not None else "-") for key, _, fmt in COLUMNS] for row in rows]
+    cells = [_cells(row) for row in rows]
     headers = [title for _, title, _ in COLUMNS]
     widths = [max(len(h), *(len(c[k]) for c in cells)) for k, h in enumerate(headers)]
     lines = ["  ".join(h.rjust(w) if k else h.ljust(w) for k, (h, w) in enumerate(zip(headers, widths)))]
@@ -142,6 +155,25 @@ def format_table(rows: list[dict]) -> str:
 def plot(rows: list[dict], path: str) -> str:
     """Speedup (higher is better) and FLOPs and memory (lower is better) relative to the first
     schedule, on separate axes with value labels (`explore.plot.study_chart`)."""
-    from .explore.plot import study_chart
-
     return study_chart(rows, path)
+
+
+class StudyTable(list):
+    """The rows of a fusion study (a list of dicts), shown as a table in notebooks.
+
+        >>> rows = StudyTable([{"schedule": "unfused", "kernels": 2, "cycles": 100, "speedup": 1.0,
+        ...                     "flops_ratio": 1.0, "mem_ratio": 1.0, "max_occupancy": 3, "verified": True,
+        ...                     "wall": 0.1}])
+        >>> ">1.00x</td>" in rows._repr_html_(), rows[0]["cycles"]
+        (True, 100)
+    """
+
+    def _repr_html_(self) -> str:
+        text = format_table(list(self)).splitlines()
+        cells = [[html.escape(c) for c in _cells(row)] for row in self]
+        notes = "".join(f"<div>{html.escape(n)}</div>" for n in text[len(self) + 1:])
+        return f"<div>{table_html([title for _, title, _ in COLUMNS], cells)}{notes}</div>"
+
+    def plot(self, path: str) -> str:
+        """Draw the study's chart (speedup, FLOPs and memory relative to the first row) to `path`."""
+        return study_chart(list(self), path)

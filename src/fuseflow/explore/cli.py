@@ -10,8 +10,13 @@ Handlers return an exit code; bad input raises fuseflow.errors.UserError.
 from __future__ import annotations
 
 import os
+import tomllib
 
 from ..errors import UserError
+from .analysis import summary_text
+from .db import open_existing
+from .plot import draw
+from .runner import SweepSpec, run_sweep
 
 DEFAULT_PRUNE = 1.5  # measured: keeps the best schedule of every swept group (docs/exploration.md)
 
@@ -27,8 +32,6 @@ TOML_KEYS = {
 
 
 def _read_toml(path: str) -> dict:
-    import tomllib
-
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
@@ -101,8 +104,6 @@ def _shapes(items) -> dict:
 
 
 def spec_from_args(args):
-    from .runner import SweepSpec
-
     settings: dict = _read_toml(args.config) if args.config else {"programs": []}
     if args.programs:
         settings["programs"] = list(args.programs)
@@ -139,8 +140,6 @@ def spec_from_args(args):
 
 
 def cmd_sweep(args) -> int:
-    from .runner import run_sweep
-
     spec = spec_from_args(args)
     summary = run_sweep(spec, progress=not args.quiet)
     if not args.quiet:
@@ -150,9 +149,6 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from .analysis import summary_text
-    from .db import open_existing
-
     db = open_existing(args.db)
     try:
         rows = db.rows()
@@ -166,8 +162,6 @@ def cmd_plot(args) -> int:
     factors = _floats([args.factors], "--factors") if args.factors else [1.25, 1.5, 2.0, 3.0]
     print(summary_text(rows, factors))
     if not args.no_charts:
-        from .plot import draw
-
         out = args.output or os.path.splitext(args.db)[0] + "-charts"
         paths = draw(rows, out)
         print(f"wrote {len(paths)} charts to {out}/")

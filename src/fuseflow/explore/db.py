@@ -14,6 +14,7 @@ killed sweep restarts where it stopped: finished rows are skipped, none is lost 
 from __future__ import annotations
 
 import datetime
+import os
 import sqlite3
 
 from ..errors import UserError
@@ -110,8 +111,6 @@ class SweepDB:
 
 
 def open_existing(path: str) -> SweepDB:
-    import os
-
     if not os.path.isfile(path):
         raise UserError(f"no sweep database {path}", "plot", "run `fuseflow sweep ... --db FILE` first")
     return SweepDB(path)

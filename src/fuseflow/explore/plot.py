@@ -22,15 +22,14 @@ import re
 
 from .analysis import groups
 
-
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7"]
 
 
 def _pyplot():
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - matplotlib is slow to import; only plots need it
 
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - matplotlib is slow to import; only plots need it
 
     return plt
 
@@ -45,7 +44,8 @@ def bar_labels(rows: list[dict]) -> list[str]:
     orders (`1:j,i` is group 1's); a name two rows share gets the schedule added."""
     names = []
     for row in rows:
-        orders = " ".join((f"{g}:" if g else "") + o for g, o in re.findall(r"order(?:\.(\d+))?=(\S+)", row["schedule"]))
+        found = re.findall(r"order(?:\.(\d+))?=(\S+)", row["schedule"])
+        orders = " ".join((f"{g}:" if g else "") + o for g, o in found)
         label = row.get("label") or _short(re.sub(r"\s*order(\.\d+)?=\S+", "", row["schedule"]))
         names.append(f"{label}  {orders}" if orders else label)
     seen = {n: names.count(n) for n in names}
@@ -65,7 +65,7 @@ def cycles_chart(group, path: str) -> str:
     colors = [PALETTE[kinds.index(r.get("label") or "") % len(PALETTE)] for r in rows] + ["#c0392b"] * len(failed)
     bars = ax.barh(range(len(values)), values, color=colors)
     if len(kinds) > 1:  # one colour per granularity
-        from matplotlib.patches import Patch
+        from matplotlib.patches import Patch  # noqa: PLC0415 - matplotlib is slow to import; only plots need it
 
         ax.legend([Patch(color=PALETTE[k % len(PALETTE)]) for k in range(len(kinds))], kinds, fontsize=7,
                   loc="upper left", bbox_to_anchor=(1.0, 1.0), title="granularity", title_fontsize=7)
@@ -149,7 +149,7 @@ def study_figure(rows: list[dict]):
         heights = [v if v is not None and math.isfinite(v) else 0.0 for v in values]
         drawn = ax.bar([i + offsets for i in x], heights, width, color=color, label=label,
                        hatch=None, edgecolor="white")
-        for bar, row, value in zip(drawn, rows, values):
+        for bar, row in zip(drawn, rows):
             if row.get("skipped"):
                 bar.set_hatch("///")
                 bar.set_alpha(0.6)

@@ -11,10 +11,13 @@ from __future__ import annotations
 import itertools
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
 from ..errors import FuseflowError, UserError
+from ..pipeline import simulate
 from .db import SweepDB
+from .heuristic import CostModel
 from .progress import Progress
 from .space import DataPoint, ProgramRef, load, mlir_source, schedules
 
@@ -89,7 +92,7 @@ def resolve_engine(engine: str) -> str:
     """`fast` when its module imports, else `oracle` (the fast engine may be missing)."""
     if engine == "fast":
         try:
-            import fuseflow.sim.fast  # noqa: F401
+            import fuseflow.sim.fast  # noqa: F401, PLC0415 - a probe: does the fast engine (numba) load?
         except Exception:  # noqa: BLE001 - a broken or missing fast engine: use the oracle
             return "oracle"
     return engine
@@ -104,8 +107,6 @@ def _one_line(err: BaseException) -> str:
 
 def run_task(task: dict) -> dict:
     """Simulate one schedule on one data point; never raises (failures become the row's error)."""
-    from ..pipeline import simulate
-
     row = {"program": task["program"], "schedule": task["schedule"], "data": task["data"],
            "seed": task["seed"], "status": "error"}
     engine = resolve_engine(task.get("engine", "fast"))
@@ -136,8 +137,6 @@ def _run_serial(tasks):
 
 
 def _run_pool(tasks, jobs: int):
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(run_task, task): task for task in tasks}
         try:
@@ -155,7 +154,7 @@ def _run_pool(tasks, jobs: int):
 
 def _run_dask(tasks, address: str, timeout: float = 30.0):
     try:
-        from distributed import Client, as_completed
+        from distributed import Client, as_completed  # noqa: PLC0415 - dask is optional and slow to import
     except ImportError:
         raise UserError("--executor dask needs dask.distributed", "sweep",
                         "pip install 'dask[distributed]'") from None
@@ -216,8 +215,6 @@ def _estimate_fields(model, compiled) -> dict:
 
 def plan(spec: SweepSpec, done: set, log=None) -> tuple[list[dict], list[dict], int]:
     """(tasks to simulate, rows to write directly (compile errors, pruned), planned count)."""
-    from .heuristic import CostModel
-
     tasks, direct, planned = [], [], 0
     for text in spec.programs:
         ref = ProgramRef.parse(text, spec.func, spec.scale, spec.shapes)
@@ -284,7 +281,10 @@ def run_sweep(spec: SweepSpec, progress: bool = True, out=None) -> SweepSummary:
                   f"({spec.executor}" + (f", {spec.jobs} jobs" if spec.executor == "local" else "") + ")",
                   file=out)
         bar = Progress(len(tasks), out=out) if progress and tasks else None
-        key = lambda t: (t["program"], t["schedule"], t["data"], t["seed"])
+
+        def key(t):
+            return t["program"], t["schedule"], t["data"], t["seed"]
+
         metas = {key(t): t.pop("meta") for t in tasks}
         try:
             for task, row in execute(tasks, spec.executor, spec.jobs, spec.scheduler, spec.connect_timeout):

@@ -12,10 +12,14 @@ The lead's fuseflow.cli calls :func:`add_commands` with its top-level subparsers
 from __future__ import annotations
 
 import json
+import time
 
-from fuseflow.errors import UserError
+from fuseflow.errors import NotSupported, UserError
 
-from .chains import parse_chain
+from .baselines import smem_only, unfused
+from .bench import format_summary, format_table, run_bench, summarize
+from .benchmarks import parse_chain
+from .codegen import emit_cuda, supported
 from .device import LEVELS, load_device
 from .planner import DEFAULT_TOPK, plan_chain
 from .report import fmt_bytes, fmt_count
@@ -47,8 +51,6 @@ def add_commands(subparsers) -> None:
 
 
 def cmd_plan(args) -> int:
-    from .baselines import smem_only, unfused
-
     if args.topk < 1:
         raise UserError(f"--topk must be at least 1, got {args.topk}", "command line")
     chain = parse_chain(args.chain)
@@ -61,10 +63,6 @@ def cmd_plan(args) -> int:
     base = [unfused(chain, device, compute), smem_only(chain, device, compute)]
     emitted = None
     if args.emit_cuda:
-        from fuseflow.errors import NotSupported
-
-        from .codegen import emit_cuda, supported
-
         reasons = [supported(chain, p, device) for p in result.plans]
         if all(reasons):
             raise NotSupported(f"no listed plan can be emitted as CUDA: {reasons[0]}", "--emit-cuda",
@@ -102,10 +100,6 @@ def cmd_plan(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    import time
-
-    from .bench import format_summary, format_table, run_bench, summarize
-
     device = load_device(args.device)
     chains = [c.strip() for c in args.chains.split(",") if c.strip()] if args.chains else None
     start = time.perf_counter()

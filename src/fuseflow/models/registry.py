@@ -11,11 +11,19 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
+from ..data import load_graph
 from ..errors import UserError
-from ..fusion.compile import prepare
+from ..frontend import from_torch
+from ..ir.canonicalize import prepare
 from ..ir.program import Program
+from ..schedule.schedule import statement_groups
+from .gcn import GCN
+from .gpt3 import GPT3_DEEP, GPT3_MINI, GPT3_SMALL, GPT3_TINY, GPT3_WIDE, GPT3BigBird, bigbird_mask
+from .graphsage import GraphSAGE
 from .presets import as_schedule, cross_layer, reference_unfused
+from .sae import BATCH, SAE_SIZES, SparseAutoencoder
 
 MODELS = ("gcn", "graphsage", "sae", "gpt3-bigbird")
 BLOCKED_MODELS = ("gpt3-bigbird",)  # presets run blocked (block=B, tiles of the BigBird block size)
@@ -38,13 +46,6 @@ WEIGHT_DENSITY = 0.4
 
 def _graph_case(name: str, dataset: str, scale: float, seed: int, hidden: int,
                 weight_density: float = WEIGHT_DENSITY) -> ModelCase:
-    import torch
-
-    from ..data import load_graph
-    from ..frontend import from_torch
-    from .gcn import GCN
-    from .graphsage import GraphSAGE
-
     synthetic = dataset.startswith("synthetic:")
     graph = load_graph(dataset, scale=scale, seed=seed) if synthetic else load_graph(dataset)
     features = np.asarray(graph.features, dtype=np.float64)
@@ -66,15 +67,10 @@ def _graph_case(name: str, dataset: str, scale: float, seed: int, hidden: int,
                                      formats={"A": "compressed,compressed",
                                               **({n: "compressed,compressed;order=1,0" for n in weights}
                                                  if weight_density < 1 else {})}))
-    return ModelCase(name, graph.name, program, {"A": A.toarray(), "X": features})
+    return ModelCase(name, graph.name, program, {"A": A, "X": features})
 
 
 def _sae_case(size: str, seed: int, density: float) -> ModelCase:
-    import torch
-
-    from ..frontend import from_torch
-    from .sae import BATCH, SAE_SIZES, SparseAutoencoder
-
     if size not in SAE_SIZES:
         raise UserError(f"unknown autoencoder size {size!r}", "--dataset", f"use one of {', '.join(SAE_SIZES)}")
     features, hidden = SAE_SIZES[size]
@@ -89,11 +85,6 @@ def _sae_case(size: str, seed: int, density: float) -> ModelCase:
 
 
 def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
-    import torch
-
-    from ..frontend import from_torch
-    from .gpt3 import GPT3_DEEP, GPT3_MINI, GPT3_SMALL, GPT3_TINY, GPT3_WIDE, GPT3BigBird, bigbird_mask
-
     cfg = {"tiny": GPT3_TINY, "mini": GPT3_MINI, "wide": GPT3_WIDE, "deep": GPT3_DEEP, "small": GPT3_SMALL}.get(config)
     if cfg is None:
         raise UserError(f"unknown GPT-3 config {config!r}", "--dataset", "use tiny, mini, wide, deep or small")
@@ -123,8 +114,6 @@ def build(name: str, dataset: str | None = None, *, scale: float = 1.0, seed: in
     a size for sae (small, imagenet, ...), a config for gpt3-bigbird (tiny, mini, wide, deep, small).
     gpt3-bigbird's presets run blocked with tiles of its BigBird block size (`block=B`); its
     `<preset>-unblocked` presets run the same groups on scalar streams."""
-    from ..schedule.schedule import statement_groups
-
     if name in ("gcn", "graphsage"):
         case = _graph_case(name, dataset or "karate", scale, seed, hidden)
     elif name == "sae":

@@ -24,9 +24,9 @@ from importlib import resources
 
 from ..errors import UserError
 from ..sam.draw import hidden, svg
+from ..sam.graph import Stream
 from ..sam.labels import node_label
 from ..sam.primitives import PRIMITIVES
-from ..sam.graph import Stream
 from .overview import kernel_title, ops_text, overview_svg
 
 METRICS = [("cycles", "cycles"), ("flops", "FLOPs"), ("mem_reads", "reads"), ("mem_writes", "writes"),
@@ -179,7 +179,8 @@ def report_html(compiled, result=None, stats=None, problem=None) -> str:
 <div id="main">
 <aside id="side">{problems}
 <section id="kernels"><h3>kernels</h3>{_kernel_rows(kernels)}</section>
-<section id="details"><h3>node</h3><div id="detail-body">Click a node in a picture, or type its id (n12) below.</div></section>
+<section id="details"><h3>node</h3>
+<div id="detail-body">Click a node in a picture, or type its id (n12) below.</div></section>
 </aside>
 <section id="view">
 <nav id="tabs">{"".join(tabs)}</nav>

@@ -1,14 +1,12 @@
 """What Jupyter shows for fuseflow's objects: the `_repr_svg_` / `_repr_html_` bodies.
 
-A graph shows its picture (`sam.draw`); a compiled schedule its overview (several kernels) or
-its one kernel's picture, with a table of the kernels; a simulation result its totals and a
-table per kernel; a fusion study its table (`StudyTable`, the list of rows `fusion_study`
-returns, which also draws its chart with `.plot(path)`).
+A graph shows its picture (`sam.draw`, `SamGraph._repr_svg_`); a compiled schedule its overview
+(several kernels) or its one kernel's picture, with a table of the kernels; a simulation result
+its totals and a table per kernel; a fusion study its table (`study.StudyTable`, built with
+`table_html`).
 
-    >>> rows = StudyTable([{"schedule": "unfused", "kernels": 2, "cycles": 100, "speedup": 1.0, "flops_ratio": 1.0,
-    ...                     "mem_ratio": 1.0, "max_occupancy": 3, "verified": True, "wall": 0.1}])
-    >>> ">1.00x</td>" in rows._repr_html_(), rows[0]["cycles"]
-    (True, 100)
+    >>> table_html(["kernel", "cycles"], [["k0", "1,200"]]).count("<td")
+    2
 """
 from __future__ import annotations
 
@@ -22,15 +20,11 @@ STYLE = "border-collapse:collapse;font-size:12px"
 CELL = "padding:2px 8px;border-bottom:1px solid #ddd;text-align:right"
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
+def table_html(headers: list[str], rows: list[list[str]]) -> str:
+    """An HTML table of `rows` (cells already escaped) under `headers`."""
     head = "".join(f'<th style="{CELL}">{html.escape(h)}</th>' for h in headers)
     body = "".join("<tr>" + "".join(f'<td style="{CELL}">{c}</td>' for c in row) + "</tr>" for row in rows)
     return f'<table style="{STYLE}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def graph_svg(graph) -> str:
-    """A SamGraph's picture as SVG."""
-    return svg(graph)
 
 
 def compiled_html(compiled) -> str:
@@ -44,7 +38,7 @@ def compiled_html(compiled) -> str:
     rows = [[f"k{k.index}", html.escape(ops_text(k.group)), html.escape(",".join(k.order)),
              "reshape" if k.is_reshape else str(len(k.graph.nodes))] for k in compiled.kernels]
     return (f"<div><b>{html.escape(compiled.program.name)}</b> <code>{html.escape(str(compiled.schedule))}</code>"
-            f"{_table(['kernel', 'ops', 'order', 'nodes'], rows)}{_inline_svg(picture)}</div>")
+            f"{table_html(['kernel', 'ops', 'order', 'nodes'], rows)}{_inline_svg(picture)}</div>")
 
 
 def result_html(result) -> str:
@@ -55,29 +49,5 @@ def result_html(result) -> str:
     rows = [[f"k{k.index}", html.escape(ops_text(k.group)), html.escape(",".join(k.order))]
             + [f"{getattr(k, key):,}" for key, _ in METRICS] for k in result.kernels]
     rows.append(["total", "", ""] + [f"{getattr(result, key):,}" for key, _ in METRICS])
-    return f"<div>{head}{_table(['kernel', 'ops', 'order'] + [t for _, t in METRICS], rows)}</div>"
+    return f"<div>{head}{table_html(['kernel', 'ops', 'order'] + [t for _, t in METRICS], rows)}</div>"
 
-
-class StudyTable(list):
-    """The rows of a fusion study (a list of dicts), shown as a table in notebooks."""
-
-    def _repr_html_(self) -> str:
-        from ..study import COLUMNS, format_table
-
-        rows = []
-        for row in self:
-            cells = []
-            for key, _, fmt in COLUMNS:
-                value = row.get(key)
-                mark = "~" if row.get("skipped") and key in ("speedup", "flops_ratio", "mem_ratio") else ""
-                cells.append(mark + html.escape(fmt.format(value)) if value is not None else "-")
-            rows.append(cells)
-        notes = [line for line in format_table(list(self)).splitlines()[len(self) + 1:]]
-        note = "".join(f"<div>{html.escape(n)}</div>" for n in notes)
-        return f"<div>{_table([title for _, title, _ in COLUMNS], rows)}{note}</div>"
-
-    def plot(self, path: str) -> str:
-        """Draw the study's chart (speedup, FLOPs and memory relative to the first row) to `path`."""
-        from ..explore.plot import study_chart
-
-        return study_chart(list(self), path)

@@ -5,7 +5,7 @@
 | root | root |
 | scan (a universe scan reads a tensor `universe_<var>` that only has a shape) | fiber_lookup |
 | locate | locate (`output_ref1`; the other outputs are unused, id 0) |
-| repsig + repeat | repeat: Comal makes the repeat signal inside the repeat, from the reference (`rep_ref`) or value (`rep_val`) stream that runs aligned with the coordinates the repsig reads |
+| repsig + repeat | repeat (its signal made inside, from the `rep_ref`/`rep_val` stream aligned with the repsig's crd) |
 | intersect, union | joiner (INTERSECT, UNION) |
 | array | array |
 | alu | alu (ADD SUB MUL/ELEMMUL DIV MAX EXP RSQRT, and SCALARADD SCALARMUL SCALARDIV for a scalar operand) |
@@ -316,7 +316,8 @@ class _Builder:
         self.set_in(body.input_outer_crd, node, "outer")
         self.set_out(body.output_inner_crd, node, "inner")
         self.set_out(body.output_outer_crd, node, "outer")
-        body.inner_crd, body.outer_crd = stream_var(self.g, node.inputs["inner"]), stream_var(self.g, node.inputs["outer"])
+        body.inner_crd = stream_var(self.g, node.inputs["inner"])
+        body.outer_crd = stream_var(self.g, node.inputs["outer"])
         body.label = "crd_drop"
 
     def op_level_write(self, op, node):
@@ -326,7 +327,8 @@ class _Builder:
         meta = self.g.tensors.get(p["tensor"], {})
         dims = [meta["shape"][m] for m in meta.get("mode_order", [])] if meta.get("shape") else []
         level = int(p.get("level", 0))
-        body.index, body.tensor, body.mode_val, body.format = lab.var, comal_name(p["tensor"]), str(level), str(p["format"])
+        body.index, body.tensor = lab.var, comal_name(p["tensor"])
+        body.mode_val, body.format = str(level), str(p["format"])
         if dims:
             body.segsize, body.crdsize = str(math.prod(dims[:level]) + 1), str(math.prod(dims[:level + 1]))
         body.sink, body.label = True, lab.long
@@ -342,7 +344,7 @@ class _Builder:
     def op_fork(self, op, node):
         kind = self.kind(node.inputs["in"])
         bundle = getattr(op.fork, BUNDLE[kind])
-        self.set_in(getattr(bundle, "input"), node, "in")
+        self.set_in(bundle.input, node, "in")
         for k in range(node.arity):
             self.set_out(bundle.outputs.add(), node, f"out{k}")
         op.fork.label = f"fork {node.params.get('lanes')} lanes"
@@ -366,7 +368,7 @@ class _Builder:
             op = operators.add(name=f"{stream}.broadcast", id=len(operators))
             op.broadcast.label = f"broadcast {stream}"
             bundle = getattr(op.broadcast, BUNDLE[kind])
-            getattr(bundle, "input").id.id, getattr(bundle, "input").name = self.produced[stream], str(stream)
+            bundle.input.id.id, bundle.input.name = self.produced[stream], str(stream)
             for user in users:
                 out = bundle.outputs.add()
                 out.id.id, out.name = self.read[user], f"{stream}->n{user[0]}.{user[1]}"

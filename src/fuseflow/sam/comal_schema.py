@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
 PACKAGE = "tortilla"
 
 FIELDS = """
@@ -260,8 +262,6 @@ def _resolve(owner: str, kind: str, known: set[str]) -> str:
 
 @lru_cache(maxsize=None)
 def _pool():
-    from google.protobuf import descriptor_pb2, descriptor_pool
-
     rows = _rows()
     messages = list(dict.fromkeys(owner for owner, *_ in rows))
     known = set(messages) | set(ENUMS)
@@ -300,8 +300,6 @@ def _pool():
 
 def message(name: str):
     """The generated class of message `name` (e.g. `ComalGraph`, `Operation`, `Joiner.Payload`)."""
-    from google.protobuf import message_factory
-
     return message_factory.GetMessageClass(_pool().FindMessageTypeByName(f"{PACKAGE}.{name}"))
 
 

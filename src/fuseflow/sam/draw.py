@@ -28,10 +28,15 @@ from __future__ import annotations
 import html
 import json
 import re
+from typing import TYPE_CHECKING
+
+import graphviz
 
 from ..errors import UserError
-from .graph import SamGraph, Stream
 from .labels import node_label
+
+if TYPE_CHECKING:  # the graph draws itself with svg() (SamGraph._repr_svg_): its types only for annotations
+    from .graph import SamGraph, Stream
 
 EDGE_STYLE = {"crd": {"color": "#1f5fbf"}, "ref": {"color": "#2e8b2e", "style": "dashed"},
               "val": {"color": "#c0392b", "penwidth": "2"}, "repsig": {"color": "#888888", "style": "dotted"}}
@@ -174,10 +179,12 @@ def _connectors(edges, band: dict[int, int], prefix: str) -> tuple[dict[int, lis
         out_id, in_id = f"to_{source}_{column}_{kind}", f"from_{source}_{column}_{kind}"
         style = {"shape": "cds", "style": "filled", "fillcolor": "white", "color": EDGE_STYLE[kind]["color"],
                  "fontsize": 8, "height": 0.15, "margin": "0.04,0.01"}
-        nodes.setdefault(band[source], []).append(
-            f"  {out_id} [{_attrs({**style, 'id': prefix + out_id, 'label': f'to {names}', 'tooltip': f'continues in column {column + 1}'})}];")
-        nodes.setdefault(column, []).append(
-            f"  {in_id} [{_attrs({**style, 'id': prefix + in_id, 'label': f'from n{source}', 'tooltip': f'from column {band[source] + 1}'})}];")
+        out_attrs = {**style, "id": prefix + out_id, "label": f"to {names}",
+                     "tooltip": f"continues in column {column + 1}"}
+        in_attrs = {**style, "id": prefix + in_id, "label": f"from n{source}",
+                    "tooltip": f"from column {band[source] + 1}"}
+        nodes.setdefault(band[source], []).append(f"  {out_id} [{_attrs(out_attrs)}];")
+        nodes.setdefault(column, []).append(f"  {in_id} [{_attrs(in_attrs)}];")
         kept.append((f"n{source}", out_id, kind, [t for _, tips in targets for t in tips]))
         kept += [(in_id, f"n{t}", kind, tips) for t, tips in targets]
     return nodes, kept
@@ -232,8 +239,6 @@ def to_dot(graph: SamGraph, *, compact: bool = True, legend: bool = True, cluste
 
 
 def _pipe(dot: str, fmt: str) -> bytes:
-    import graphviz
-
     try:
         return graphviz.Source(dot).pipe(format=fmt)
     except graphviz.ExecutableNotFound:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from .draw import svg
 from .primitives import ANY, PAYLOAD, PRIMITIVES
 
 
@@ -184,7 +185,6 @@ class SamGraph:
 
     # -- exporters -----------------------------------------------------------------
     def _repr_svg_(self) -> str:  # Jupyter shows the picture (sam.draw)
-        from .draw import svg
         return svg(self)
 
     def to_text(self) -> str:

@@ -19,8 +19,10 @@ signal comes from, a writer the one it writes). The mode is the tensor dimension
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .graph import Node, SamGraph, Stream
+if TYPE_CHECKING:  # the graph draws itself through sam.draw, which labels with this module: types only
+    from .graph import Node, SamGraph, Stream
 
 SUBSCRIPT = dict(zip("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
 STRUCTURAL = ("broadcast", "fork", "join")  # pass a stream on unchanged (or dealt over lanes)
@@ -49,8 +51,9 @@ class NodeLabel:
     @property
     def long(self) -> str:
         """Everything in words, e.g. `scan i: tensor A mode 0, compressed`."""
-        parts = [f"tensor {self.tensor}" + (f" mode {self.mode}" if self.mode is not None else "") if self.tensor else "",
-                 self.format, self.detail]
+        mode = f" mode {self.mode}" if self.mode is not None else ""
+        tensor = f"tensor {self.tensor}{mode}" if self.tensor else ""
+        parts = [tensor, self.format, self.detail]
         rest = ", ".join(x for x in parts if x)
         return f"{self.title}: {rest}" if rest else self.title
 

@@ -91,10 +91,12 @@ def _attributes(graph: SamGraph, node) -> tuple[str, dict, str]:
         sam = "add" if p["op"] == "sub" else ("smax" if p["op"] == "max" and "const0" in attrs else p["op"])
         return sam, attrs, f"{p['op'].capitalize()}" + (f" {attrs['const0']}" if "const0" in attrs else "")
     if kind == "reduce":
-        return "reduce", {"kind": p.get("kind", "sum")}, "Reduce" + ("" if p.get("kind", "sum") == "sum" else f" {p['kind']}")
+        reducer = p.get("kind", "sum")
+        return "reduce", {"kind": reducer}, "Reduce" + ("" if reducer == "sum" else f" {reducer}")
     if kind in ("spacc", "spacc2"):
         ports = ["crd_inner", "crd_mid", "crd_outer"] if kind == "spacc2" else ["crd_inner", "crd_outer"]
-        attrs = {"order": str(len(ports) - 1), **{f"in{k}": stream_var(graph, node.inputs[q]) for k, q in enumerate(ports)}}
+        attrs = {"order": str(len(ports) - 1),
+                 **{f"in{k}": stream_var(graph, node.inputs[q]) for k, q in enumerate(ports)}}
         names = " ".join(f"{k}={attrs[f'in{k}']}" for k in range(len(ports)))
         return "spaccumulator", attrs, f"SparseAccumulator {attrs['order']}\\n{names}"
     if kind == "crd_drop":
@@ -122,7 +124,8 @@ def _edge_label(graph: SamGraph, node, port: str, kind: str) -> str:
 def to_samgv(graph: SamGraph) -> str:
     """SAM's `.gv` text of `graph` (see the module docstring)."""
     lines = ["digraph SAM {", f"    comment={_q(_formats(graph))}"]
-    dropped = {n.id for n in graph.nodes if n.kind == "root" or (n.kind == "broadcast" and _from_root(graph, n.inputs["in"]))}
+    dropped = {n.id for n in graph.nodes
+               if n.kind == "root" or (n.kind == "broadcast" and _from_root(graph, n.inputs["in"]))}
     for node in graph.nodes:
         if node.id in dropped:
             continue

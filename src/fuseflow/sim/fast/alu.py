@@ -195,12 +195,11 @@ def _k_alu(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ck_, cd, c_
     S[STEPS] += steps
     S[FLOPS] += flops
     out_leave(CH, io, nin, 0, j)
-    done = status == DONE
-    leave(CH, RD, io, 0, pa, a_s, acons, done)
+    leave(CH, RD, io, 0, pa)
     if nin >= 2:
-        leave(CH, RD, io, 1, pb, b_s, bcons, done)
+        leave(CH, RD, io, 1, pb)
     if nin >= 3:
-        leave(CH, RD, io, 2, pc, c_s, ccons, done)
+        leave(CH, RD, io, 2, pc)
     return status
 
 
@@ -231,7 +230,7 @@ class Alu(Runner):
         if self._args is None:
             ports = []
             for ch, r in zip(self.in_ch, self.readers):
-                cons = next(x.cons for x in ch.readers if x.index == r)
+                cons = self.cons_of(ch, r)
                 ports.append((ch.kind, ch.data, ch.sent, cons))
             while len(ports) < 3:
                 ports.append(ports[0])

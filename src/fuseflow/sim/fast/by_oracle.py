@@ -15,7 +15,6 @@ import numpy as np
 
 from ...sam.primitives import ANY, PAYLOAD, PRIMITIVES
 from ..oracle.node import _run_node
-from .channel import merge_occupancy
 from .core import DONE, FLOPS, PORT, READS, STEPS, WAIT_IN, WRITES, Runner, T
 from .stream import VAL, from_tokens
 
@@ -34,7 +33,7 @@ class OracleRunner(Runner):
         self.left: dict = {}
 
     def _source(self, port: str):
-        """The input whose stream an output passes on (payloads, broadcast, fork, join)."""
+        """The input whose stream an output passes on (payloads, broadcast, fork, join's first lane)."""
         if port.startswith("pay") and port in self.ins:
             return self.in_ch[self.ins.index(port)]
         return self.in_ch[0] if self.in_ch else None
@@ -44,6 +43,8 @@ class OracleRunner(Runner):
         if kind in _INT_KINDS:
             return np.int64
         if kind in (PAYLOAD, ANY) and self._source(port) is not None:
+            if self.kind == "join":  # lanes of ints and floats give floats
+                return np.result_type(*[ch.dtype for ch in self.in_ch])
             return self._source(port).dtype
         return np.float64
 
@@ -68,10 +69,8 @@ class OracleRunner(Runner):
         run = _run_node(self.id, self.kind, self.params, self.arity, inputs, self.tensors, self.hw, names)
         for (port, ch), x in zip(zip(self.ins, self.in_ch), self.readers):
             got = np.asarray(run.consumed[port], dtype=np.int64)
-            reader = next(r for r in ch.readers if r.index == x)
-            reader.cons[:got.shape[0]] = got
+            self.cons_of(ch, x)[:got.shape[0]] = got
             self.engine.tables.RD[x, 0] = ch.base + got.shape[0]
-            merge_occupancy(self.engine.tables.CH, self.engine.tables.RD, ch.index, x, ch.sent, reader.cons, True)
         for port, ch in zip(self.outs, self.out_ch):
             arr = from_tokens(run.outs[port], run.times[port], dtype=ch.dtype, lat=self.lat)
             tiles = None

@@ -13,7 +13,9 @@ always exact: the times of the tokens it emits follow the same recurrence
 
 Ports: kernel argument `io` holds, for input i, (channel, reader, producer latency) at 3i..3i+2,
 then one channel per output. `enter`/`leave` turn the shared tables (`channel.Tables`) into
-local positions and back, and advance the reader's occupancy merge.
+local positions and back. A kernel records the step time at which it consumes each input token
+in the reader's `cons` array (aligned with the channel's window); the engine hands those times
+to the reader's occupancy merge after the call.
 
     >>> S = new_state(ii=1)
     >>> int(S[T]), int(S[II]), int(S[STEPS])
@@ -30,7 +32,6 @@ from ..hw import MEMORY_KINDS, HwConfig
 from ..oracle.arith import NAN
 from ..oracle.context import _Ctx
 from ..tiles import TileSpec
-from .channel import merge_occupancy
 
 # status of a kernel call
 WAIT_IN, WAIT_OUT, DONE, FAIL, GROW = 1, 2, 3, 4, 5
@@ -61,12 +62,9 @@ def enter(CH, RD, io, i):
 
 
 @njit(inline="always")
-def leave(CH, RD, io, i, pos, sent, cons, done):
-    """Store input i's position and advance its occupancy merge."""
-    c = io[3 * i]
-    r = io[3 * i + 1]
-    RD[r, 0] = pos + CH[c, 0]
-    merge_occupancy(CH, RD, c, r, sent, cons, done)
+def leave(CH, RD, io, i, pos):
+    """Store input i's position (the engine then counts what it consumed: `channel.sync`)."""
+    RD[io[3 * i + 1], 0] = pos + CH[io[3 * i], 0]
 
 
 @njit(inline="always")
@@ -203,12 +201,16 @@ class Runner:
     def invalidate(self) -> None:
         self._args = None
 
+    @staticmethod
+    def cons_of(ch, reader: int) -> np.ndarray:
+        """The consume-time array of reader number `reader` of channel `ch`."""
+        return next(x.cons for x in ch.readers if x.index == reader)
+
     def args(self) -> tuple:
         if self._args is None:
             ports = []
             for ch, r in zip(self.in_ch, self.readers):
-                cons = next(x.cons for x in ch.readers if x.index == r)
-                ports += [ch.kind, ch.data, ch.sent, cons]
+                ports += [ch.kind, ch.data, ch.sent, self.cons_of(ch, r)]
             for ch in self.out_ch:
                 ports += [ch.kind, ch.data, ch.sent]
             tables = self.in_ch[0].tables if self.in_ch else self.out_ch[0].tables

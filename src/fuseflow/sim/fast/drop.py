@@ -103,9 +103,8 @@ def _k_crd_drop(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, ook, o
     S[STEPS] += steps
     out_leave(CH, io, 2, 0, jo)
     out_leave(CH, io, 2, 1, ji)
-    done = status == DONE
-    leave(CH, RD, io, 0, po, o_s, ocons, done)
-    leave(CH, RD, io, 1, pi, i_s, icons, done)
+    leave(CH, RD, io, 0, po)
+    leave(CH, RD, io, 1, pi)
     return status
 
 

@@ -36,7 +36,7 @@ from ..storage import WrittenTensor
 from ..tiles import Tile
 from ..tokens import Done, Empty, Repeat, Stop, Val
 from .by_oracle import OracleRunner
-from .channel import Channel, Tables
+from .channel import Channel, Tables, sync
 from .core import DONE, FAIL, GROW, STEPS, WAIT_IN, WAIT_OUT, NeedOracle, Runner, T
 from .stream import EMPTY, REPEAT, STOP, VAL
 
@@ -61,6 +61,18 @@ def chunk_for(channels: int, chunk: int | None) -> int:
         return max(1, int(chunk))
     per = CHANNEL_BYTES // max(1, channels) // 33
     return max(MIN_CHUNK, min(DEFAULT_CHUNK, 1 << max(per.bit_length() - 1, 0)))
+
+
+def buffer_bytes(graph: SamGraph, chunk: int | None = None) -> int:
+    """Bytes of a graph's channel buffers at their starting size (tiles not counted)."""
+    readers: dict = {}
+    for node in graph.nodes:
+        for stream in node.inputs.values():
+            readers[stream] = readers.get(stream, 0) + 1
+    streams = [Stream(n.id, p) for n in graph.nodes if n.kind in PRIMITIVES
+               for p in PRIMITIVES[n.kind].ports(n.arity)[1]]
+    size = chunk_for(len(streams), chunk)
+    return sum(size * (17 + 8 * max(readers.get(s, 0), 1)) for s in streams)
 
 
 class Engine:
@@ -188,7 +200,7 @@ class Engine:
             before_in = [ch.cursor(x) for ch, x in zip(r.in_ch, r.readers)]
             before_out = [ch.count for ch in r.out_ch]
             status = r.call()
-            self._after(r, before_in, before_out)
+            self._after(r, status, before_in, before_out)
             if status == GROW:
                 r.grow()
                 continue
@@ -211,14 +223,26 @@ class Engine:
             r.rooms = [ch.room() for ch in r.out_ch]
         return int(r.S[STEPS]) != steps or status != moved_status
 
-    def _after(self, r: Runner, before_in, before_out) -> None:
+    def _after(self, r: Runner, status: int, before_in, before_out) -> None:
+        """Tile values and written tensors (`Runner.after`), kept streams, and the occupancy
+        count of what the call consumed."""
         r.after(before_in, before_out)
         for ch, start in zip(r.out_ch, before_out):
             ch.keep_new(start)
-        if self.record_consumed:
-            for ch, x, b in zip(r.in_ch, r.readers, before_in):
-                self.consumed.setdefault(x, []).extend(next(y.cons for y in ch.readers if y.index == x)
-                                                        [b:ch.cursor(x)].tolist())
+        self.count_consumed(r, before_in, status == DONE)
+
+    def count_consumed(self, r: Runner, before_in, finished: bool) -> None:
+        t = self.tables
+        for ch, x, b in zip(r.in_ch, r.readers, before_in):
+            cons = r.cons_of(ch, x)
+            if self.record_consumed:
+                self.consumed.setdefault(x, []).extend(cons[b:ch.cursor(x)].tolist())
+            while True:
+                stop = sync(t.CH, t.RD, t.QT, ch.index, x, b, ch.sent, cons, finished)
+                if stop < 0:
+                    break
+                t.grow_queues()
+                b = int(stop)
 
     def _unstick(self) -> None:
         """No node moved in a whole round: grow the full buffers of the nodes waiting for room."""

@@ -183,10 +183,9 @@ def _k_joiner(S, F, CH, RD, io, is_union, k, ck, cd, cs, ccons, pk, ps, pcons, o
     S[STEPS] += steps
     for o in range(k + 1):
         CH[io[3 * nin + o], 1] = jo[o]
-    done = status == DONE
     for i in range(k):
-        leave(CH, RD, io, 2 * i, cpos[i], cs[i], ccons[i], done)
-        leave(CH, RD, io, 2 * i + 1, ppos[i], ps[i], pcons[i], done)
+        leave(CH, RD, io, 2 * i, cpos[i])
+        leave(CH, RD, io, 2 * i + 1, ppos[i])
     return status
 
 
@@ -239,7 +238,7 @@ class Joiner(Runner):
                 self.src = np.empty((k, cap), dtype=np.int64)
             crds = self.in_ch[0::2]
             pays = self.in_ch[1::2]
-            cons = [next(x.cons for x in ch.readers if x.index == r) for ch, r in zip(self.in_ch, self.readers)]
+            cons = [self.cons_of(ch, r) for ch, r in zip(self.in_ch, self.readers)]
             crd_out, pay_out = self.out_ch[0], self.out_ch[1:]
             self._args = (self.S, self.F, crds[0].tables.CH, crds[0].tables.RD, self.io, self.is_union, k,
                           tuple(c.kind for c in crds), tuple(c.data for c in crds), tuple(c.sent for c in crds),

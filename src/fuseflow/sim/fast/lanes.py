@@ -71,7 +71,7 @@ def _k_copy(S, F, CH, RD, io, ik, idat, isent, icons, k, deal, ok, od, ot):
     S[_LANE] = lane
     for o in range(k):
         CH[io[3 + o], 1] = jo[o]
-    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    leave(CH, RD, io, 0, pi)
     return status
 
 
@@ -155,7 +155,7 @@ def _k_join(S, F, CH, RD, io, lanes, depth, ik, idat, isent, icons, ok, od, ot, 
     S[_LANE] = idx
     CH[io[3 * lanes], 1] = j
     for q in range(lanes):
-        leave(CH, RD, io, q, pos[q], isent[q], icons[q], status == DONE)
+        leave(CH, RD, io, q, pos[q])
     return status
 
 
@@ -188,7 +188,7 @@ class Copy(Runner):
     def args(self):
         if self._args is None:
             a = self.in_ch[0]
-            cons = next(x.cons for x in a.readers if x.index == self.readers[0])
+            cons = self.cons_of(a, self.readers[0])
             outs = self.out_ch
             self._args = (self.S, self.F, a.tables.CH, a.tables.RD, self.io, a.kind, a.data, a.sent, cons,
                           len(outs), self.deal, tuple(o.kind for o in outs), tuple(o.data for o in outs),
@@ -232,7 +232,7 @@ class Join(Runner):
             if self.src.shape[1] < out.capacity:
                 self.src = np.empty((2, out.capacity), dtype=np.int64)
             ins = self.in_ch
-            cons = tuple(next(x.cons for x in ch.readers if x.index == r) for ch, r in zip(ins, self.readers))
+            cons = tuple(self.cons_of(ch, r) for ch, r in zip(ins, self.readers))
             self._args = (self.S, self.F, out.tables.CH, out.tables.RD, self.io, self.lanes, self.depth,
                           tuple(c.kind for c in ins), tuple(c.data for c in ins), tuple(c.sent for c in ins), cons,
                           out.kind, out.data, out.sent, self.src)

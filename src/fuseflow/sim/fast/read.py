@@ -173,7 +173,7 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, rk, rd, rt_, c
     S[WORDS] = words
     out_leave(CH, io, 1, 0, jc)
     out_leave(CH, io, 1, 1, jr)
-    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    leave(CH, RD, io, 0, pi)
     return status
 
 
@@ -235,8 +235,8 @@ def _k_locate(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ok, od, 
     S[T] = t
     S[STEPS] += steps
     out_leave(CH, io, 2, 0, j)
-    leave(CH, RD, io, 0, pa, a_s, acons, status == DONE)
-    leave(CH, RD, io, 1, pb, b_s, bcons, status == DONE)
+    leave(CH, RD, io, 0, pa)
+    leave(CH, RD, io, 1, pb)
     return status
 
 
@@ -296,7 +296,7 @@ def _k_array(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, vals, fill, m
     S[STEPS] += steps
     S[READS] = reads
     out_leave(CH, io, 1, 0, j)
-    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    leave(CH, RD, io, 0, pi)
     return status
 
 

@@ -100,7 +100,7 @@ def _k_reduce(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, red, nanv):
     S[STEPS] += steps
     S[FLOPS] += flops
     out_leave(CH, io, 1, 0, j)
-    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    leave(CH, RD, io, 0, pi)
     return status
 
 

@@ -54,7 +54,7 @@ def _k_repsig(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot):
     S[T] = t
     S[STEPS] += steps
     out_leave(CH, io, 1, 0, j)
-    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    leave(CH, RD, io, 0, pi)
     return status
 
 
@@ -125,8 +125,8 @@ def _k_repeat(S, F, CH, RD, io, ik, idat, isent, icons, sk, sd, s_s, scons, ok, 
     S[T] = t
     S[STEPS] += steps
     out_leave(CH, io, 2, 0, j)
-    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
-    leave(CH, RD, io, 1, ps, s_s, scons, status == DONE)
+    leave(CH, RD, io, 0, pi)
+    leave(CH, RD, io, 1, ps)
     return status
 
 

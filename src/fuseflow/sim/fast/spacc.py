@@ -250,10 +250,9 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
     S[FLOPS] += flops
     out_leave(CH, io, 3, 0, jc)
     out_leave(CH, io, 3, 1, jv)
-    done = status == DONE
-    leave(CH, RD, io, 0, po, o_s, ocons, done)
-    leave(CH, RD, io, 1, pi, i_s, icons, done)
-    leave(CH, RD, io, 2, pv, v_s, vcons, done)
+    leave(CH, RD, io, 0, po)
+    leave(CH, RD, io, 1, pi)
+    leave(CH, RD, io, 2, pv)
     return status
 
 
@@ -591,11 +590,10 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
     out_leave(CH, io, 4, 0, jm)
     out_leave(CH, io, 4, 1, jc)
     out_leave(CH, io, 4, 2, jv)
-    done = status == DONE
-    leave(CH, RD, io, 0, po, o_s, ocons, done)
-    leave(CH, RD, io, 1, pm, m_s, mcons, done)
-    leave(CH, RD, io, 2, pi, i_s, icons, done)
-    leave(CH, RD, io, 3, pv, v_s, vcons, done)
+    leave(CH, RD, io, 0, po)
+    leave(CH, RD, io, 1, pm)
+    leave(CH, RD, io, 2, pi)
+    leave(CH, RD, io, 3, pv)
     return status
 
 

@@ -89,7 +89,7 @@ def _k_level_write(S, F, CH, RD, io, ik, idat, isent, icons, crd, seg, compresse
     S[_NS] = ns
     S[_COUNT] = count
     S[WRITES] = writes
-    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    leave(CH, RD, io, 0, pi)
     return status
 
 
@@ -134,7 +134,7 @@ def _k_value_write(S, F, CH, RD, io, ik, idat, isent, icons, vals, mem, w):
     S[_NC] = nv
     S[WORDS] = words
     S[WRITES] = words
-    leave(CH, RD, io, 0, pi, isent, icons, status == DONE)
+    leave(CH, RD, io, 0, pi)
     return status
 
 

@@ -21,8 +21,8 @@ after the join, on the gathered stream.
 from __future__ import annotations
 
 from ..errors import NotSupported, UserError
-from ..sam.graph import Node, SamGraph, Stream
-from ..sam.primitives import PRIMITIVES
+from .graph import Node, SamGraph, Stream
+from .primitives import PRIMITIVES
 
 __all__ = ["stream_vars", "parallel_region", "parallelize", "apply_pars"]
 
