@@ -20,6 +20,7 @@ from .ir.program import Program
 from .ir.reference import bind_inputs, reference
 from .ir.values import densify, entries, is_sparse, shape_of
 from .memory import Budget
+from .report.notebook import result_html
 from .sim.hw import HwConfig
 
 
@@ -61,6 +62,9 @@ class SimResult:
         data = asdict(self)
         del data["outputs"]
         return data
+
+    def _repr_html_(self) -> str:  # Jupyter shows the totals and a row per kernel (report.notebook)
+        return result_html(self)
 
 
 def _engine(name: str):

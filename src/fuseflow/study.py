@@ -7,15 +7,18 @@
 """
 from __future__ import annotations
 
+import html
 import sys
 import time
 
 from .errors import FuseflowError, UserError
 from .explore.heuristic import CostModel
+from .explore.plot import study_chart
 from .explore.progress import Progress
 from .fusion.compile import compile_schedule
 from .memory import MemoryLimitError
 from .pipeline import simulate
+from .report.notebook import table_html
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
            ("speedup", "speedup", "{:.2f}x"), ("flops_ratio", "FLOPs/unf", "{:.2f}"),
@@ -138,13 +141,18 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
         row["speedup"] = base["cycles"] / row["cycles"] if row["cycles"] else float("nan")
         row["flops_ratio"] = row["flops"] / base["flops"] if base["flops"] else float("nan")
         row["mem_ratio"] = row["mem"] / base["mem"] if base["mem"] else float("nan")
-    return rows
+    return StudyTable(rows)
+
+
+def _cells(row: dict) -> list[str]:
+    """A row's cells in COLUMNS' order: `-` where it has no value, `~` before estimated ratios."""
+    return [("~" if row.get("skipped") and key in ("speedup", "flops_ratio", "mem_ratio") else "")
+            + (fmt.format(row[key]) if row.get(key) is not None else "-") for key, _, fmt in COLUMNS]
 
 
 def format_table(rows: list[dict]) -> str:
     """The study as a text table; a skipped schedule shows its estimated ratios marked `~`."""
-    cells = [[("~" if row.get("skipped") and key in ("speedup", "flops_ratio", "mem_ratio") else "")
-              + (fmt.format(row[key]) if row[key] is not None else "-") for key, _, fmt in COLUMNS] for row in rows]
+    cells = [_cells(row) for row in rows]
     headers = [title for _, title, _ in COLUMNS]
     widths = [max(len(h), *(len(c[k]) for c in cells)) for k, h in enumerate(headers)]
     lines = ["  ".join(h.rjust(w) if k else h.ljust(w) for k, (h, w) in enumerate(zip(headers, widths)))]
@@ -157,25 +165,27 @@ def format_table(rows: list[dict]) -> str:
 
 
 def plot(rows: list[dict], path: str) -> str:
-    """Grouped bars (speedup, FLOPs and memory relative to unfused) per schedule, like the
-    reference's Figure 12."""
-    import matplotlib  # noqa: PLC0415 - matplotlib is slow to import; only plots need it
+    """Speedup (higher is better) and FLOPs and memory (lower is better) relative to the first
+    schedule, on separate axes with value labels (`explore.plot.study_chart`)."""
+    return study_chart(rows, path)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415 - matplotlib is slow to import; only plots need it
 
-    metrics = [("speedup", "speedup vs unfused"), ("flops_ratio", "FLOPs / unfused"), ("mem_ratio", "memory / unfused")]
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    width = 0.8 / len(metrics)
-    for k, (key, label) in enumerate(metrics):
-        heights = [r[key] if r[key] is not None else 0.0 for r in rows]
-        ax.bar([i + k * width for i in range(len(rows))], heights, width, label=label)
-    ax.set_xticks([i + width for i in range(len(rows))], [r["schedule"] for r in rows])
-    ax.axhline(1.0, color="grey", linewidth=0.8)
-    ax.set_yscale("log")
-    ax.set_title(f"{rows[0]['model']} on {rows[0]['dataset']}")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+class StudyTable(list):
+    """The rows of a fusion study (a list of dicts), shown as a table in notebooks.
+
+        >>> rows = StudyTable([{"schedule": "unfused", "kernels": 2, "cycles": 100, "speedup": 1.0,
+        ...                     "flops_ratio": 1.0, "mem_ratio": 1.0, "max_occupancy": 3, "verified": True,
+        ...                     "wall": 0.1}])
+        >>> ">1.00x</td>" in rows._repr_html_(), rows[0]["cycles"]
+        (True, 100)
+    """
+
+    def _repr_html_(self) -> str:
+        text = format_table(list(self)).splitlines()
+        cells = [[html.escape(c) for c in _cells(row)] for row in self]
+        notes = "".join(f"<div>{html.escape(n)}</div>" for n in text[len(self) + 1:])
+        return f"<div>{table_html([title for _, title, _ in COLUMNS], cells)}{notes}</div>"
+
+    def plot(self, path: str) -> str:
+        """Draw the study's chart (speedup, FLOPs and memory relative to the first row) to `path`."""
+        return study_chart(list(self), path)
