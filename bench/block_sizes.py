@@ -38,8 +38,8 @@ def study(seq: int, d: int, blocks: list[int], fusion: str, engine: str) -> list
             rows.append({"mask_block": b, "density": density, "run": label, "schedule": r.schedule,
                          "cycles": r.cycles, "flops": r.flops, "mem": r.mem_reads + r.mem_writes,
                          "tokens": r.tokens, "verified": r.verified, "wall": time.perf_counter() - start})
-            print(f"  {label:<10} mask b{b} ({density:.1%}): {r.cycles:>13,} cycles  {time.perf_counter() - start:6.1f} s",
-                  file=sys.stderr, flush=True)
+            print(f"  {label:<10} mask b{b} ({density:.1%}): {r.cycles:>13,} cycles  "
+                  f"{time.perf_counter() - start:6.1f} s", file=sys.stderr, flush=True)
     return rows
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 
+from fuseflow.granularity import fusion_study
 from fuseflow.ir.program import op_output
 from fuseflow.models.registry import build
 from fuseflow.schedule.schedule import Schedule
-from fuseflow.granularity import fusion_study
 
 
 def groupings(case) -> dict[str, str]:
@@ -20,7 +20,10 @@ def groupings(case) -> dict[str, str]:
     layer1, layer2 = Schedule.parse(case.presets["partial"]).partition(case.program)
     assert layer2[0] == names[len(layer1)]  # layer 2 starts with its aggregation A·H
     pairs = [names[i:i + 2] for i in range(0, len(names), 2)]
-    fmt = lambda groups: "fusion=" + "".join("[" + ",".join(g) + "]" for g in groups) + " layout=induced"
+
+    def fmt(groups):
+        return "fusion=" + "".join("[" + ",".join(g) + "]" for g in groups) + " layout=induced"
+
     return {"unfused": case.presets["unfused"], "pairs": fmt(pairs), "partial": case.presets["partial"],
             "layer1+aggregation": fmt([layer1 + layer2[:1], layer2[1:]]), "full": case.presets["full"]}
 

@@ -10,8 +10,9 @@ import numpy as np
 
 import fuseflow
 from fuseflow.errors import UserError
-from fuseflow.fusion.compile import compile_schedule, prepare
+from fuseflow.fusion.compile import compile_schedule
 from fuseflow.fusion.nesting import valid_orders
+from fuseflow.ir.canonicalize import prepare
 from fuseflow.ir.program import op_output
 
 HERE = os.path.dirname(__file__)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import error_of
 
 import fuseflow
 from fuseflow import UserError
-from cli_helpers import error_of
 from fuseflow.cli import main
 from fuseflow.data import load_planetoid
 from fuseflow.data.inputs import read_inputs
@@ -39,11 +39,12 @@ def test_a_huge_csr_input_is_refused_before_generating_it(tmp_path, capsys):
     big = tmp_path / "big.mlir"
     big.write_text(Path(SPMV).read_text().replace("64x48", "100000x100000")
                    .replace("tensor<48xf32>", "tensor<100000xf32>").replace("tensor<64xf32>", "tensor<100000xf32>"))
-    # dense float64 copies: 10^10 elements generated, then bound for the reference: 149 GiB
-    err = timed(["simulate", str(big)], capsys)
-    assert "inputs of spmv: needs about 149.0 GiB more" in err
-    with pytest.raises(fuseflow.MemoryLimitError):
-        fuseflow.simulate(fuseflow.from_mlir(big), "full")
+    # A is generated sparse (10^10 positions at density 0.1: 10^9 entries of 24 bytes, 22.4 GiB);
+    # x and y are 10^5 dense elements
+    err = timed(["--max-memory", "8G", "simulate", str(big)], capsys)
+    assert "inputs of spmv: needs about 22.4 GiB more, and the limit of 8.0 GiB leaves" in err
+    with pytest.raises(fuseflow.MemoryLimitError, match="needs about 2.2 GiB more"):
+        fuseflow.simulate(fuseflow.from_mlir(big), "full", density=0.01, budget=budget_of(2**30))
 
 
 def test_a_huge_gpu_chain_is_refused_before_the_search(capsys):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cli_helpers import error_of
+
 from fuseflow.cli import main
 from fuseflow.cmdline.source import BUILT_IN
 from fuseflow.models import registry
@@ -29,6 +29,7 @@ def forms(net: str) -> list[list[str]]:
             ["model:sae", "--dataset", "small"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["inspect", "orders", "compile", "simulate"])
 def test_every_command_takes_every_model_form(command, net, capsys):
     for argv in forms(net):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cli_helpers import error_of
+
 from fuseflow.cli import main
 
 MLIR = Path(__file__).parent / "mlir"
@@ -69,6 +69,7 @@ def test_unwritable_outputs_are_refused_before_any_work(argv, needle, tmp_path, 
     assert needle in error_of(argv, capsys)
 
 
+@pytest.mark.slow
 def test_plot_charts_into_a_missing_directory(tmp_path, capsys):
     db = str(tmp_path / "s.db")
     assert main(["sweep", SPMV, "-g", "full", "--engine", "oracle", "--db", db, "-q"]) == 0
@@ -79,14 +80,14 @@ def test_plot_charts_into_a_missing_directory(tmp_path, capsys):
 
 
 def test_a_failed_write_leaves_nothing(tmp_path, capsys, monkeypatch):
-    import fuseflow.sam.export as export
+    import fuseflow.cli as cli
 
     def half_written(graph, path):
         with open(path, "w") as handle:
             handle.write("<svg")  # then the renderer dies
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(export, "render", half_written)
+    monkeypatch.setattr(cli, "render", half_written)
     (tmp_path / "g.svg").write_text("the previous picture")
     err = error_of(["compile", SPMV, "--svg", str(tmp_path / "g.svg")], capsys)
     assert "cannot write" in err and "No space left on device" in err

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -54,6 +55,7 @@ def command_lines(draw):
     return argv
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(command_lines())
 def test_no_input_is_an_internal_error(tmp_path_factory, argv):

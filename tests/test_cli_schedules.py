@@ -85,6 +85,7 @@ def test_the_topic_has_examples_for_every_model():
     assert {m for m, _ in topic_examples()} == set(fuseflow.MODELS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model, schedule", topic_examples())
 def test_every_topic_example_compiles(model, schedule):
     case = fuseflow.model(model)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import error_of
+
 from fuseflow.cli import main
 
 MLIR = Path(__file__).parent / "mlir"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import error_of
 
 import fuseflow
 from fuseflow import UserError
-from cli_helpers import error_of
 from fuseflow.cli import main
 from fuseflow.data import load_planetoid
 from fuseflow.gpu.device import device_from_dict, load_device

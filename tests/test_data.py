@@ -14,10 +14,17 @@ import pytest
 import scipy.sparse as sp
 
 from fuseflow import UserError
-from fuseflow.data import (SYNTHETIC_SPECS, Graph, from_edges, karate, list_datasets, load_graph,
-                           load_planetoid, save_graph)
+from fuseflow.data import (
+    SYNTHETIC_SPECS,
+    Graph,
+    from_edges,
+    karate,
+    list_datasets,
+    load_graph,
+    load_planetoid,
+    save_graph,
+)
 from fuseflow.data.synthetic import scaled_size
-
 
 
 def one_line(fn, *args, **kwargs) -> str:
@@ -103,6 +110,7 @@ SIZES = [("cora", 1.0), ("cora_ml", 1.0), ("dblp", 1.0), ("collab", 0.01), ("mag
          ("cora", 0.01)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key,scale", SIZES)
 def test_synthetic_hits_target_sizes(key, scale):
     spec = SYNTHETIC_SPECS[key]

@@ -15,8 +15,7 @@ import torch
 
 import fuseflow
 from fuseflow import UserError
-from fuseflow.data import cache_dir, from_pyg, from_scipy, karate, load_graph, save_graph
-from fuseflow.data import catalogue
+from fuseflow.data import cache_dir, catalogue, from_pyg, from_scipy, karate, load_graph, save_graph
 from fuseflow.models.registry import build
 
 
@@ -81,7 +80,7 @@ def server(tmp_path):
             super().do_GET()
 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}", root, hits

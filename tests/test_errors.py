@@ -72,7 +72,8 @@ def test_syntax_error_in_text_source():
 
 
 def test_verifier_rejects_inconsistent_shapes(tmp_path):
-    path = write(tmp_path, "mismatch.mlir", """func.func @f(%a: tensor<4x5xf32>, %b: tensor<6x3xf32>) -> tensor<4x3xf32> {
+    path = write(tmp_path, "mismatch.mlir", """
+func.func @f(%a: tensor<4x5xf32>, %b: tensor<6x3xf32>) -> tensor<4x3xf32> {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<4x3xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
@@ -200,7 +201,8 @@ def test_not_supported_names_construct_and_location(tmp_path, name):
 
 
 def test_reshape_of_a_sparse_tensor(tmp_path):
-    path = write(tmp_path, "sparse_reshape.mlir", """#DCSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>
+    path = write(tmp_path, "sparse_reshape.mlir", """
+#DCSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>
 func.func @f(%a: tensor<2x6xf32, #DCSR>) -> tensor<12xf32> {
   %r = tensor.collapse_shape %a [[0, 1]] : tensor<2x6xf32, #DCSR> into tensor<12xf32>
   return %r : tensor<12xf32>

@@ -33,6 +33,7 @@ def rows(db: str) -> dict:
         database.close()
 
 
+@pytest.mark.slow
 def test_dask_cluster_matches_local(tmp_path):
     local_db, dask_db = str(tmp_path / "local.db"), str(tmp_path / "dask.db")
     local = run_sweep(spec(local_db), progress=False)
@@ -55,6 +56,7 @@ def test_local_process_pool_matches_serial(tmp_path):
     assert rows(pool_db) == rows(serial_db) and len(rows(pool_db)) >= 6
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler(tmp_path):
     from fuseflow.errors import UserError
 

@@ -13,9 +13,9 @@ from fuseflow.explore.analysis import groups, pooled_spearman, prune_stats, summ
 from fuseflow.explore.db import SweepDB
 from fuseflow.explore.heuristic import CostModel
 from fuseflow.explore.runner import SweepSpec, run_sweep
-from fuseflow.ir.stats import DataStats
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.ir.formats import TensorFormat
+from fuseflow.ir.stats import DataStats
 
 HERE = os.path.dirname(__file__)
 MATMUL_CHAIN = os.path.join(HERE, "mlir", "matmul_chain.mlir")
@@ -42,6 +42,7 @@ def by_program(rows, path):
     return [r for r in rows if r["program"] == os.path.normpath(path)]
 
 
+@pytest.mark.slow
 def test_sweeps_ran_and_verified(sweep_rows):
     chain, gcn = by_program(sweep_rows, MATMUL_CHAIN), by_program(sweep_rows, GCN2)
     assert len(chain) >= 20 and len(gcn) >= 8
@@ -51,23 +52,30 @@ def test_sweeps_ran_and_verified(sweep_rows):
     assert all(r["bytes"] == 4 * (r["mem_reads"] + r["mem_writes"]) for r in sweep_rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [MATMUL_CHAIN, GCN2], ids=["orders", "granularity"])
 def test_rank_correlation(sweep_rows, path):
     (group,) = groups(by_program(sweep_rows, path))
     assert group.spearman >= 0.8, summary_text(group.rows)
 
 
+@pytest.mark.slow
 def test_pooled_correlation(sweep_rows):
     assert pooled_spearman(sweep_rows) >= 0.8
 
 
+@pytest.mark.slow
 def test_estimates_track_flops_and_bytes(sweep_rows):
     """Flops and bytes (recomputation included) within 25% of the simulator on most schedules."""
-    close = lambda a, b: abs(a - b) <= 0.25 * b
+
+    def close(a, b):
+        return abs(a - b) <= 0.25 * b
+
     ok = [r for r in sweep_rows if close(r["est_flops"], r["flops"]) and close(r["est_bytes"], r["bytes"])]
     assert len(ok) >= 0.8 * len(sweep_rows)
 
 
+@pytest.mark.slow
 def test_pruning_keeps_best_and_skips_half(sweep_rows):
     stats = prune_stats(sweep_rows, PRUNE)
     assert stats.groups == 2
@@ -75,6 +83,7 @@ def test_pruning_keeps_best_and_skips_half(sweep_rows):
     assert stats.saved_share >= 0.5, summary_text(sweep_rows)
 
 
+@pytest.mark.slow
 def test_sweep_prunes_and_keeps_best(sweep_rows, tmp_path):
     """A real pruned sweep simulates only the survivors, and the best schedule is among them."""
     db = str(tmp_path / "pruned.db")
@@ -91,6 +100,7 @@ def test_sweep_prunes_and_keeps_best(sweep_rows, tmp_path):
     assert all(r["est_cycles"] is not None for r in rows)
 
 
+@pytest.mark.slow
 def test_estimate_is_fast(sweep_rows):
     times = [r["est_seconds"] for r in sweep_rows]
     assert max(times) < 0.5 and sum(times) / len(times) < 0.05

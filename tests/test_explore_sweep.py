@@ -12,8 +12,8 @@ import types
 
 import pytest
 
-from fuseflow.errors import UserError
 from fuseflow import cli as fuseflow_cli
+from fuseflow.errors import UserError
 from fuseflow.explore.db import SweepDB
 from fuseflow.explore.runner import SweepSpec, run_sweep
 
@@ -65,16 +65,16 @@ def test_sweep_writes_rows_and_resumes(tmp_path, capsys):
 
 
 def test_failures_are_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    import fuseflow.pipeline as simulate_module
+    import fuseflow.explore.runner as runner  # the module whose `simulate` the sweep calls
 
-    real = simulate_module.simulate
+    real = runner.simulate
 
     def flaky(program, schedule, *a, **k):
         if "order.0=i,j" in str(schedule):
             raise RuntimeError("simulator exploded\nsecond line")
         return real(program, schedule, *a, **k)
 
-    monkeypatch.setattr(simulate_module, "simulate", flaky)
+    monkeypatch.setattr(runner, "simulate", flaky)
     db = str(tmp_path / "f.db")
     summary = run_sweep(SweepSpec([SPMV], ["fusion=[nope]", "full layout=induced"], orders="all",
                                   densities=[0.2], engine="oracle", db=db), progress=False)
@@ -184,6 +184,7 @@ def test_model_hook(monkeypatch, tmp_path):
     space._model_case.cache_clear()
 
 
+@pytest.mark.slow
 def test_plot(tmp_path, capsys):
     db = str(tmp_path / "p.db")
     assert sweep(BATCH, "-g", "full layout=induced", "--orders", "all", "--max-orders", "6", "--density", "0.3",
@@ -208,6 +209,7 @@ def _count(db: str) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
     argv = [sys.executable, "-m", "fuseflow.cli", "sweep", BATCH, "-g", "full layout=induced",
             "--orders", "all", "--density", "0.05,0.2,0.35,0.5,0.65", "--engine", "oracle", "-q"]

@@ -1,12 +1,15 @@
 """The full benchmark: all 26 chains planned, baselines, summary and run time."""
 import time
 
+import pytest
+
 from fuseflow.gpu.bench import PAPER_SET, format_summary, format_table, run_bench, summarize
 from fuseflow.gpu.benchmarks import BENCHMARKS
 
 BENCH_LIMIT_S = 300  # the issue's bound for `fuseflow gpu bench`
 
 
+@pytest.mark.slow
 def test_all_26_chains_plan_and_beat_unfused():
     start = time.perf_counter()
     rows = run_bench()

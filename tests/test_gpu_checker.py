@@ -41,6 +41,7 @@ def _random_plans(seed, count):
         yield chain, device, make_plan(chain, device, rng.choice(legal_schedules()), strategy, cls, blk)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_random_plans_agree_with_analyzer(seed):
     for chain, device, plan in _random_plans(seed, 75):

@@ -45,6 +45,7 @@ def test_cli_writes_cuda(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().out and "__global__" in out.read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed: CUDA sources are not compile-checked")
 def test_emitted_sources_compile_for_sm90a():
     # one translation unit with a standard, a gated-sequential and a gated-spatial plan

@@ -4,8 +4,8 @@ import json
 import pytest
 
 from fuseflow.errors import UserError
-from fuseflow.gpu.benchmarks import BENCHMARKS
-from fuseflow.gpu.chains import Chain, conv_chain, parse_chain
+from fuseflow.gpu.benchmarks import BENCHMARKS, parse_chain
+from fuseflow.gpu.chains import Chain, conv_chain
 from fuseflow.gpu.device import Device, load_device
 
 

@@ -7,8 +7,16 @@ import pytest
 from fuseflow.gpu.benchmarks import BENCHMARKS, GPT67B_EXAMPLE
 from fuseflow.gpu.chains import Chain
 from fuseflow.gpu.schedules import all_schedules, rule3_ok, rule4_ok
-from fuseflow.gpu.space import (CLUSTER_SIZES, candidates, cluster_ok, count_rules_1_to_4, derived,
-                                legal_schedules, rule2_size_only, tile_choices)
+from fuseflow.gpu.space import (
+    CLUSTER_SIZES,
+    candidates,
+    cluster_ok,
+    count_rules_1_to_4,
+    derived,
+    legal_schedules,
+    rule2_size_only,
+    tile_choices,
+)
 
 
 def test_41_schedules_are_distinct_and_cover_every_spatial_set():

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 import fuseflow
-from fuseflow.errors import NotSupported, UserError
+from fuseflow.errors import UserError
+from fuseflow.execute import execute
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.sam.graph import SamGraph
 from fuseflow.sim import fast
-from fuseflow.execute import execute
+
 from lowering_cases import MLIR_FILES, close, fix_data, load, order_variants, schedules, torch_programs
 
 CASES = [(path, schedule) for path in MLIR_FILES for schedule in schedules(*load(path))]
@@ -31,6 +32,7 @@ def check_variant(program, shapes, data, gold, variant, run_graph_fn=None):
     return compiled
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path, schedule", CASES, ids=[f"{os.path.basename(p)}-{s}" for p, s in CASES])
 def test_mlir_program_lowers_and_simulates(path, schedule):
     program, shapes = load(path)
@@ -44,6 +46,7 @@ def test_mlir_program_lowers_and_simulates(path, schedule):
 TORCH = torch_programs()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TORCH))
 def test_torch_model_lowers_and_simulates(name):
     program, data = TORCH[name]

@@ -7,9 +7,9 @@ import torch
 import fuseflow
 from fuseflow.cli import main
 from fuseflow.fusion.compile import compile_schedule
+from fuseflow.granularity import fusion_study
 from fuseflow.models.gpt3 import bigbird_mask
 from fuseflow.models.registry import build
-from fuseflow.granularity import fusion_study
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +95,7 @@ def test_gpt3_presets_fuse_across_layers():
     assert len(attention) == layers
 
 
+@pytest.mark.slow
 def test_gpt3_masked_attention_matches_pytorch():
     case = build("gpt3-bigbird", "tiny", block=8)
     from fuseflow.models.gpt3 import GPT3_TINY, GPT3BigBird
@@ -120,14 +121,14 @@ def test_simulate_reports_each_kernel(gcn):
     from fuseflow.pipeline import simulate
 
     seen = []
-    result = simulate(gcn.program, gcn.presets["unfused"], gcn.inputs, on_kernel=lambda done, total: seen.append((done, total)))
+    result = simulate(gcn.program, gcn.presets["unfused"], gcn.inputs,
+                      on_kernel=lambda done, total: seen.append((done, total)))
     assert seen == [(k, len(result.kernels)) for k in range(1, len(result.kernels) + 1)] and len(seen) == 8
 
 
 def test_study_estimates_schedules_too_big_to_simulate(gcn):
-    from fuseflow.granularity import format_table
-
     from fuseflow.explore.heuristic import CostModel
+    from fuseflow.granularity import format_table
 
     limit = 2 * CostModel(gcn.program, gcn.inputs).estimate_schedule(gcn.presets["unfused"]).tokens
     rows = fusion_study(gcn, ["unfused", "full"], max_tokens=limit)
@@ -148,6 +149,7 @@ def test_study_keeps_going_when_a_schedule_fails(gcn):
     assert "fusion=[nope]: failed:" in format_table(rows)
 
 
+@pytest.mark.slow
 def test_gpt3_attention_reads_qkv_in_the_layouts_it_wants():
     # the LN+QKV kernel's cheapest order alone would store Q, K, V so that attention costs ~5x
     # more; the attention kernel asks for the layouts of its own best order (cost-based
@@ -165,6 +167,7 @@ def test_gpt3_attention_reads_qkv_in_the_layouts_it_wants():
     assert rows[1]["verified"] == "skipped" and "16x16" in rows[1]["skipped"]
 
 
+@pytest.mark.slow
 def test_gpt3_full_fusion_beats_partial_without_recomputing():
     """Cross-layer fusion (the reference ranks full > partial > unfused): the tail's residual
     reads its input row again through a buffer (the feed-forward network reduced and rebuilt

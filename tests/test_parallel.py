@@ -9,12 +9,13 @@ import pytest
 import fuseflow
 from fuseflow.cli import main
 from fuseflow.errors import UserError
+from fuseflow.execute import execute
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.fusion.nesting import valid_orders
-from fuseflow.fusion.parallel import parallel_region, stream_vars
+from fuseflow.sam.parallel import parallel_region, stream_vars
 from fuseflow.schedule.schedule import Schedule
 from fuseflow.sim import fast, oracle
-from fuseflow.execute import execute
+
 from lowering_cases import MLIR_FILES, close, load, schedules, torch_programs, with_gold
 
 MLIR = os.path.join(os.path.dirname(__file__), "mlir")
@@ -49,6 +50,7 @@ def check_engines(program, shapes, data, gold, schedule):
 CASES = [(os.path.join(MLIR, f), s) for f in PROGRAMS for s in schedules(*load(os.path.join(MLIR, f)))[:2]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path, schedule", CASES, ids=[f"{os.path.basename(p)}-{s}" for p, s in CASES])
 def test_lanes_match_reference_and_engines_agree(path, schedule):
     program, shapes, data, gold = with_gold(path, seed=5)
@@ -67,6 +69,7 @@ def test_lanes_match_reference_and_engines_agree(path, schedule):
     assert checked >= 2
 
 
+@pytest.mark.slow
 def test_other_orders_with_lanes():
     """Every order of SpMM (inputs laid out to match, so all 6 are valid) with each variable
     parallelized over 3 lanes."""
@@ -84,6 +87,7 @@ def torch_cases():
     return torch_programs()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gcn", "attention"])
 def test_models_with_lanes(name, torch_cases):
     program, data = torch_cases[name]

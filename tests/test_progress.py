@@ -21,6 +21,7 @@ class Terminal(io.StringIO):
         return True
 
 
+@pytest.mark.slow
 def test_a_run_shows_its_elapsed_time_before_any_kernel_ends():
     out = Terminal()
     with RunProgress("gcn full", out=out):
@@ -42,10 +43,14 @@ def test_nothing_is_drawn_outside_a_terminal():
 def test_estimates_weigh_kernels_and_events_move_within_one():
     out = Terminal()
     with RunProgress("sae", estimated_events=[900.0, 100.0], out=out) as run:
+        run.on_events(450)  # halfway through the first kernel's estimate
+        assert (run.bar.n, run.bar.total) == (450.0, 1000.0)
         run.on_kernel(1, 2)
         assert (run.bar.n, run.bar.total) == (900.0, 1000.0)
-        run.on_events(1500, 1200)  # the engine's own count passed its estimate: the total follows
-        assert (run.bar.n, run.bar.total) == (1500.0, 1500.0)
+        run.on_events(300)  # the engine's count passed the second kernel's estimate: the total follows
+        assert (run.bar.n, run.bar.total) == (1200.0, 1200.0)
+        run.on_events(50, 400)  # or the count of an estimate given with it
+        assert (run.bar.n, run.bar.total) == (950.0, 1300.0)
     assert "token events" in out.getvalue()
 
 
@@ -98,6 +103,7 @@ def fuseflow(*argv) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "fuseflow", *argv], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_torch_warnings_stay_out_of_command_output(net):
     done = fuseflow("inspect", "--torch", f"{net}:LinearRelu", "--input", "5x5:csr", "--input", "5x4")
     assert done.returncode == 0 and done.stderr == "", done.stderr
@@ -105,6 +111,7 @@ def test_torch_warnings_stay_out_of_command_output(net):
     assert loud.returncode == 0 and "Sparse CSR tensor support is in beta" in loud.stderr
 
 
+@pytest.mark.slow
 def test_torch_tracebacks_stay_out_of_a_shape_error(net):
     done = fuseflow("inspect", "--torch", f"{net}:LinearRelu", "--input", "5x5:csr", "--input", "5x7")
     assert done.returncode == 2, done.stderr

@@ -34,6 +34,7 @@ def test_unknown_attribute_is_an_attribute_error():
         fuseflow.simulated  # noqa: B018
 
 
+@pytest.mark.slow
 def test_import_is_quick_and_loads_nothing_heavy():
     code = "import sys, fuseflow; print(sorted(m for m in ('torch', 'numba', 'fuseflow.fusion') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -46,12 +47,14 @@ def test_version_is_the_package_version():
     assert re.fullmatch(r"\d+\.\d+\.\d+", fuseflow.__version__)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [[sys.executable, "-m", "fuseflow", "--version"]])
 def test_python_dash_m_and_version_flag(argv):
     done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0 and done.stdout.strip() == f"fuseflow {fuseflow.__version__}"
 
 
+@pytest.mark.slow
 def test_python_dash_m_reports_errors_like_the_command():
     done = subprocess.run([sys.executable, "-m", "fuseflow", "inspect", "missing.mlir"], capture_output=True,
                           text=True, cwd=ROOT)

@@ -12,12 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fuseflow
+from fuseflow.execute import execute
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.sim import fast, oracle
-from fuseflow.execute import execute
 from fuseflow.sim.hw import MEMORY_KINDS, HwConfig
 from fuseflow.sim.storage import Level, StoredTensor
 from fuseflow.sim.tokens import Done, Empty, Repeat, Stop, Val
+
 from lowering_cases import MLIR_FILES, load, order_variants, schedules
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -517,6 +518,7 @@ def check_schedule(compiled, data, where, hw=None, chunks=(None,)):
 CASES = [(path, schedule) for path in MLIR_FILES for schedule in schedules(*load(path))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path, schedule", CASES, ids=[f"{os.path.basename(p)}-{s}" for p, s in CASES])
 def test_lowered_graphs_match_oracle(path, schedule):
     program, shapes = load(path)
@@ -528,6 +530,7 @@ def test_lowered_graphs_match_oracle(path, schedule):
                        chunks=chunks)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["matmul_chain.mlir", "softmax_sparse.mlir", "masked_softmax.mlir"])
 def test_graphs_with_latencies_ii_and_memory_model(name):
     """A non-default cycle model (latencies, initiation interval, the memory model)."""

@@ -8,13 +8,13 @@ import pytest
 
 import fuseflow
 from fuseflow.cli import main
+from fuseflow.execute import _format
 from fuseflow.fusion.compile import compile_schedule
+from fuseflow.pipeline import first_mismatch, simulate
 from fuseflow.sam.graph import SamGraph
 from fuseflow.sim.bounded import Deadlock, bounded_cycles
-from fuseflow.execute import _format
 from fuseflow.sim.hw import HwConfig
 from fuseflow.sim.oracle import run_graph
-from fuseflow.pipeline import VerificationError, first_mismatch, simulate
 from fuseflow.sim.storage import StoredTensor
 
 MLIR = os.path.join(os.path.dirname(__file__), "mlir")
@@ -103,7 +103,6 @@ def test_occupancy_of_softmax_buffers_a_row():
 
 
 def test_cli_simulate_json_inputs_and_outputs(tmp_path, capsys):
-    p = fuseflow.from_mlir(os.path.join(MLIR, "spmv.mlir"))
     A = np.eye(64, 48)
     x = np.arange(48, dtype=float)
     np.savez(tmp_path / "in.npz", arg0=A, arg1=x)

@@ -10,11 +10,13 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BATCH = str(ROOT / "tests" / "mlir" / "batch_matmul.mlir")
 
 
+@pytest.mark.slow
 def test_workers_end_with_a_killed_sweep(tmp_path):
     argv = [sys.executable, "-m", "fuseflow", "sweep", BATCH, "-g", "full layout=induced", "--orders", "all",
             "--density", "0.05,0.2,0.35,0.5,0.65", "--engine", "oracle", "--jobs", "2", "-q",

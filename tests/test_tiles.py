@@ -9,15 +9,15 @@ from hypothesis import strategies as st
 import fuseflow
 from fuseflow.cli import main
 from fuseflow.errors import UserError
+from fuseflow.execute import execute
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.ir.formats import TensorFormat
 from fuseflow.ir.generate import random_inputs
 from fuseflow.models.attention import bigbird_attention
+from fuseflow.pipeline import simulate
 from fuseflow.schedule.schedule import Schedule
 from fuseflow.sim import fast, oracle
-from fuseflow.execute import execute
 from fuseflow.sim.hw import HwConfig
-from fuseflow.pipeline import simulate
 from fuseflow.sim.storage import StoredTensor
 from fuseflow.sim.tiles import Tile
 from fuseflow.sim.tokens import Done, Empty, Stop, Val
@@ -102,6 +102,7 @@ def _runs(name: str, schedule: str, seed: int = 1):
         execute(compiled, data, run_graph_fn=fast.run_graph)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("fusion", ["unfused", "full"])
 @pytest.mark.parametrize("b", [1, 2, 4])
@@ -154,7 +155,8 @@ def test_tile_reduce_and_alu_agree_on_random_streams(data):
     toks += [Stop(1), Done]
     times = sorted(data.draw(st.lists(st.integers(0, 30), min_size=len(toks), max_size=len(toks))))
     params = {"kind": kind, "tile": {"b": b, "in": [["i", "j"]], "out": ["i"]}}
-    _same_runs(oracle.apply("reduce", {"val": (toks, times)}, params), fast.apply("reduce", {"val": (toks, times)}, params))
+    ins = {"val": (toks, times)}
+    _same_runs(oracle.apply("reduce", ins, params), fast.apply("reduce", ins, params))
     other = [Val(_tile(rng, (b, b))) if isinstance(t, Val) or t is Empty else t for t in toks]
     op = data.draw(st.sampled_from(["add", "mul", "max", "div", "gt"]))
     contract = op == "mul" and data.draw(st.booleans())
@@ -217,6 +219,7 @@ def test_tile_costs_come_from_hwconfig():
 
 
 # -- blocked attention with a BigBird mask ---------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("b", [16, 32])
 @pytest.mark.parametrize("fusion", ["unfused", "full"])
 def test_blocked_bigbird_attention(b, fusion):
@@ -225,7 +228,10 @@ def test_blocked_bigbird_attention(b, fusion):
     runs = [simulate(p, f"{fusion} block={b}", data, engine=e) for e in ("oracle", "fast")]
     assert all(r.verified for r in runs)
     one, two = runs
-    assert (one.cycles, one.flops, one.mem_reads, one.mem_writes) == (two.cycles, two.flops, two.mem_reads, two.mem_writes)
+    def counts(r):
+        return r.cycles, r.flops, r.mem_reads, r.mem_writes
+
+    assert counts(one) == counts(two)
     for out in p.outputs:
         assert np.array_equal(one.outputs[out], two.outputs[out])
     # the mask's blocks are the tiles and q, k, v are dense, so the blocked run visits exactly the
@@ -268,6 +274,7 @@ def test_tile_spacc2_agrees_on_random_streams(data):
     _same_runs(oracle.apply("spacc2", ins, params), fast.apply("spacc2", ins, params))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hw", [HwConfig(hbm=True), HwConfig(channel_depth=4)], ids=["hbm", "bounded"])
 def test_blocked_attention_engines_agree_under_memory_and_bounded_channels(hw):
     p, data = bigbird_attention(64, 32, 16)

@@ -17,7 +17,15 @@ from fuseflow.ir import In, IndexOp  # noqa: E402
 from fuseflow.ir.expr import product_factors  # noqa: E402
 
 from torch_models import (  # noqa: E402
-    GCN, DataDependent, FeedForward, GraphSAGE, LayerNormModel, MaskedAttention, Scale, SparseAutoencoder)
+    GCN,
+    DataDependent,
+    FeedForward,
+    GraphSAGE,
+    LayerNormModel,
+    MaskedAttention,
+    Scale,
+    SparseAutoencoder,
+)
 
 DTYPES = [np.float64, np.float32]
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # "sparse CSR support is in beta"

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import importlib
 
-from .errors import FuseflowError, NotSupported, UserError
+from .errors import FuseflowError as FuseflowError
+from .errors import NotSupported as NotSupported
+from .errors import UserError as UserError
 
 __version__ = "0.1.0"
 

@@ -14,12 +14,16 @@ compiler, the simulator or the study.
 """
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
+from . import pipeline
 from .checks import check_allocation, check_inputs, check_schedule, input_shapes
 from .errors import UserError
+from .fusion.compile import Compiled, compile_schedule
+from .granularity import MAX_TOKENS, StudyResult, fusion_study, same_schedules
+from .ir.generate import random_inputs
+from .ir.reference import bind_inputs
+from .ir.stats import stats_for
 from .memory import Budget
 
 
@@ -35,15 +39,10 @@ def compile(program, schedule="full", *, shapes: dict | None = None, data: dict 
     fusion table and Sparse-Abstract-Machine graph (`Compiled`). `shapes` gives dynamic
     dimensions; with `data` (input arrays), default dataflow orders weigh loops by its densities,
     as `simulate` does."""
-    from .fusion.compile import compile_schedule
-
     given = check_inputs(program, data) if data else {}
     known = input_shapes(program, given, shapes)
     stats = None
     if given:
-        from .ir.reference import bind_inputs
-        from .ir.stats import stats_for
-
         stats = stats_for(program, bind_inputs(program, given))
     parsed = check_schedule(program, schedule, known, stats)
     return compile_schedule(program, parsed, known, stats=stats)
@@ -56,25 +55,19 @@ def simulate(program, schedule="full", inputs: dict | None = None, *, seed: int 
     output with the numpy reference (`SimResult`, `.to_json()`; `fuseflow.to_frame` makes a
     table of its kernels). Inputs not in `inputs` (by name or `argK`) are generated from
     `seed` at `density`; `shapes` gives dynamic dimensions of generated ones. `budget` (a
-    `fuseflow.Budget`) bounds the memory the run may take; `on_kernel(done, total)` and
-    `on_events(done_events, estimated_events)` report progress."""
-    from . import pipeline
-    from .fusion.compile import Compiled
-    from .ir.generate import random_inputs
-
+    `fuseflow.Budget`) bounds the memory the run may take (default: what is available);
+    `on_kernel(done, total)` after each kernel and `on_events(done_events)` within one report
+    progress."""
     _check_options(seed, density)
     given = check_inputs(program, inputs)
     known = input_shapes(program, given, shapes)
-    check_allocation(program, given, known, budget, f"inputs of {program.name}")
+    check_allocation(program, given, known, budget, f"inputs of {program.name}", density)
     missing = set(known) - set(given)
     data = {**random_inputs(program, density=density, seed=seed, shapes=known), **given} if missing else given
     if not isinstance(schedule, Compiled):
         schedule = str(check_schedule(program, schedule, known))
-    hooks = {"budget": budget, "on_events": on_events}
-    accepted = inspect.signature(pipeline.simulate).parameters
-    extra = {k: v for k, v in hooks.items() if v is not None and k in accepted}
     return pipeline.simulate(program, schedule, data, seed=seed, density=density, hw=hw, engine=engine,
-                             check=check, on_kernel=on_kernel, **extra)
+                             check=check, on_kernel=on_kernel, budget=budget, on_events=on_events)
 
 
 def study(model, dataset=None, schedules=("unfused", "partial", "full"), *, engine: str = "fast",
@@ -83,8 +76,7 @@ def study(model, dataset=None, schedules=("unfused", "partial", "full"), *, engi
     or a schedule string) of a built-in model on a dataset, or of a `ModelCase`, and compare
     cycles, FLOPs and memory traffic with the first. `options` go to `fuseflow.model`
     (`scale`, `seed`, `block`, `data_dir`, ...)."""
-    from .models.registry import build
-    from .granularity import MAX_TOKENS, StudyResult, fusion_study, same_schedules
+    from .models.registry import build  # noqa: PLC0415 - models load torch (slow); only model studies need them
 
     case = model if hasattr(model, "program") and hasattr(model, "presets") else \
         build(model, dataset, budget=budget, **options)

@@ -10,9 +10,9 @@ budget; `par` factors larger than the loop they split; block sizes that divide n
     >>> p = from_mlir("tests/mlir/spmv.mlir")
     >>> sorted(check_inputs(p, {"arg0": np.eye(64, 48)}))
     ['A']
-    >>> check_schedule(p, "full par=j:60")
+    >>> check_schedule(p, "full par=j:60")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    fuseflow.errors.UserError: schedule: par=j:60 deals 60 lanes, but loop j of group 0 has only 48 iterations (fix: use at most par=j:48)
+    fuseflow.errors.UserError: schedule: par=j:60 deals 60 lanes, ...only 48 iterations (fix: use at most par=j:48)
 """
 from __future__ import annotations
 
@@ -20,23 +20,26 @@ import dataclasses
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
 from .data.inputs import check_input
 from .errors import UserError
+from .fusion.compile import compile_schedule
 from .ir.program import Program
+from .ir.values import DENSE_LIMIT, as_value, shape_of
 from .ir.verify import infer_shapes
 from .memory import Budget
 from .schedule import Schedule
 
 FLOAT_BYTES = 8  # inputs are bound as float64
+SPARSE_ENTRY_BYTES = 24  # a scipy CSR entry: its value and column, and one more copy while it is built
 
 
 def check_inputs(program: Program, inputs: dict | None, where: str = "inputs") -> dict[str, np.ndarray]:
     """The given inputs by name (`argK` keys mapped to the K-th input), each checked by
-    `check_input`; an unknown name or an input given twice is refused. Sparse scipy/torch
-    values are made dense first."""
-    from .ir.reference import to_dense
-
+    `check_input`; an unknown name or an input given twice is refused. Torch tensors and
+    sparse matrices become fuseflow values (`ir.values.as_value`: large sparse matrices stay
+    sparse)."""
     names = {f"arg{k}": name for k, name in enumerate(program.inputs)}
     checked, keys = {}, {}
     for key, value in (inputs or {}).items():
@@ -47,7 +50,7 @@ def check_inputs(program: Program, inputs: dict | None, where: str = "inputs") -
         if name in checked:
             raise UserError(f"input {name} is given twice (as {keys[name]!r} and {key!r})", where, "keep one")
         keys[name] = key
-        value = to_dense(value) if hasattr(value, "toarray") or hasattr(value, "detach") else value
+        value = as_value(value) if sp.issparse(value) or hasattr(value, "detach") else value
         checked[name] = check_input(name, value, where)
     return checked
 
@@ -59,7 +62,7 @@ def input_shapes(program: Program, given: dict, shapes: dict | None = None, flag
     for name in program.inputs:
         if name in program.constants and name not in given:
             continue
-        shape = np.shape(given[name]) if name in given else tuple((shapes or {}).get(name, program.tensors[name].shape))
+        shape = shape_of(given[name]) if name in given else tuple((shapes or {}).get(name, program.tensors[name].shape))
         if None in shape:
             declared = "x".join("N" if d is None else str(d) for d in program.tensors[name].shape)
             raise UserError(f"input {name} has a dynamic shape [{declared.replace('x', ',')}]", flag,
@@ -69,16 +72,27 @@ def input_shapes(program: Program, given: dict, shapes: dict | None = None, flag
             raise UserError(f"input {name} has a zero-size dimension {list(shape)}", f"program {program.name}",
                             "give every dimension at least 1 (fuseflow simulates non-empty tensors)")
         out[name] = tuple(int(d) for d in shape)
-    infer_shapes(program, {**out, **{n: np.shape(v) for n, v in given.items()}}, allow_dynamic=True)
+    infer_shapes(program, {**out, **{n: shape_of(v) for n, v in given.items()}}, allow_dynamic=True)
     return out
 
 
-def check_allocation(program: Program, given: dict, shapes: dict, budget: Budget | None, what: str) -> None:
-    """Refuse, before generating or converting anything, inputs whose dense float64 copies
-    (generated ones, and the reference's bound copies of all) exceed the budget."""
-    generated = sum(math.prod(s) for n, s in shapes.items() if n not in given)
-    bound = sum(math.prod(s) for s in shapes.values())
-    (budget or Budget()).check((generated + bound) * FLOAT_BYTES, what)
+def _generated_bytes(program: Program, name: str, shape: tuple, density: float) -> int:
+    """Memory `ir.generate.random_inputs` takes for one input and the reference its bound copy:
+    a large 2-D sparse input is generated as a scipy matrix, anything else as dense float64."""
+    tensor, elements = program.tensors[name], math.prod(shape)
+    if not tensor.format.is_dense and len(shape) == 2 and not tensor.format.block and elements > DENSE_LIMIT:
+        return math.ceil(elements * density) * SPARSE_ENTRY_BYTES
+    return 2 * elements * FLOAT_BYTES
+
+
+def check_allocation(program: Program, given: dict, shapes: dict, budget: Budget | None, what: str,
+                     density: float = 0.1) -> None:
+    """Refuse, before generating or converting anything, inputs that would not fit the budget:
+    the generated ones (sparse where `random_inputs` makes them sparse) and the reference's
+    dense float64 copies of the dense ones given."""
+    generated = sum(_generated_bytes(program, n, s, density) for n, s in shapes.items() if n not in given)
+    bound = sum(math.prod(shape_of(v)) * FLOAT_BYTES for v in given.values() if not sp.issparse(v))
+    (budget or Budget()).check(generated + bound, what)
 
 
 def check_schedule(program: Program, schedule, shapes: dict | None = None, stats=None) -> Schedule:
@@ -115,8 +129,6 @@ def _par_item(k: int, levels) -> str:
 
 def _check_lanes(program: Program, parsed: Schedule, shapes: dict | None, stats) -> None:
     """Compile without the `par` items and compare each factor with its loop's extent."""
-    from .fusion.compile import compile_schedule
-
     plain = compile_schedule(program, dataclasses.replace(parsed, pars={}), shapes, stats=stats)
     for k, levels in parsed.pars.items():
         if k >= len(plain.kernels) or plain.kernels[k].region is None:

@@ -18,18 +18,39 @@ Bad input prints one line `fuseflow: error: ...` and exits with status 2; an int
 from __future__ import annotations
 
 import json
+import linecache
+import os
 import sys
 
-from . import __version__
+import numpy as np
+
+from . import __version__, api
+from .checks import check_schedule
 from .cmdline.args import Parser, count, positive, positive_real, size
-from .files import atomic_path, check_output, kernel_paths, write_text
+from .cmdline.quiet import quiet
 from .cmdline.source import add_source_arguments, load_source
+from .cmdline.topics import TOPICS, topic_text
+from .demo import run_demo
 from .errors import FuseflowError, UserError
+from .explore.cli import add_commands as add_explore_commands
+from .explore.progress import RunProgress, numba_notice
+from .files import atomic_path, check_output, kernel_paths, temporary_beside, write_text
+from .fusion.cost import nest_cost
+from .fusion.nesting import Nesting, topological_orders
+from .gpu.cli import add_commands as add_gpu_commands
+from .granularity import MAX_TOKENS
+from .interop import emit
+from .ir.program import op_output
+from .memory import Budget
+from .report.html import compile_report
+from .report.overview import render_overview
+from .sam.draw import render
+from .schedule.schedule import Schedule
+from .sim.hw import HwConfig
+from .simreport import simulate_report
 
 
 def _budget(args):
-    from .memory import Budget
-
     return Budget(args.max_memory) if args.max_memory else None
 
 
@@ -40,9 +61,7 @@ def _data_if_given(source, args):
 
 
 def _compile(source, args):
-    from .api import compile as compile_program
-
-    return compile_program(source.program, source.schedule(args.schedule), shapes=source.input_shapes(),
+    return api.compile(source.program, source.schedule(args.schedule), shapes=source.input_shapes(),
                            data=_data_if_given(source, args))
 
 
@@ -50,11 +69,6 @@ def _compile(source, args):
 def _ops_by_line(program) -> list[str]:
     """Op names (as schedules use them) grouped by the source line that made them, with the
     line's text where the file can be read."""
-    import linecache
-    import os
-
-    from .ir.program import op_output
-
     lines: dict[tuple[str, int], list[str]] = {}
     for op in program.ops:
         path, _, rest = (op.loc or "?").partition(":")
@@ -96,19 +110,22 @@ def _print_kernels(compiled, args) -> None:
 
 
 def _write_svgs(graphs, path: str) -> None:
-    from .sam.export import render
-
     for target, graph in zip(kernel_paths(path, len(graphs)), graphs):
         with atomic_path(target, "--svg") as temp:
             render(graph, temp)
         print(f"wrote {target}")
 
 
+PICTURES = (".svg", ".png", ".pdf")
+
+
 def _cmd_compile(args) -> int:
-    for path, flag, suffixes in ((args.output, "-o", ()), (args.svg, "--svg", (".svg", ".png", ".pdf"))):
+    for path, flag, suffixes in ((args.output, "-o", ()), (args.svg, "--svg", PICTURES),
+                                 (args.overview, "--overview", ()), (args.html, "--html", ())):
         if path:
             check_output(path, flag, suffixes)
-    compiled = _compile(load_source(args, _budget(args)), args)
+    source = load_source(args, _budget(args))
+    compiled = _compile(source, args)
     _print_kernels(compiled, args)
     graphs = [k.graph for k in compiled.kernels if k.graph is not None]
     if args.output:
@@ -117,13 +134,24 @@ def _cmd_compile(args) -> int:
         print(f"wrote {args.output}")
     if args.svg:
         _write_svgs(graphs, args.svg)
+    _compile_extras(args, compiled, source)
     return 0
+
+
+def _compile_extras(args, compiled, source) -> None:
+    """--overview, --html and --emit of `fuseflow compile`."""
+    for path, flag, write in ((args.overview, "--overview", render_overview), (args.html, "--html", compile_report)):
+        if path:
+            with atomic_path(path, flag) as temp:
+                write(compiled, temp)
+            print(f"wrote {path}")
+    for fmt, directory in args.emit or []:
+        data = source.data(args.density, args.seed, _budget(args)) if fmt == "comal" else {}
+        print(emit(compiled, fmt, directory, data))
 
 
 # -- orders --------------------------------------------------------------------------------------
 def _cmd_orders(args) -> int:
-    from .fusion.nesting import Nesting, nest_cost, topological_orders
-
     compiled = _compile(load_source(args, _budget(args)), args)
     weighed = "weighed by the data's densities" if compiled.kernels and any(
         k.region is not None and k.region.stats is not None for k in compiled.kernels) else "by sizes alone"
@@ -149,8 +177,6 @@ def _cmd_orders(args) -> int:
 
 # -- simulate ------------------------------------------------------------------------------------
 def _save_outputs(path: str, program, result) -> None:
-    import numpy as np
-
     with atomic_path(path, "--save-outputs") as temp:
         with open(temp, "wb") as handle:
             np.savez(handle, **{f"out{k}": result.outputs[n] for k, n in enumerate(program.outputs)})
@@ -170,21 +196,40 @@ def _print_result(result) -> None:
           f"{result.wall_seconds:.2f} s")
 
 
-def _cmd_simulate(args) -> int:
-    from .api import simulate
-    from .explore.progress import RunProgress, numba_notice
-    from .sim.hw import HwConfig
+def _simulate_with_report(source, args, data, hw):
+    """`simulate_report`: the HTML report is written (atomically) also when the simulation fails,
+    then the failure is raised."""
+    check_schedule(source.program, source.schedule(args.schedule), source.input_shapes())
+    temp = temporary_beside(args.html, "--html")
 
-    if args.save_outputs:
-        check_output(args.save_outputs, "--save-outputs", (".npz",))
+    def written(path: str) -> None:
+        os.replace(path, args.html)
+        print(f"wrote {args.html}", file=sys.stderr)
+
+    try:
+        return simulate_report(source.program, source.schedule(args.schedule), data, path=temp, seed=args.seed,
+                               density=args.density, hw=hw, engine=args.engine, on_written=written)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+
+def _cmd_simulate(args) -> int:
+    for path, flag, suffixes in ((args.save_outputs, "--save-outputs", (".npz",)), (args.html, "--html", ())):
+        if path:
+            check_output(path, flag, suffixes)
     budget = _budget(args)
     source = load_source(args, budget)
     data = source.data(args.density, args.seed, budget)
     hw = HwConfig(hbm=args.hbm, channel_depth=args.depth)
     with RunProgress(f"{source.program.name} {args.schedule}", enabled=None if not args.json else False) as bar, \
             numba_notice():
-        result = simulate(source.program, source.schedule(args.schedule), data, seed=args.seed, density=args.density,
-                          hw=hw, engine=args.engine, budget=budget, on_kernel=bar.on_kernel, on_events=bar.on_events)
+        if args.html:
+            result = _simulate_with_report(source, args, data, hw)
+        else:
+            result = api.simulate(source.program, source.schedule(args.schedule), data, seed=args.seed,
+                                  density=args.density, hw=hw, engine=args.engine, budget=budget,
+                                  on_kernel=bar.on_kernel, on_events=bar.on_events)
     if args.save_outputs:
         _save_outputs(args.save_outputs, source.program, result)
     if args.json:
@@ -196,8 +241,6 @@ def _cmd_simulate(args) -> int:
 
 # -- study ---------------------------------------------------------------------------------------
 def _study_schedules(args, source) -> list[str]:
-    from .schedule.schedule import Schedule
-
     names = list(args.schedule or [])
     if args.schedules or not names:
         for item in (args.schedules or "unfused,partial,full").split(","):
@@ -217,15 +260,13 @@ def _study_schedules(args, source) -> list[str]:
 
 
 def _cmd_study(args) -> int:
-    from .api import study
-
     if args.plot:
         check_output(args.plot, "--plot", (".png", ".svg", ".pdf"))
     budget = _budget(args)
     source = load_source(args, budget)
     case = source.as_case(args.density, args.seed, budget)
-    result = study(case, schedules=_study_schedules(args, source), engine=args.engine, progress=not args.json,
-                   max_tokens=args.max_tokens, budget=budget)
+    result = api.study(case, schedules=_study_schedules(args, source), engine=args.engine, progress=not args.json,
+                       max_tokens=args.max_tokens, budget=budget)
     print(json.dumps(result.to_json(), indent=1) if args.json else result)
     if args.plot:
         with atomic_path(args.plot, "--plot") as temp:
@@ -236,8 +277,6 @@ def _cmd_study(args) -> int:
 
 # -- help and demo -------------------------------------------------------------------------------
 def _cmd_help(args) -> int:
-    from .cmdline.topics import TOPICS, topic_text
-
     if not args.topic:
         print(__doc__.strip())
         print(f"\nhelp topics: {', '.join(TOPICS)} (fuseflow help TOPIC); fuseflow COMMAND --help for a command")
@@ -254,8 +293,6 @@ def _cmd_help(args) -> int:
 
 
 def _cmd_demo(args) -> int:
-    from .demo import run_demo
-
     return run_demo(seed=args.seed)
 
 
@@ -284,6 +321,12 @@ def _add_model_commands(sub) -> None:
     p.add_argument("-o", "--output", metavar="FILE.json", help="write the graph(s) as JSON")
     p.add_argument("--svg", metavar="FILE.svg", help="draw the graph(s); several kernels give FILE.k0.svg, ... "
                                                     "(needs Graphviz)")
+    p.add_argument("--overview", metavar="OUT.svg", help="draw the kernels and the tensors between them")
+    p.add_argument("--html", metavar="OUT.html", help="write an interactive report (one self-contained file)")
+    p.add_argument("--emit", nargs=2, action="append", metavar=("FORMAT", "DIR"),
+                   help="write the graphs for the reference tools: comal (protobuf graphs with the tensor "
+                        "files Comal reads; data from --inputs, else generated) or sam-gv (SAM's .gv graphs); "
+                        "repeatable")
 
     p = _model_command(sub, "orders", "list the valid dataflow orders of each group, the default marked", _cmd_orders)
     _schedule_option(p)
@@ -297,6 +340,8 @@ def _add_model_commands(sub) -> None:
     p.add_argument("--depth", type=positive, help="bound every channel to this many tokens (detects deadlock)")
     p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
     p.add_argument("--json", action="store_true", help="machine-readable result")
+    p.add_argument("--html", metavar="OUT.html", help="also write an interactive report (one self-contained file), "
+                   "even when the simulation deadlocks or fails verification")
 
     p = sub.add_parser("study", help="studies over schedules: `study fusion` compares granularities")
     studies = p.add_subparsers(dest="study", required=True)
@@ -309,9 +354,9 @@ def _add_model_commands(sub) -> None:
     p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
-    p.add_argument("--max-tokens", type=positive_real, default=2e9, metavar="N",
+    p.add_argument("--max-tokens", type=positive_real, default=MAX_TOKENS, metavar="N",
                    help="estimate, not simulate, schedules the heuristic puts above N token events "
-                        "(default 2e9, what fits in 24 GB)")
+                        f"(default {MAX_TOKENS:.0e}, about five minutes of simulation)")
 
 
 def build_parser() -> Parser:
@@ -323,10 +368,6 @@ def build_parser() -> Parser:
                         help="memory a run may take, e.g. 4G (default: what the machine has available)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     _add_model_commands(sub)
-
-    from .explore.cli import add_commands as add_explore_commands
-    from .gpu.cli import add_commands as add_gpu_commands
-
     add_explore_commands(sub)
     add_gpu_commands(sub)
 
@@ -346,8 +387,6 @@ def _internal(err: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .cmdline.quiet import quiet
-
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help, --version, or a one-line usage error (status 2)
@@ -362,8 +401,6 @@ def main(argv: list[str] | None = None) -> int:
         print("fuseflow: interrupted (a sweep resumes when rerun with the same arguments)", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except (MemoryError, RecursionError) as err:  # the input is larger or deeper than fuseflow can take

@@ -8,14 +8,15 @@ import time
 
 import numpy as np
 
+from .data import karate
+from .frontend import from_torch
+from .ir.reference import reference
+
 
 def run_demo(seed: int = 0) -> int:
-    import torch
+    import torch  # noqa: PLC0415 - torch is slow to import; only the demo needs it
 
-    from .data import karate
-    from .frontend import from_torch
-    from .ir.reference import reference
-    from .models import GCN
+    from .models import GCN  # noqa: PLC0415 - torch is slow to import; only the demo needs it
 
     graph = karate()
     torch.manual_seed(seed)

@@ -1,8 +1,10 @@
 """Run a compiled schedule: each kernel's graph in dependency order, intermediates through memory.
 
-Inputs are dense arrays; each kernel stores what it reads in the formats its graph declares,
-and decodes what its writers produced. A reshape kernel is a view of dense data (0 cycles).
-The model's cycle count is the sum of its kernels' cycles.
+Inputs are dense arrays or (large) scipy sparse matrices; each kernel stores what it reads in
+the formats its graph declares (without densifying sparse data), and decodes what its writers
+produced: a dense array, or a sparse matrix for a large 2-D tensor written with compressed
+levels. A reshape kernel is a view of dense data (0 cycles). The model's cycle count is the sum
+of its kernels' cycles.
 
     >>> import numpy as np, fuseflow
     >>> from fuseflow.fusion.compile import compile_schedule
@@ -17,13 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from .errors import UserError
 from .ir.formats import LEVEL_FORMATS, TensorFormat
 from .ir.reference import bind_inputs
+from .ir.values import DENSE_LIMIT, check_dense, densify
 from .sim.hw import HwConfig
 from .sim.oracle import run_graph
-from .sim.storage import StoredTensor
+from .sim.storage import StoredTensor, level_entries
 
 
 @dataclass
@@ -55,16 +59,31 @@ def _format(meta: dict) -> TensorFormat:
     return TensorFormat(tuple(LEVEL_FORMATS[x] for x in meta["levels"]), tuple(meta["mode_order"]), block)
 
 
-def decode(written, meta: dict) -> np.ndarray:
-    """Dense array of a written tensor (of dense tiles when `meta` has a block shape); unit
-    dimensions without a level are filled in."""
+def decode(written, meta: dict):
+    """The value of a written tensor: a dense array (of dense tiles when `meta` has a block
+    shape; unit dimensions without a level filled in), or a scipy sparse matrix for a large 2-D
+    tensor with a compressed level."""
     shape, mode_order, block = meta["shape"], meta["mode_order"], meta.get("block")
     n = len(written.levels)
+    big = int(np.prod(shape, dtype=np.float64)) > DENSE_LIMIT
+    if big and len(shape) == 2 and n == 2 and not block and meta.get("fill", 0.0) == 0.0 and \
+            any(written.levels[k].is_compressed for k in range(n)):
+        return _decode_sparse(written, tuple(shape), tuple(mode_order))
+    check_dense(shape, "a tensor written by a kernel")
     dims = list(mode_order[:n])
     kept = sorted(dims)
     sub = written.to_dense([shape[d] for d in kept], [kept.index(d) for d in dims], meta.get("fill", 0.0),
                            [block[d] for d in kept] if block else None)
     return np.reshape(sub, shape)
+
+
+def _decode_sparse(written, shape, mode_order) -> sp.csr_array:
+    levels = [written.levels[0], written.levels[1]]
+    pos, (c0, c1) = level_entries(levels)
+    vals = np.asarray(written.vals, dtype=np.float64)[pos]
+    keep = vals != 0.0
+    rows, cols = (c0, c1) if mode_order == (0, 1) else (c1, c0)
+    return sp.csr_array((vals[keep], (rows[keep], cols[keep])), shape=shape)
 
 
 def _as_written(entry, meta: dict) -> StoredTensor | None:
@@ -86,42 +105,75 @@ def _as_written(entry, meta: dict) -> StoredTensor | None:
                         meta.get("fill", 0.0))
 
 
+def footprint(graph, chunk=None) -> int:
+    """Bytes a kernel needs besides its stored inputs, estimated before it runs: the engine's
+    channel buffers, and the written and decoded forms of outputs stored dense (compressed
+    outputs grow as they are written, each step checked by the engine)."""
+    from .sim.fast.engine import buffer_bytes
+
+    total = buffer_bytes(graph, chunk)
+    for meta in graph.tensors.values():
+        if meta["role"] == "output" and all(x == "dense" for x in meta["levels"]):
+            total += 2 * 8 * int(np.prod(meta["shape"], dtype=np.float64))
+    return total
+
+
+def _stored_inputs(kernel, values: dict, written: dict) -> dict:
+    """The kernel's input tensors in the formats its graph reads them in."""
+    stored = {}
+    for name, meta in kernel.graph.tensors.items():
+        if meta["role"] == "input":
+            source = meta.get("source", name)
+            if source not in values:
+                raise UserError(f"kernel {kernel.index} reads {source}, which nothing computed")
+            stored[name] = (_as_written(written.get(source), meta)
+                            or StoredTensor.from_value(values[source], _format(meta), meta.get("fill", 0.0)))
+    return stored
+
+
+def _engine_options(run_graph_fn, budget, on_events) -> dict:
+    """The streaming engine's options that `run_graph_fn` takes (the oracle takes none)."""
+    import inspect
+
+    accepted = inspect.signature(run_graph_fn).parameters
+    options = {"budget": budget, "on_events": on_events}
+    return {k: v for k, v in options.items() if v is not None and k in accepted}
+
+
 def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run_graph,
-            on_kernel=None) -> ScheduleRun:
-    """Run every kernel in order; `on_kernel(done, total)` is called after each one."""
+            on_kernel=None, *, budget=None, on_events=None) -> ScheduleRun:
+    """Run every kernel in order; `on_kernel(done, total)` is called after each one. With a
+    `budget` (`fuseflow.memory.Budget`), a kernel estimated beyond it stops before it runs
+    (MemoryLimitError naming it) and the engine checks what it allocates as it runs;
+    `on_events(done)` reports token events within a kernel."""
     program = compiled.program
     values = bind_inputs(program, inputs)
     result = ScheduleRun({})
     written: dict = {}  # tensors earlier kernels wrote, as they wrote them
+    options = _engine_options(run_graph_fn, budget, on_events)
     for kernel in compiled.kernels:
         if kernel.is_reshape:
             op = program.producer(kernel.group[0])
-            values[op.output] = np.reshape(values[op.input], program.tensors[op.output].shape)
+            values[op.output] = np.reshape(densify(values[op.input], f"input {op.input} of a reshape"),
+                                           program.tensors[op.output].shape)
             result.kernels.append(KernelRun(kernel.index, f"k{kernel.index}:reshape", 0, {}))
-            if on_kernel is not None:
-                on_kernel(len(result.kernels), len(compiled.kernels))
-            continue
-        graph = kernel.graph
-        stored = {}
-        for name, meta in graph.tensors.items():
-            if meta["role"] == "input":
-                source = meta.get("source", name)
-                if source not in values:
-                    raise UserError(f"kernel {kernel.index} reads {source}, which nothing computed")
-                stored[name] = (_as_written(written.get(source), meta)
-                                or StoredTensor.from_dense(values[source], _format(meta), meta.get("fill", 0.0)))
-        run = run_graph_fn(graph, stored, hw)
-        if hw is not None and hw.channel_depth is not None:
-            from .sim.bounded import bounded_cycles
+        else:
+            graph = kernel.graph
+            stored = _stored_inputs(kernel, values, written)
+            if budget is not None:
+                budget.check(footprint(graph), f"kernel k{kernel.index} ({graph.name})")
+            run = run_graph_fn(graph, stored, hw, **options)
+            if hw is not None and hw.channel_depth is not None:
+                from .sim.bounded import bounded_cycles
 
-            run.cycles = bounded_cycles(graph, stored, hw.channel_depth, hw)
-        for name, meta in graph.tensors.items():
-            if meta["role"] == "output":
-                values[name] = decode(run.written[name], meta)
-                written[name] = (run.written[name], meta)
-        result.kernels.append(KernelRun(kernel.index, graph.name, run.cycles, dict(run.counters),
-                                        sum(run.stream_tokens.values()),
-                                        max((run.max_occupancy or {}).values(), default=0)))
+                run.cycles = bounded_cycles(graph, stored, hw.channel_depth, hw)
+            for name, meta in graph.tensors.items():
+                if meta["role"] == "output":
+                    values[name] = decode(run.written[name], meta)
+                    written[name] = (run.written[name], meta)
+            result.kernels.append(KernelRun(kernel.index, graph.name, run.cycles, dict(run.counters),
+                                            sum(run.stream_tokens.values()),
+                                            max((run.max_occupancy or {}).values(), default=0)))
         if on_kernel is not None:
             on_kernel(len(result.kernels), len(compiled.kernels))
     result.outputs = {name: values[name] for name in program.outputs}

@@ -92,10 +92,8 @@ def _created_mode() -> int:
     return 0o666 & ~mask
 
 
-@contextlib.contextmanager
-def atomic_path(path: str, flag: str):
-    """Yields a temporary path beside `path` (same extension); on success the temporary file
-    replaces `path`, on any failure it is removed. OS errors become one-line UserErrors."""
+def temporary_beside(path: str, flag: str) -> str:
+    """A new empty file in `path`'s directory, with its extension, to be renamed over `path`."""
     check_output(path, flag)
     directory, name = os.path.split(os.path.abspath(path))
     stem, ext = os.path.splitext(name)
@@ -105,6 +103,14 @@ def atomic_path(path: str, flag: str):
         os.close(handle)
     except OSError as err:
         raise UserError(f"cannot write {path}: {err.strerror}", flag) from None
+    return temp
+
+
+@contextlib.contextmanager
+def atomic_path(path: str, flag: str):
+    """Yields a temporary path beside `path` (same extension); on success the temporary file
+    replaces `path`, on any failure it is removed. OS errors become one-line UserErrors."""
+    temp = temporary_beside(path, flag)
     try:
         yield temp
         os.replace(temp, path)

@@ -7,20 +7,32 @@
 """
 from __future__ import annotations
 
+import html
 import sys
 import time
 
+from .checks import check_schedule
 from .errors import FuseflowError, UserError
+from .explore.heuristic import CostModel
+from .explore.plot import study_chart
+from .explore.progress import RunProgress, is_terminal, numba_notice
+from .fusion.compile import compile_schedule
 from .memory import MemoryLimitError
 from .pipeline import simulate
+from .report.notebook import table_html
+from .schedule.schedule import Schedule
+from .tables import to_csv, to_frame
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
            ("speedup", "speedup", "{:.2f}x"), ("flops_ratio", "FLOPs/unf", "{:.2f}"),
            ("mem_ratio", "mem/unf", "{:.2f}"), ("max_occupancy", "max fifo", "{:,}"),
            ("verified", "verified", "{}"), ("wall", "wall s", "{:.1f}")]
+RATIOS = ("speedup", "flops_ratio", "mem_ratio")
 
 
-MAX_TOKENS = 2e9  # token events the fast engine simulates within this machine's memory (24 GB)
+# token events a study simulates by default: about five minutes of the fast engine on this
+# 2-core machine (memory no longer limits it: the engine streams; `--max-tokens` changes it)
+MAX_TOKENS = 3e10
 
 
 def _load(compiled, est) -> float:
@@ -28,17 +40,19 @@ def _load(compiled, est) -> float:
     return est.tokens * (compiled.schedule.block or 1) ** 2
 
 
-def _skipped_row(case, name: str, compiled, est, max_tokens: float) -> dict:
-    """The row of a schedule estimated (`explore.heuristic`, which counts about half of what the
-    simulator streams) beyond `max_tokens` token events (`_load`): the estimates instead of a
-    simulation."""
+def _too_long(compiled, est, max_tokens: float) -> str:
+    return (f"estimated {_load(compiled, est):.2g} token events > {max_tokens:.2g} (--max-tokens)"
+            + (f" (tiles of {compiled.schedule.block}x{compiled.schedule.block} counted element by element)"
+               if compiled.schedule.block else ""))
+
+
+def _skipped_row(case, name: str, compiled, est, why: str, wall: float = 0.0) -> dict:
+    """The row of a schedule not simulated (too long, or beyond the memory budget): the
+    heuristic's estimates (`explore.heuristic`) instead, and why."""
     return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": str(compiled.schedule),
             "kernels": len(est.kernels), "cycles": None, "est_cycles": est.cycles, "est_flops": est.flops,
             "est_mem": est.reads + est.writes, "flops": None, "mem": None, "max_occupancy": None,
-            "verified": "skipped", "max_abs_error": None, "wall": 0.0,
-            "skipped": f"estimated {_load(compiled, est):.2g} token events > {max_tokens:.2g}"
-                       + (f" (tiles of {compiled.schedule.block}x{compiled.schedule.block} counted "
-                          "element by element)" if compiled.schedule.block else "")}
+            "verified": "skipped", "max_abs_error": None, "wall": wall, "skipped": why}
 
 
 def _failed_row(case, name: str, schedule: str, why: str, wall: float) -> dict:
@@ -49,34 +63,27 @@ def _failed_row(case, name: str, schedule: str, why: str, wall: float) -> dict:
 
 def _note(progress: bool, out, text: str) -> None:
     """A progress line, on a terminal only (as the bars)."""
-    from .explore.progress import is_terminal
-
     out = out if out is not None else sys.stderr
     if progress and is_terminal(out):
         print(text, file=out, flush=True)
 
 
-def _estimate_row(case, name: str, compiled, est, max_tokens: float, progress: bool, out):
-    """The row of a schedule estimated beyond `max_tokens`, or None when it may be simulated."""
-    load = _load(compiled, est)
-    if load <= max_tokens:
-        return None
-    _note(progress, out, f"  skipping {case.name} on {case.dataset}: {compiled.schedule} "
-                         f"(estimated {load:.2g} token events)")
-    return _skipped_row(case, name, compiled, est, max_tokens)
-
-
-def _simulate_row(case, name: str, compiled, est, engine: str, progress: bool, out, budget, start: float) -> dict:
-    """Simulate one compiled schedule with a live progress display; its study row."""
-    from .explore.progress import RunProgress, numba_notice
-
-    options = {"budget": budget} if budget is not None and accepts(simulate, "budget") else {}
+def _simulate_row(case, name: str, compiled, est, engine: str, progress: bool, out, budget, start: float,
+                  first: bool) -> dict:
+    """Simulate one compiled schedule with a live progress display (token events of the
+    heuristic's per-kernel estimates); its study row, or its estimates if it would not fit in
+    memory (the `first`, the baseline, must fit: the error is raised)."""
     _note(progress, out, f"  simulating {case.name} on {case.dataset}: {name} ...")
-    with RunProgress(f"{case.name} {name}", [k.tokens for k in est.kernels], out=out, enabled=None
-                     if progress else False) as bar, numba_notice(out):
-        if accepts(simulate, "on_events"):
-            options["on_events"] = bar.on_events
-        result = simulate(case.program, compiled, case.inputs, engine=engine, on_kernel=bar.on_kernel, **options)
+    try:
+        with RunProgress(f"{case.name} {name}", [k.tokens for k in est.kernels], out=out,
+                         enabled=None if progress else False) as bar, numba_notice(out):
+            result = simulate(case.program, compiled, case.inputs, engine=engine, budget=budget,
+                              on_kernel=bar.on_kernel, on_events=bar.on_events)
+    except MemoryLimitError as err:  # estimated instead, with the guard's reason
+        if first:
+            raise
+        return _skipped_row(case, name, compiled, est, f"would not fit in memory: {err.one_line()}",
+                            time.perf_counter() - start)
     return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": result.schedule,
             "kernels": len(result.kernels), "cycles": result.cycles, "flops": result.flops,
             "mem": result.mem_reads + result.mem_writes, "max_occupancy": result.max_occupancy,
@@ -85,25 +92,16 @@ def _simulate_row(case, name: str, compiled, est, engine: str, progress: bool, o
             "est_mem": est.reads + est.writes}
 
 
-def accepts(fn, keyword: str) -> bool:
-    """Whether `fn` takes `keyword` (hooks that newer simulators offer)."""
-    import inspect
-
-    return keyword in inspect.signature(fn).parameters
-
-
 def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
-                 max_tokens: float = MAX_TOKENS, out=None, budget=None) -> list[dict]:
+                 max_tokens: float = MAX_TOKENS, out=None, budget=None) -> StudyTable:
     """One row per preset (or schedule string), normalised to the first one (unfused). Each
     schedule is compiled once, for the cost estimate and the simulation. A schedule estimated
-    beyond `max_tokens` token events (tile elements for blocked ones) is not simulated, the
-    first one included: its row holds the heuristic's estimates (`est_*`) and says why, and its
-    ratios are the estimates' ratios (marked `~`). One that fails says why. With `progress`,
-    each simulation shows a live display on `out` (stderr) when that is a terminal."""
-    from .checks import check_schedule
-    from .explore.heuristic import CostModel
-    from .fusion.compile import compile_schedule
-
+    beyond `max_tokens` token events (tile elements for blocked ones; the first one included),
+    or one after the first that would not fit in memory (`budget`, a `fuseflow.memory.Budget`;
+    default: what is available), is not simulated: its row holds the heuristic's estimates
+    (`est_*`) and says why, and its ratios are the estimates' ratios (marked `~`). One that
+    fails says why; if the first fails, or would not fit, that error is raised.
+    With `progress`, each simulation shows a live display on `out` (stderr) on a terminal."""
     model = CostModel(case.program, case.inputs)
     rows, estimates = [], []
     for name in schedules:
@@ -113,10 +111,14 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
             parsed = check_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
             compiled = compile_schedule(case.program, parsed, model.shapes or None, stats=model.stats)
             est = model.estimate(compiled)
-            row = _estimate_row(case, name, compiled, est, max_tokens, progress, out) or \
-                _simulate_row(case, name, compiled, est, engine, progress, out, budget, start)
+            if _load(compiled, est) > max_tokens:
+                _note(progress, out, f"  skipping {case.name} on {case.dataset}: {name} "
+                                     f"(estimated {_load(compiled, est):.2g} token events)")
+                row = _skipped_row(case, name, compiled, est, _too_long(compiled, est, max_tokens))
+            else:
+                row = _simulate_row(case, name, compiled, est, engine, progress, out, budget, start, not rows)
         except FuseflowError as err:  # this schedule fails; the others still run
-            if not rows and not isinstance(err, MemoryLimitError):
+            if not rows:
                 raise
             rows.append(_failed_row(case, name, schedule, err.one_line(), time.perf_counter() - start))
             estimates.append(None)
@@ -126,7 +128,7 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
     if not rows:
         raise UserError("no schedules to study", "--schedules")
     _add_ratios(rows, estimates)
-    return rows
+    return StudyTable(rows)
 
 
 def _add_ratios(rows: list[dict], estimates: list) -> None:
@@ -151,8 +153,6 @@ def _add_ratios(rows: list[dict], estimates: list) -> None:
 def same_schedules(case, names) -> list[tuple[str, str]]:
     """Pairs of the named presets that are the same schedule on this model (e.g. `partial` and
     `full` of a model written as one statement), so that a study can say so."""
-    from .schedule.schedule import Schedule
-
     seen, pairs = {}, []
     for name in names:
         try:
@@ -168,10 +168,16 @@ def same_schedules(case, names) -> list[tuple[str, str]]:
     return pairs
 
 
+def _cells(row: dict) -> list[str]:
+    """A row's cells in COLUMNS' order: `-` where it has no value, `~` before estimated ratios."""
+    return [("~" if row.get("estimated_ratios") and key in RATIOS else "")
+            + (fmt.format(row[key]) if row.get(key) is not None else "-") for key, _, fmt in COLUMNS]
+
+
 def format_table(rows: list[dict]) -> str:
-    """The study as a text table; a skipped schedule shows its estimated ratios marked `~`."""
-    cells = [[("~" if row.get("estimated_ratios") and key in ("speedup", "flops_ratio", "mem_ratio") else "")
-              + (fmt.format(row[key]) if row[key] is not None else "-") for key, _, fmt in COLUMNS] for row in rows]
+    """The study as a text table; ratios of heuristic estimates (a schedule not simulated, or
+    every row when the first was not) are marked `~`."""
+    cells = [_cells(row) for row in rows]
     headers = [title for _, title, _ in COLUMNS]
     widths = [max(len(h), *(len(c[k]) for c in cells)) for k, h in enumerate(headers)]
     lines = ["  ".join(h.rjust(w) if k else h.ljust(w) for k, (h, w) in enumerate(zip(headers, widths)))]
@@ -184,36 +190,40 @@ def format_table(rows: list[dict]) -> str:
 
 
 def plot(rows: list[dict], path: str) -> str:
-    """Grouped bars (speedup, FLOPs and memory relative to unfused) per schedule, like the
-    reference's Figure 12."""
-    import matplotlib
+    """Speedup (higher is better) and FLOPs and memory (lower is better) relative to the first
+    schedule, on separate axes with value labels (`explore.plot.study_chart`)."""
+    return study_chart(rows, path)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    metrics = [("speedup", "speedup vs unfused"), ("flops_ratio", "FLOPs / unfused"), ("mem_ratio", "memory / unfused")]
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    width = 0.8 / len(metrics)
-    for k, (key, label) in enumerate(metrics):
-        ax.bar([i + k * width for i in range(len(rows))], [r[key] if r[key] is not None else 0.0 for r in rows], width, label=label)
-    ax.set_xticks([i + width for i in range(len(rows))], [r["schedule"] for r in rows])
-    ax.axhline(1.0, color="grey", linewidth=0.8)
-    ax.set_yscale("log")
-    ax.set_title(f"{rows[0]['model']} on {rows[0]['dataset']}")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+class StudyTable(list):
+    """The rows of a fusion study (a list of dicts), shown as a table in notebooks.
+
+        >>> rows = StudyTable([{"schedule": "unfused", "kernels": 2, "cycles": 100, "speedup": 1.0,
+        ...                     "flops_ratio": 1.0, "mem_ratio": 1.0, "max_occupancy": 3, "verified": True,
+        ...                     "wall": 0.1}])
+        >>> ">1.00x</td>" in rows._repr_html_(), rows[0]["cycles"]
+        (True, 100)
+    """
+
+    def _repr_html_(self) -> str:
+        text = format_table(list(self)).splitlines()
+        cells = [[html.escape(c) for c in _cells(row)] for row in self]
+        notes = "".join(f"<div>{html.escape(n)}</div>" for n in text[len(self) + 1:])
+        return f"<div>{table_html([title for _, title, _ in COLUMNS], cells)}{notes}</div>"
+
+    def plot(self, path: str) -> str:
+        """Draw the study's chart (speedup, FLOPs and memory relative to the first row) to `path`."""
+        return study_chart(list(self), path)
 
 
 class StudyResult:
-    """A fusion study of one model on one dataset: `rows` (one dict per schedule, ratios to the
-    first), printable as the table the CLI shows, exportable as JSON, CSV or a DataFrame."""
+    """A fusion study of one model on one dataset: `rows` (a `StudyTable`, one dict per
+    schedule, ratios to the first), printable as the table the CLI shows, shown as a table in
+    notebooks, exportable as JSON, CSV or a DataFrame."""
 
     def __init__(self, case, rows: list[dict], same: list[tuple[str, str]] = ()):
         self.model, self.dataset, self.note = case.name, case.dataset, case.note
-        self.rows, self.same = rows, list(same)
+        self.rows, self.same = StudyTable(rows), list(same)
 
     def __str__(self) -> str:
         head = f"fusion study: {self.model} on {self.dataset}" + (f" ({self.note})" if self.note else "")
@@ -223,22 +233,21 @@ class StudyResult:
     def __repr__(self) -> str:
         return f"<StudyResult {self.model} on {self.dataset}: {', '.join(r['schedule'] for r in self.rows)}>"
 
+    def _repr_html_(self) -> str:
+        return f"<div><b>{html.escape(self.model)} on {html.escape(self.dataset)}</b></div>{self.rows._repr_html_()}"
+
     def to_json(self) -> list[dict]:
         """The rows (JSON-ready: plain numbers, strings, booleans and None)."""
         return [dict(row) for row in self.rows]
 
     def to_frame(self):
         """The rows as a pandas DataFrame."""
-        from .tables import to_frame
-
-        return to_frame(self.rows)
+        return to_frame(list(self.rows))
 
     def to_csv(self, path=None) -> str:
         """The rows as CSV text (also written to `path` if given)."""
-        from .tables import to_csv
-
-        return to_csv(self.rows, path)
+        return to_csv(list(self.rows), path)
 
     def plot(self, path: str) -> str:
-        """Grouped bars of the ratios (see `plot`); returns the path."""
+        """The study's chart (see `plot`); returns the path."""
         return plot(self.rows, path)

@@ -18,6 +18,9 @@ from .fusion.compile import Compiled, compile_schedule
 from .ir.generate import random_inputs
 from .ir.program import Program
 from .ir.reference import bind_inputs, reference
+from .ir.values import densify, entries, is_sparse, shape_of
+from .memory import Budget
+from .report.notebook import result_html
 from .sim.hw import HwConfig
 
 
@@ -60,6 +63,9 @@ class SimResult:
         del data["outputs"]
         return data
 
+    def _repr_html_(self) -> str:  # Jupyter shows the totals and a row per kernel (report.notebook)
+        return result_html(self)
+
 
 def _engine(name: str):
     if name == "oracle":
@@ -74,25 +80,55 @@ def _engine(name: str):
     return run_graph
 
 
-def first_mismatch(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str | None:
-    bad = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+def _aligned(got, want) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """(coordinates, got values, want values): every entry when either side is dense, else the
+    entries either sparse side stores (the rest are 0 on both)."""
+    if not (is_sparse(got) and is_sparse(want)):
+        got, want = densify(got, "a simulated output"), densify(want, "a reference output")
+        return tuple(np.indices(want.shape).reshape(want.ndim, -1)), got.ravel(), want.ravel()
+    shape = shape_of(want)
+    (gr, gc), gv = entries(got)
+    (wr, wc), wv = entries(want)
+    keys = np.union1d(gr * shape[1] + gc, wr * shape[1] + wc)
+    a, b = np.zeros(keys.shape[0]), np.zeros(keys.shape[0])
+    a[np.searchsorted(keys, gr * shape[1] + gc)] = gv
+    b[np.searchsorted(keys, wr * shape[1] + wc)] = wv
+    return (keys // shape[1], keys % shape[1]), a, b
+
+
+def compare(name: str, got, want, rtol: float, atol: float) -> tuple[float, str | None]:
+    """(largest absolute difference over finite entries, a message naming the first entry
+    that differs beyond the tolerances or None); dense or sparse values alike."""
+    if shape_of(got) != shape_of(want):
+        return float("inf"), f"simulated {name} has shape {shape_of(got)}, the reference {shape_of(want)}"
+    coords, a, b = _aligned(got, want)
+    finite = np.isfinite(a) & np.isfinite(b)
+    error = float(np.abs(a[finite] - b[finite]).max()) if finite.any() else 0.0
+    bad = ~np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
     if not bad.any():
-        return None
-    where = tuple(int(i) for i in np.argwhere(bad)[0])
-    return f"simulated {name} differs from the reference at {where}: {got[where]:.6g} vs {want[where]:.6g}"
+        return error, None
+    k = int(np.argmax(bad))
+    where = tuple(int(c[k]) for c in coords)
+    return error, f"simulated {name} differs from the reference at {where}: {a[k]:.6g} vs {b[k]:.6g}"
+
+
+def first_mismatch(name: str, got, want, rtol: float, atol: float) -> str | None:
+    return compare(name, got, want, rtol, atol)[1]
 
 
 def simulate(program: Program, schedule="full", inputs: dict | None = None, *, seed: int = 0,
              density: float = 0.1, hw: HwConfig | None = None, engine: str = "fast", check: bool = True,
-             rtol: float = 1e-6, atol: float = 1e-9, on_kernel=None) -> SimResult:
+             rtol: float = 1e-6, atol: float = 1e-9, on_kernel=None, budget=None,
+             on_events=None) -> SimResult:
     """Compile (unless `schedule` is already a `Compiled` of `program`), simulate every kernel,
     and compare the outputs with `fuseflow.reference`; `on_kernel(done, total)` reports progress
-    after each kernel."""
+    after each kernel, `on_events(done)` the token events within one. A `budget`
+    (`fuseflow.memory.Budget`) bounds the memory every kernel may take (MemoryLimitError)."""
     from .execute import execute
 
     start = time.perf_counter()
     given = dict(inputs or {})
-    shapes = {n: np.shape(v) for n, v in given.items()}
+    shapes = {n: shape_of(v) for n, v in given.items()}
     data = {**random_inputs(program, density=density, seed=seed,
                             shapes={n: s for n, s in shapes.items()}), **given}
     data = {n: v for n, v in data.items() if n in program.inputs}
@@ -101,18 +137,15 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
     else:  # default orders weigh loops by this data's densities, as studies and sweeps do
         from .ir.stats import stats_for
 
-        compiled = compile_schedule(program, schedule, {n: np.shape(v) for n, v in data.items()},
+        compiled = compile_schedule(program, schedule, {n: shape_of(v) for n, v in data.items()},
                                     stats=stats_for(program, bind_inputs(program, data)))
-    run = execute(compiled, data, hw, _engine(engine), on_kernel)
+    run = execute(compiled, data, hw, _engine(engine), on_kernel, budget=budget or Budget(), on_events=on_events)
     error, verified = 0.0, False
     if check:
         gold = reference(program, bind_inputs(program, data))
         for name in program.outputs:
-            got, want = run.outputs[name], gold[name]
-            finite = np.isfinite(want) & np.isfinite(got)
-            if finite.any():
-                error = max(error, float(np.abs(got[finite] - want[finite]).max()))
-            problem = first_mismatch(name, got, want, rtol, atol)
+            err, problem = compare(name, run.outputs[name], gold[name], rtol, atol)
+            error = max(error, err)
             if problem:
                 raise VerificationError(problem, f"schedule {compiled.schedule}",
                                         "please report this with the program and schedule")

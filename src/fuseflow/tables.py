@@ -51,7 +51,7 @@ def table_rows(result) -> list[dict]:
 def to_frame(result):
     """A pandas DataFrame of `table_rows(result)` (pandas is an optional dependency)."""
     try:
-        import pandas
+        import pandas  # noqa: PLC0415 - an optional dependency, needed only here
     except ImportError:
         raise UserError("to_frame needs pandas", "to_frame", "pip install pandas (or fuseflow[frames])") from None
     return pandas.DataFrame.from_records(table_rows(result))

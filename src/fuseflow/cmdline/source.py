@@ -19,7 +19,15 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from ..checks import check_allocation, input_shapes
+from ..data.inputs import read_inputs
 from ..errors import UserError
+from ..files import read_file
+from ..frontend import from_mlir
+from ..frontend.torch_loader import program_from_torch_spec
+from ..ir.canonicalize import prepare
+from ..ir.generate import random_inputs
+from ..schedule.schedule import statement_groups
 from .args import count, format_items, fraction, positive, positive_real, shape_items
 
 TORCH_SPEC = re.compile(r".+\.py:[A-Za-z_][A-Za-z0-9_]*")
@@ -28,12 +36,6 @@ TORCH_SPEC = re.compile(r".+\.py:[A-Za-z_][A-Za-z0-9_]*")
 BUILT_IN = {"gcn": "graph", "graphsage": "graph", "sae": ("small", "imagenet", "nih-cxr", "luna16"),
             "gpt3-bigbird": ("tiny", "mini", "wide", "deep", "small")}
 GRAPH_DATASETS = "karate, cora, citeseer, cora_ml, synthetic:{cora,cora_ml,dblp,collab,mag}, a graph .npz"
-
-
-def _models() -> tuple[str, ...]:
-    from ..models.registry import MODELS
-
-    return MODELS
 
 
 def add_source_arguments(parser, default_model: str | None = None) -> None:
@@ -80,13 +82,13 @@ def classify(text: str, flag: str = "MODEL") -> tuple[str, str]:
         return "torch", text
     if os.path.exists(text) or text.endswith(".mlir"):
         return "mlir", text
-    if text in _models():
+    if text in tuple(BUILT_IN):
         return "model", text
     if flag == "--model" and "/" not in text and "." not in text:
-        raise UserError(f"unknown model {text!r}", flag, f"built-in models: {', '.join(_models())}; "
+        raise UserError(f"unknown model {text!r}", flag, f"built-in models: {', '.join(tuple(BUILT_IN))}; "
                         "or an .mlir file or FILE.py:Class")
     raise UserError(f"no such file {text!r}", flag,
-                    f"give an .mlir file, FILE.py:Class or model:NAME (built in: {', '.join(_models())})")
+                    f"give an .mlir file, FILE.py:Class or model:NAME (built in: {', '.join(tuple(BUILT_IN))})")
 
 
 @dataclass
@@ -103,36 +105,30 @@ class Source:
     note: str = ""
 
     def schedule(self, text: str) -> str:
-        """A preset name of this model as its schedule string; anything else as it is."""
-        return self.presets.get(text, text)
+        """A built-in model's preset name as its schedule string; anything else as it is (for an
+        MLIR file or a PyTorch class, `full` is the plain schedule `full`; studies use presets)."""
+        return self.presets.get(text, text) if self.kind == "model" else text
 
     def input_shapes(self) -> dict:
         """Every input's shape (given data, --shape, declarations); a dynamic dimension nothing
         determines is refused with a --shape hint."""
-        from ..checks import input_shapes
-
         return input_shapes(self.program, self.given, self.shapes, flag="--shape")
 
     def data(self, density: float, seed: int, budget=None) -> dict:
         """The given inputs plus generated ones for the rest, sizes checked against `budget`."""
-        from ..checks import check_allocation
-        from ..ir.generate import random_inputs
-
         shapes = self.input_shapes()
-        check_allocation(self.program, self.given, shapes, budget, f"inputs of {self.program.name}")
+        check_allocation(self.program, self.given, shapes, budget, f"inputs of {self.program.name}", density)
         if set(shapes) <= set(self.given):  # a model's dataset: nothing to generate
             return dict(self.given)
         return {**random_inputs(self.program, density=density, seed=seed, shapes=shapes), **self.given}
 
     def canonical(self):
         """The program in the canonical form schedules name ops in (`fusion.compile.prepare`)."""
-        from ..fusion.compile import prepare
-
         return self.program if self.kind == "model" else prepare(self.program, self.input_shapes())
 
     def as_case(self, density: float, seed: int, budget=None):
         """A `ModelCase` for the fusion study."""
-        from ..models.registry import ModelCase
+        from ..models.registry import ModelCase  # noqa: PLC0415 - models load torch (slow); only studies need them
 
         name = self.label if self.kind == "model" else self.program.name
         return ModelCase(name, self.dataset or "generated", self.canonical(),
@@ -168,8 +164,6 @@ def load_source(args, budget=None) -> Source:
     _refuse_unused(kind, args, flag)
     source.shapes = shapes
     if args.inputs:
-        from ..data.inputs import read_inputs
-
         source.given = {**source.given, **read_inputs(args.inputs, source.program, "--inputs", budget)}
     unknown = sorted(set(shapes) - set(source.program.inputs))
     if unknown:
@@ -191,7 +185,7 @@ def _refuse_unused(kind: str, args, flag: str) -> None:
 
 
 def _model_source(name: str, args, budget) -> Source:
-    from ..models.registry import MODELS, build
+    from ..models.registry import MODELS, build  # noqa: PLC0415 - models load torch (slow); only they need it
 
     if name not in MODELS:
         raise UserError(f"unknown model {name!r}", "--model", f"built-in models: {', '.join(MODELS)}")
@@ -202,25 +196,19 @@ def _model_source(name: str, args, budget) -> Source:
 
 
 def _generic_presets(program) -> dict:
-    from ..models.presets import as_schedule, reference_unfused
-    from ..schedule.schedule import statement_groups
+    from ..models.presets import as_schedule, reference_unfused  # noqa: PLC0415 - models load torch (slow)
 
     return {"unfused": as_schedule(reference_unfused(program)), "partial": as_schedule(statement_groups(program)),
             "full": "full layout=induced"}
 
 
 def _torch_source(spec: str, args, formats: dict) -> Source:
-    from ..frontend.torch_loader import program_from_torch_spec
-    from ..fusion.compile import prepare
-
     program = program_from_torch_spec(spec, args.input, args.init, args.density, args.seed, formats)
     return Source("torch", spec, program, presets=_generic_presets(prepare(program)))
 
 
 def read_mlir(path: str, flag: str = "MODEL") -> str:
     """The text of an MLIR file, refusing directories, unreadable files and non-UTF-8 bytes."""
-    from ..files import read_file
-
     data = read_file(path, flag)
     try:
         return data.decode("utf-8")
@@ -230,9 +218,6 @@ def read_mlir(path: str, flag: str = "MODEL") -> str:
 
 
 def _mlir_source(path: str, args, formats: dict) -> Source:
-    from ..frontend import from_mlir
-    from ..fusion.compile import prepare
-
     if not os.path.exists(path):
         raise UserError(f"no such MLIR file {path!r}", "command line", "check the path")
     read_mlir(path)

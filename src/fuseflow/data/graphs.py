@@ -102,7 +102,7 @@ def from_edges(name: str, rows, cols, num_nodes: int, features, labels, *,
 
 def karate() -> Graph:
     """Zachary's karate club (34 members, 78 friendships, 2 factions); one-hot features."""
-    import networkx as nx
+    import networkx as nx  # noqa: PLC0415 - networkx is slow to import and only builds the karate club
 
     g = nx.karate_club_graph()
     n = g.number_of_nodes()

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import UserError
 from ..memory import Budget
@@ -37,29 +38,33 @@ def read_inputs(path, program, where: str, budget: Budget | None = None) -> dict
     return data
 
 
-def check_input(name: str, value, where: str) -> np.ndarray:
-    """`value` as a float64 array, refusing what the simulator and the reference cannot agree
-    on: non-real dtypes (complex, dates, strings, objects), zero-size arrays, NaN and infinities.
+def check_input(name: str, value, where: str):
+    """`value` as a float64 array (a scipy sparse matrix stays sparse), refusing what the
+    simulator and the reference cannot agree on: non-real dtypes (complex, dates, strings,
+    objects), zero-size arrays, NaN and infinities.
 
     >>> check_input("x", np.array([1, 2], dtype=np.int8), "test").dtype
     dtype('float64')
-    >>> check_input("x", np.array([1j]), "test")
+    >>> check_input("x", np.array([1j]), "test")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    fuseflow.errors.UserError: test: input x has dtype complex128; fuseflow computes on real numbers (fix: pass its real part (x.real) or a float array)
+    fuseflow.errors.UserError: test: input x has dtype complex128; ... (fix: pass its real part ...)
     """
-    array = np.asarray(value)
+    sparse = sp.issparse(value)
+    array = value if sparse else np.asarray(value)
     if array.dtype.hasobject or array.dtype.fields is not None or array.dtype.kind not in "biuf":
         raise UserError(f"input {name} has dtype {array.dtype}; fuseflow computes on real numbers", where,
                         f"pass its real part ({name}.real) or a float array" if array.dtype.kind == "c"
                         else "pass a bool, integer or floating-point array")
-    if array.size == 0:
+    if 0 in array.shape:
         raise UserError(f"input {name} is empty (shape {array.shape})", where,
                         "every dimension must be at least 1")
     array = array.astype(np.float64, copy=False)
-    finite = np.isfinite(array)
+    values = array.data if sparse else array
+    finite = np.isfinite(values)
     if not finite.all():
-        where_bad = tuple(int(i) for i in np.argwhere(~finite)[0])
-        raise UserError(f"input {name} holds {array[where_bad]} at {where_bad}", where,
+        first = np.argwhere(~finite)[0]
+        at = (tuple(int(c[first[0]]) for c in array.tocoo().coords) if sparse else tuple(int(i) for i in first))
+        raise UserError(f"input {name} holds {values[tuple(first)]} at {at}", where,
                         "replace NaN and infinite values: the simulator skips stored zeros, where "
                         "0 x inf would be NaN, so its result cannot match IEEE arithmetic")
     return array

@@ -90,7 +90,7 @@ def safe_load(path: Path):
         return SafeUnpickler(io.BytesIO(data), where).load()
     except UserError:
         raise
-    except Exception as e:  # a malformed pickle raises many kinds of errors
+    except Exception as e:  # noqa: BLE001 - a malformed pickle raises many kinds of errors
         raise UserError(f"malformed Planetoid pickle ({type(e).__name__}: {e})", where=where) from None
 
 

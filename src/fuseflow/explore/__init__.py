@@ -7,7 +7,7 @@ that ranks schedules without simulating them, pruning built on it, and charts.
 
 See docs/exploration.md.
 """
-from .heuristic import CostModel, Estimate, estimate
 from ..ir.stats import DataStats
+from .heuristic import CostModel, Estimate, estimate
 
 __all__ = ["CostModel", "DataStats", "Estimate", "estimate"]

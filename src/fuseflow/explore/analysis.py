@@ -48,7 +48,7 @@ class Group:
         est = [r["est_cycles"] for r in rows]
         if len(set(cycles)) < 2 or len(set(est)) < 2:
             return math.nan
-        from scipy.stats import spearmanr
+        from scipy.stats import spearmanr  # noqa: PLC0415 - scipy.stats is slow to import; only rank statistics need it
 
         return float(spearmanr(est, cycles).statistic)
 
@@ -102,7 +102,7 @@ def prune_stats(rows: list[dict], factor: float) -> PruneStats:
 def pooled_spearman(rows: list[dict]) -> float:
     """Spearman over the ranks within each group (each group's estimates and cycles turned into
     within-group ranks first), so that larger problems do not inflate the correlation."""
-    from scipy.stats import rankdata, spearmanr
+    from scipy.stats import rankdata, spearmanr  # noqa: PLC0415 - scipy.stats is slow to import; only rank statistics need it
 
     est, cyc = [], []
     for g in groups(rows):

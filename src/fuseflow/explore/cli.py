@@ -11,9 +11,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
+import tomllib
 
 from ..cmdline.args import MAX_COUNT, count, positive, positive_real, shape_items
 from ..errors import UserError
+from ..files import read_file
+from .analysis import summary_text
+from .db import open_existing
+from .plot import draw
+from .runner import SweepSpec, run_sweep
 
 DEFAULT_PRUNE = 1.5  # measured: keeps the best schedule of every swept group (docs/exploration.md)
 
@@ -29,10 +36,6 @@ TOML_KEYS = {
 
 
 def _read_toml(path: str) -> dict:
-    import tomllib
-
-    from ..files import read_file
-
     try:
         data = tomllib.loads(read_file(path, "--config").decode("utf-8"))
     except UnicodeDecodeError as err:
@@ -97,8 +100,6 @@ def _ints(items, flag: str, least: int = 0) -> list[int]:
 
 
 def spec_from_args(args):
-    from .runner import SweepSpec
-
     settings: dict = _read_toml(args.config) if args.config else {"programs": []}
     if args.programs:
         settings["programs"] = list(args.programs)
@@ -137,8 +138,6 @@ def spec_from_args(args):
 
 
 def cmd_sweep(args) -> int:
-    from .runner import run_sweep
-
     spec = spec_from_args(args)
     summary = run_sweep(spec, progress=not args.quiet, budget=args.max_memory)
     if not args.quiet:
@@ -148,9 +147,6 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from .analysis import summary_text
-    from .db import open_existing
-
     db = open_existing(args.db)
     try:
         rows = db.rows()
@@ -178,10 +174,6 @@ def cmd_plot(args) -> int:
 def _draw_atomically(rows, out: str, parent: str) -> list[str]:
     """Draw the charts into a temporary directory beside `out`, then move each into `out`: a
     failure part-way leaves no half-written chart there."""
-    import tempfile
-
-    from .plot import draw
-
     try:
         with tempfile.TemporaryDirectory(prefix=".charts-", dir=parent) as temp:
             drawn = draw(rows, temp)

@@ -24,6 +24,11 @@ consumer's density there. From the points:
   long as its busiest stream (plus a small share of the rest); kernels run one after another.
   A `par=VAR:P` item divides the steps of nodes nested inside VAR's loop by P.
 
+The compiler's order search counts a nest with a model of its own (`fusion.cost`), a cheap lower
+bound that it evaluates on prefixes of orders; its docstring says why the two stay apart. Both
+take nests from `Nesting`, what an intersection looks up from `fusion.merge.located_operands`
+and level densities from `ir.stats.DataStats`.
+
     >>> import fuseflow
     >>> from fuseflow.fusion.compile import compile_schedule
     >>> p = fuseflow.from_mlir("tests/mlir/matmul_chain.mlir")
@@ -41,12 +46,16 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..fusion.compile import compile_schedule
+from ..fusion.instances import LeafInput
+from ..fusion.merge import located_operands
 from ..fusion.patterns import Intersect, Nothing, Operand, Union, Universe
-from ..fusion.table import located_operands
 from ..ir.expr import Const, In
+from ..ir.generate import random_inputs
 from ..ir.program import IndexOp, Program
 from ..ir.reference import bind_inputs
 from ..ir.stats import DataStats, stats_for
+from ..ir.values import shape_of
 
 WORD_BYTES = 4
 # share of a kernel's non-bottleneck stream traffic that adds to its bottleneck (imperfect overlap)
@@ -149,11 +158,11 @@ class _KernelModel:
         return self.leaf_levels(leaf)[level_vars.index(v)]
 
     def operand_density(self, inst, k: int, v: str) -> float:
-        kind, ref = inst.operands[k]
-        if kind == "leaf":
-            d = self.leaf_density(self.region.leaves[ref], v)
+        operand = inst.operands[k]
+        if isinstance(operand, LeafInput):
+            d = self.leaf_density(self.region.leaves[operand.leaf], v)
             return 1.0 if d is None else d
-        return self.out_density(self.by_id[ref], v)
+        return self.out_density(self.by_id[operand.producer], v)
 
     def merge_density(self, inst, v: str) -> float:
         """Fraction of v's coordinates the instance visits (its merge at v)."""
@@ -224,104 +233,116 @@ class _KernelModel:
 
     # -- counts -------------------------------------------------------------------------------
     def estimate(self) -> KernelEstimate:
+        """The kernel's counts: its instances' loops and ALUs, its input reads, its output writes;
+        the busiest node's steps give the cycles."""
         k = self.kernel
         est = KernelEstimate(k.index, list(k.group), list(k.order))
-        steps: list[float] = []  # estimated steps of the graph's busiest nodes, one entry per node
-
-        names: list[str] = []
-
-        def node(count: float, what: str, at=None) -> None:
-            steps.append(count / self.lanes(at))  # a node inside a parallel body is replicated per lane
-            names.append(what)
-            est.tokens += count
-
-        points_of: dict[int, list[float]] = {}
-        for inst in self.region.instances:
-            nest = self.nesting.nest[inst.id]
-            points = [1.0]
-            for v in nest:
-                points.append(points[-1] * self.extent[v] * self.level_density(inst, v))
-            points_of[inst.id] = points
-            for d, v in enumerate(nest):
-                fibers = points[d]
-                if v in inst.local_vars:
-                    # a joiner steps once per coordinate of the union of its input streams, plus
-                    # once per fiber (the stop token)
-                    joined = [self.operand_stream(inst, j, v) for j in range(len(inst.operands))]
-                    joined = [x for x in joined if x is not None]
-                    if len(joined) > 1:
-                        union = 1.0 - float(np.prod([1.0 - x for x in joined]))
-                        node(fibers * (self.extent[v] * union + 1), f"join {inst.tensor}@{v}", v)
-                else:  # repeated along a consumer's loop
-                    node(points[d + 1] + fibers, f"repeat {inst.tensor}@{v}", v)
-            body_ops = _alu_ops(inst.op.body)
-            if body_ops:
-                node(points[-1], f"alu {inst.tensor}", nest[-1] if nest else None)
-            plan = self.nesting.plan[inst.id]
-            if inst.reduce_vars:
-                out = self._value_points(inst, points)
-                node(points[-1] + out, f"{plan[0]} {inst.tensor}", nest[-1] if nest else None)  # reduce or accumulator: every input, every result
-                est.flops += points[-1] * (body_ops + 1)
-            else:
-                est.flops += points[-1] * body_ops
-        # input reads: level segments and coordinates, then values
+        self._steps: list[float] = []  # estimated steps of the graph's busiest nodes, one entry per node
+        self._names: list[str] = []
+        points_of = {inst.id: self._count_instance(est, inst) for inst in self.region.instances}
         for leaf in self.region.leaves:
-            owner = self._owner(leaf)
-            nest = self.nesting.nest[owner.id]
-            points = points_of[owner.id]
-            levels = self.leaf_levels(leaf)
-            level_vars = leaf.level_vars()
-            visits = 1.0
-            operand = owner.operands.index(("leaf", leaf.id))
-            for lv, var, dens in zip(leaf.format.levels, level_vars, levels):
-                if isinstance(var, str) and var in nest:
-                    visits = points[nest.index(var)]
-                    ext = self.extent[var]
-                else:
-                    ext = 1
-                if isinstance(var, str) and operand in self.located(owner, var):  # one lookup per coordinate iterated
-                    dens = self.level_density(owner, var)
-                coords = visits * ext * dens
-                node(coords + visits, f"scan {leaf.tensor}@{var}", var)  # the scanner (or locate)
-                if lv.is_compressed:
-                    est.reads += 2 * visits + coords
-            for d, v in enumerate(nest):  # repeats of the leaf's references along other loops
-                if v not in level_vars and any(isinstance(x, str) and nest.index(x) > d
-                                               for x in level_vars if x in nest):
-                    node(points[d + 1] + points[d], f"repeat {leaf.tensor}@{v}", v)
-            est.reads += points[-1]  # value reads happen at the owner's innermost points
-            node(points[-1], f"array {leaf.tensor}", nest[-1] if nest else None)
-        # writes of the region's outputs
+            self._count_reads(est, leaf, points_of[self._owner(leaf).id])
         for name in self.region.outputs:
-            inst = self.by_id[self.region.output_instance[name]]
-            meta = k.graph.tensors.get(name, {}) if k.graph is not None else {}
-            levels = meta.get("levels")
-            mode_order = meta.get("mode_order")
-            out_vars = inst.out_indices
-            if levels is None:
-                levels, mode_order = ["dense"] * len(out_vars), list(range(len(out_vars)))
-            fibers, by_dim = 1.0, {}
-            for level, dim in zip(levels, mode_order):
-                var = out_vars[dim] if dim < len(out_vars) else 0
-                ext = self.extent.get(var, 1) if isinstance(var, str) else 1
-                dens = self.out_density(inst, var) if isinstance(var, str) else 1.0
-                by_dim[dim] = dens
-                if level == "compressed":
-                    stored = fibers * ext * dens
-                    est.writes += stored + fibers + 1
-                    node(stored + fibers, f"write {name}@{var}")
-                    fibers = stored
-                else:
-                    fibers *= ext
-            est.writes += fibers  # values
-            node(fibers, f"write {name} values")
-            self.densities.written[name] = by_dim
+            self._count_writes(est, name)
+        steps, names = self._steps, self._names
         est.bottleneck = max(steps, default=0.0)
         if steps:
             est.bottleneck_node = names[steps.index(est.bottleneck)]
         self.node_steps = sorted(zip(steps, names), reverse=True)
         est.cycles = est.bottleneck + OVERLAP_SHARE * (sum(steps) - est.bottleneck) + KERNEL_STARTUP
         return est
+
+    def _node(self, est: KernelEstimate, count: float, what: str, at=None) -> None:
+        """One node streaming `count` tokens (inside a parallel body it is replicated per lane)."""
+        self._steps.append(count / self.lanes(at))
+        self._names.append(what)
+        est.tokens += count
+
+    def _count_instance(self, est: KernelEstimate, inst) -> list[float]:
+        """Joiners, repeaters, ALUs and reducers of one instance, and its FLOPs; returns the
+        points it visits at each depth of its nest."""
+        nest = self.nesting.nest[inst.id]
+        points = [1.0]
+        for v in nest:
+            points.append(points[-1] * self.extent[v] * self.level_density(inst, v))
+        for d, v in enumerate(nest):
+            fibers = points[d]
+            if v in inst.local_vars:
+                # a joiner steps once per coordinate of the union of its input streams, plus
+                # once per fiber (the stop token)
+                joined = [self.operand_stream(inst, j, v) for j in range(len(inst.operands))]
+                joined = [x for x in joined if x is not None]
+                if len(joined) > 1:
+                    union = 1.0 - float(np.prod([1.0 - x for x in joined]))
+                    self._node(est, fibers * (self.extent[v] * union + 1), f"join {inst.tensor}@{v}", v)
+            else:  # repeated along a consumer's loop
+                self._node(est, points[d + 1] + fibers, f"repeat {inst.tensor}@{v}", v)
+        body_ops = _alu_ops(inst.op.body)
+        innermost = nest[-1] if nest else None
+        if body_ops:
+            self._node(est, points[-1], f"alu {inst.tensor}", innermost)
+        if inst.reduce_vars:
+            out = self._value_points(inst, points)
+            # reduce or accumulator: every input, every result
+            self._node(est, points[-1] + out, f"{self.nesting.plan[inst.id].kind} {inst.tensor}", innermost)
+            est.flops += points[-1] * (body_ops + 1)
+        else:
+            est.flops += points[-1] * body_ops
+        return points
+
+    def _count_reads(self, est: KernelEstimate, leaf, points: list[float]) -> None:
+        """A stored operand's reads: level segments and coordinates, then values."""
+        owner = self._owner(leaf)
+        nest = self.nesting.nest[owner.id]
+        levels = self.leaf_levels(leaf)
+        level_vars = leaf.level_vars()
+        visits = 1.0
+        operand = owner.operands.index(LeafInput(leaf.id))
+        for lv, var, dens in zip(leaf.format.levels, level_vars, levels):
+            if isinstance(var, str) and var in nest:
+                visits = points[nest.index(var)]
+                ext = self.extent[var]
+            else:
+                ext = 1
+            if isinstance(var, str) and operand in self.located(owner, var):  # one lookup per coordinate iterated
+                dens = self.level_density(owner, var)
+            coords = visits * ext * dens
+            self._node(est, coords + visits, f"scan {leaf.tensor}@{var}", var)  # the scanner (or locate)
+            if lv.is_compressed:
+                est.reads += 2 * visits + coords
+        for d, v in enumerate(nest):  # repeats of the leaf's references along other loops
+            if v not in level_vars and any(isinstance(x, str) and nest.index(x) > d
+                                           for x in level_vars if x in nest):
+                self._node(est, points[d + 1] + points[d], f"repeat {leaf.tensor}@{v}", v)
+        est.reads += points[-1]  # value reads happen at the owner's innermost points
+        self._node(est, points[-1], f"array {leaf.tensor}", nest[-1] if nest else None)
+
+    def _count_writes(self, est: KernelEstimate, name: str) -> None:
+        """A written output's coordinates, segments and values, in the levels the graph stores."""
+        k = self.kernel
+        inst = self.by_id[self.region.output_instance[name]]
+        meta = k.graph.tensors.get(name, {}) if k.graph is not None else {}
+        levels = meta.get("levels")
+        mode_order = meta.get("mode_order")
+        out_vars = inst.out_indices
+        if levels is None:
+            levels, mode_order = ["dense"] * len(out_vars), list(range(len(out_vars)))
+        fibers, by_dim = 1.0, {}
+        for level, dim in zip(levels, mode_order):
+            var = out_vars[dim] if dim < len(out_vars) else 0
+            ext = self.extent.get(var, 1) if isinstance(var, str) else 1
+            dens = self.out_density(inst, var) if isinstance(var, str) else 1.0
+            by_dim[dim] = dens
+            if level == "compressed":
+                stored = fibers * ext * dens
+                est.writes += stored + fibers + 1
+                self._node(est, stored + fibers, f"write {name}@{var}")
+                fibers = stored
+            else:
+                fibers *= ext
+        est.writes += fibers  # values
+        self._node(est, fibers, f"write {name} values")
+        self.densities.written[name] = by_dim
 
     def _value_points(self, inst, points: list[float]) -> float:
         """Results of a reduction: the points of its value variables (outside the reduction)."""
@@ -358,7 +379,7 @@ class CostModel:
     def __init__(self, program: Program, data: dict | None = None, *, stats: DataStats | None = None):
         self.program = program
         bound = bind_inputs(program, data or {}) if data is not None else {}
-        self.shapes = {n: np.shape(a) for n, a in (data or {}).items() if n in program.inputs}
+        self.shapes = {n: shape_of(a) for n, a in (data or {}).items() if n in program.inputs}
         self.stats = stats if stats is not None else stats_for(program, bound)
 
     def estimate(self, compiled) -> Estimate:
@@ -374,21 +395,17 @@ class CostModel:
                 continue
             pars = compiled.schedule.pars.get(kernel.index, [])
             kernels.append(_KernelModel(kernel, densities, pars).estimate())
-        total = lambda attr: float(sum(getattr(k, attr) for k in kernels))
-        return Estimate(total("flops"), total("reads"), total("writes"), total("tokens"), total("cycles"),
-                        time.perf_counter() - start, kernels)
+        totals = [float(sum(getattr(k, attr) for k in kernels)) for attr in ("flops", "reads", "writes", "tokens",
+                                                                              "cycles")]
+        return Estimate(*totals, time.perf_counter() - start, kernels)
 
     def estimate_schedule(self, schedule) -> Estimate:
-        from ..fusion.compile import compile_schedule
-
         return self.estimate(compile_schedule(self.program, schedule, self.shapes or None, stats=self.stats))
 
 
 def estimate(program: Program, schedule, data: dict | None = None, *, density: float = 0.1,
              seed: int = 0) -> Estimate:
     """Heuristic cost of `schedule` on `data` (or on seeded random inputs at `density`)."""
-    from ..ir.generate import random_inputs
-
     if data is None:
         data = random_inputs(program, density=density, seed=seed)
     return CostModel(program, data).estimate_schedule(schedule)

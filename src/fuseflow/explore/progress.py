@@ -4,8 +4,8 @@
 live from its first moment: a ticker redraws the elapsed time every half second, so a long
 first kernel never looks like a hang. It takes two callbacks: `on_kernel(done, total)` after
 each kernel (what `simulate` reports today) and `on_events(done_events, estimated_events)` for
-token events inside a kernel (for an engine that reports them as it goes). With the heuristic's
-per-kernel estimates the bar counts estimated token events, so kernels weigh what they cost.
+token events inside the running kernel (the engine reports them as it goes). With the
+heuristic's per-kernel estimates the bar counts token events, so kernels weigh what they cost.
 `numba_notice` prints one line when numba starts compiling the simulator's kernels (first use
 only: compiled kernels are cached on disk).
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 import sys
 import threading
 
+from numba.core import event
 from tqdm import tqdm
 
 TICK_SECONDS = 0.5
@@ -98,6 +99,7 @@ class RunProgress:
                  enabled: bool | None = None):
         out = out if out is not None else sys.stderr
         self.estimates = [max(0.0, float(e)) for e in estimated_events] if estimated_events else None
+        self.kernels_done = 0
         self.bar = None
         if not (is_terminal(out) if enabled is None else enabled):
             return
@@ -108,6 +110,7 @@ class RunProgress:
 
     def on_kernel(self, done: int, total: int) -> None:
         """After each kernel: `done` of `total` kernels finished."""
+        self.kernels_done = done
         if self.bar is None:
             return
         if self.bar.total and self.estimates and len(self.estimates) == total:
@@ -117,13 +120,20 @@ class RunProgress:
         self.bar.set_postfix_str(f"kernel {done}/{total}", refresh=False)
         self.bar.refresh()
 
-    def on_events(self, done_events: float, estimated_events: float) -> None:
-        """Inside a kernel: token events simulated so far, of an estimate (raised if passed)."""
+    def on_events(self, done_events: float, estimated_events: float | None = None) -> None:
+        """Inside the running kernel: the token events it has simulated so far (the engine calls
+        this about twice a second), of `estimated_events` for that kernel if given, else of the
+        heuristic's estimate; the total grows when the count passes it."""
         if self.bar is None:
             return
+        before = sum(self.estimates[:self.kernels_done]) if self.estimates else 0.0
+        share = estimated_events
+        if share is None and self.estimates and self.kernels_done < len(self.estimates):
+            share = self.estimates[self.kernels_done]
+        rest = sum(self.estimates[self.kernels_done + 1:]) if self.estimates else 0.0
         self.bar.bar_format = EVENTS_FORMAT
-        self.bar.total = max(float(estimated_events), float(done_events), 1.0)
-        self.bar.n = float(done_events)
+        self.bar.n = before + float(done_events)
+        self.bar.total = max(before + max(float(share or 0.0), float(done_events)) + rest, 1.0)
         self.bar.refresh()
 
     def close(self) -> None:
@@ -145,8 +155,6 @@ _NOTICE_GIVEN = threading.Event()  # the numba notice is printed once per proces
 def numba_notice(out=None):
     """A context in which numba's first compilation prints a one-line notice on `out` (stderr),
     once per process."""
-    from numba.core import event  # numba is imported only where a simulation will run
-
     class CompileNotice(event.Listener):
         def on_start(self, ev) -> None:
             if not _NOTICE_GIVEN.is_set():

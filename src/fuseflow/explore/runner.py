@@ -8,17 +8,21 @@ fuseflow installed can run it; MLIR sources travel with the task.
 """
 from __future__ import annotations
 
+import ctypes
 import itertools
 import os
 import signal
 import sys
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
 from ..errors import FuseflowError, UserError
 from ..memory import Budget
+from ..pipeline import simulate
 from .db import SweepDB
+from .heuristic import CostModel
 from .progress import TaskProgress
 from .space import DataPoint, ProgramRef, load, mlir_source, schedules
 
@@ -94,7 +98,7 @@ def resolve_engine(engine: str) -> str:
     """`fast` when its module imports, else `oracle` (the fast engine may be missing)."""
     if engine == "fast":
         try:
-            import fuseflow.sim.fast  # noqa: F401
+            import fuseflow.sim.fast  # noqa: F401, PLC0415 - a probe: does the fast engine (numba) load?
         except Exception:  # noqa: BLE001 - a broken or missing fast engine: use the oracle
             return "oracle"
     return engine
@@ -109,9 +113,6 @@ def _one_line(err: BaseException) -> str:
 
 def run_task(task: dict) -> dict:
     """Simulate one schedule on one data point; never raises (failures become the row's error)."""
-    from ..granularity import accepts
-    from ..pipeline import simulate
-
     row = {"program": task["program"], "schedule": task["schedule"], "data": task["data"],
            "seed": task["seed"], "status": "error"}
     engine = resolve_engine(task.get("engine", "fast"))
@@ -122,11 +123,9 @@ def run_task(task: dict) -> dict:
         point = DataPoint(**task["point"])
         loaded = load(ref, point, task["seed"], task.get("source"))
         start = time.perf_counter()
-        options = {}
-        if task.get("max_memory") and accepts(simulate, "budget"):
-            options["budget"] = Budget(task["max_memory"])
+        budget = Budget(task["max_memory"]) if task.get("max_memory") else None
         result = simulate(loaded.program, task["schedule"], loaded.inputs, seed=task["seed"],
-                          density=point.density or 0.1, engine=engine, check=task.get("check", True), **options)
+                          density=point.density or 0.1, engine=engine, check=task.get("check", True), budget=budget)
         row.update(status="ok", cycles=int(result.cycles), flops=int(result.flops),
                    mem_reads=int(result.mem_reads), mem_writes=int(result.mem_writes),
                    bytes=int(result.mem_reads + result.mem_writes) * 4, kernels=len(result.kernels),
@@ -148,8 +147,6 @@ def exit_with_parent(parent: int) -> None:
     """Worker initializer: end this worker when the sweep that started it dies, even by SIGKILL
     (which runs no cleanup): Linux's parent-death signal, and a watcher thread elsewhere."""
     if sys.platform.startswith("linux"):
-        import ctypes
-
         pr_set_pdeathsig = 1
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
     if os.getppid() != parent:  # the parent died before the signal was armed
@@ -166,16 +163,12 @@ def exit_with_parent(parent: int) -> None:
 def _run_pool(tasks, jobs: int):
     """Start the workers and submit every task now (before any display thread exists, since the
     workers are forked), then yield (task, row) as they finish."""
-    from concurrent.futures import ProcessPoolExecutor
-
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=exit_with_parent, initargs=(os.getpid(),))
     futures = {pool.submit(run_task, task): task for task in tasks}
     return _as_finished(pool, futures)
 
 
 def _as_finished(pool, futures):
-    from concurrent.futures import as_completed
-
     try:
         for future in as_completed(futures):
             task = futures[future]
@@ -189,7 +182,7 @@ def _as_finished(pool, futures):
 
 def _run_dask(tasks, address: str, timeout: float = 30.0):
     try:
-        from distributed import Client, as_completed
+        from distributed import Client, as_completed  # noqa: PLC0415 - dask is optional and slow to import
     except ImportError:
         raise UserError("--executor dask needs dask.distributed", "sweep",
                         "pip install 'dask[distributed]'") from None
@@ -250,8 +243,6 @@ def _estimate_fields(model, compiled) -> dict:
 
 def plan(spec: SweepSpec, done: set, log=None) -> tuple[list[dict], list[dict], int]:
     """(tasks to simulate, rows to write directly (compile errors, pruned), planned count)."""
-    from .heuristic import CostModel
-
     tasks, direct, planned = [], [], 0
     for text in spec.programs:
         ref = ProgramRef.parse(text, spec.func, spec.scale, spec.shapes)
@@ -296,8 +287,8 @@ def plan(spec: SweepSpec, done: set, log=None) -> tuple[list[dict], list[dict], 
 
 
 def run_sweep(spec: SweepSpec, progress: bool = True, out=None, budget: int | None = None) -> SweepSummary:
-    """Run (or resume) a sweep into `spec.db`; `budget` (bytes) bounds each simulation's memory
-    where the simulator takes a budget."""
+    """Run (or resume) a sweep into `spec.db`; `budget` (bytes, `--max-memory`) bounds each
+    simulation's memory."""
     spec.validate()
     out = out if out is not None else sys.stderr
     start = time.perf_counter()
@@ -318,7 +309,9 @@ def run_sweep(spec: SweepSpec, progress: bool = True, out=None, budget: int | No
                   f"{summary.pruned} pruned, {summary.failed} failed to compile, {len(tasks)} to simulate "
                   f"({spec.executor}" + (f", {spec.jobs} jobs" if spec.executor == "local" else "") + ")",
                   file=out)
-        key = lambda t: (t["program"], t["schedule"], t["data"], t["seed"])
+        def key(t):
+            return t["program"], t["schedule"], t["data"], t["seed"]
+
         metas = {key(t): t.pop("meta") for t in tasks}
         for task in tasks:
             task["max_memory"] = budget

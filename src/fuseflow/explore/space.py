@@ -28,7 +28,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..checks import check_schedule
+from ..data.inputs import read_inputs
 from ..errors import FuseflowError, UserError
+from ..frontend import from_mlir
+from ..fusion.compile import compile_schedule
+from ..fusion.nesting import valid_orders
+from ..ir.canonicalize import prepare
+from ..ir.generate import random_inputs, random_tensor
+from ..ir.program import IndexOp, op_output
+from ..ir.reference import bind_inputs
+from ..ir.stats import stats_for
+from ..ir.values import shape_of
+from ..schedule.schedule import Schedule
 
 PRESETS = ("unfused", "partial", "full")
 
@@ -95,14 +107,11 @@ class Loaded:
 
     @property
     def shapes(self) -> dict:
-        return {n: np.shape(v) for n, v in self.inputs.items()}
+        return {n: shape_of(v) for n, v in self.inputs.items()}
 
     @functools.cached_property
     def stats(self):
         """Statistics of the inputs (`ir.stats.DataStats`), computed once."""
-        from ..ir.reference import bind_inputs
-        from ..ir.stats import stats_for
-
         return stats_for(self.program, bind_inputs(self.program, self.inputs))
 
 
@@ -110,8 +119,6 @@ class Loaded:
 def _mlir_program(ref: ProgramRef, source: str | None = None):
     """The program of an MLIR ref: from its file, or from the shipped `source` text where the file
     is missing (a worker on another machine)."""
-    from ..frontend import from_mlir
-
     if source is not None and not os.path.isfile(ref.name):
         return from_mlir(source, func=ref.func)
     try:
@@ -130,7 +137,7 @@ def mlir_source(ref: ProgramRef) -> str | None:
 
 def _registry():
     try:
-        from ..models import registry
+        from ..models import registry  # noqa: PLC0415 - models load torch (slow); only sweeps of built-in models need them
     except ImportError as err:
         raise UserError(f"built-in models are not available ({err})", "sweep",
                         "give an .mlir file instead") from None
@@ -161,8 +168,6 @@ def _model_case(name: str, dataset: str | None, seed: int, scale: float, density
 
 
 def _random_data(program, point: DataPoint, seed: int, shapes: dict) -> dict:
-    from ..ir.generate import random_inputs, random_tensor
-
     density = 0.1 if point.density is None else point.density
     data = random_inputs(program, density=density, seed=seed, shapes=shapes)
     if point.block:
@@ -177,8 +182,6 @@ def _random_data(program, point: DataPoint, seed: int, shapes: dict) -> dict:
 
 
 def _npz_data(program, path: str) -> dict:
-    from ..data.inputs import read_inputs
-
     return read_inputs(path, program, "sweep dataset")
 
 
@@ -202,8 +205,6 @@ def load(ref: ProgramRef, point: DataPoint, seed: int = 0, source: str | None = 
                             "drop blocks for this model")
         missing = [n for n in program.inputs if n not in inputs and n not in program.constants]
         if missing:
-            from ..ir.generate import random_inputs
-
             extra = random_inputs(program, density=point.density or 0.1, seed=seed)
             inputs.update({n: extra[n] for n in missing})
         return Loaded(ref, point, seed, program, inputs, presets)
@@ -214,7 +215,7 @@ def load(ref: ProgramRef, point: DataPoint, seed: int = 0, source: str | None = 
         rest = [n for n in program.inputs if n not in inputs and n not in program.constants]
         if rest:
             extra = _random_data(program, DataPoint(None, point.density, point.block), seed,
-                                 {**shapes, **{n: np.shape(v) for n, v in inputs.items()}})
+                                 {**shapes, **{n: shape_of(v) for n, v in inputs.items()}})
             inputs.update({n: extra[n] for n in rest})
     else:
         inputs = _random_data(program, point, seed, shapes)
@@ -231,9 +232,6 @@ def _with_layout(schedule: str, layout: str | None) -> str:
 def random_groupings(program, count: int, seed: int = 0) -> list[str]:
     """Up to `count` distinct contiguous groupings of the program's ops (reshapes alone), as
     `fusion=[..][..]` schedules, from few to many groups."""
-    from ..fusion.compile import prepare
-    from ..ir.program import IndexOp, op_output
-
     canonical = prepare(program)
     ops = canonical.ops
     names = [op_output(op) for op in ops]
@@ -275,8 +273,6 @@ def granularities(loaded: Loaded, items, layout: str | None = None, seed: int = 
         elif item in loaded.presets:
             out.append((item, _with_layout(loaded.presets[item], layout)))
         else:
-            from ..schedule.schedule import Schedule
-
             Schedule.parse(item)  # a UserError for a malformed schedule
             label = item.split()[0] if item.split() and item.split()[0] in PRESETS else item
             out.append((label, _with_layout(item, layout)))
@@ -286,9 +282,6 @@ def granularities(loaded: Loaded, items, layout: str | None = None, seed: int = 
 def _compile(loaded: Loaded, schedule: str):
     """Compiled with default orders weighed by the data point's densities (as the heuristic's
     estimate of the same schedule is)."""
-    from ..checks import check_schedule
-    from ..fusion.compile import compile_schedule
-
     parsed = check_schedule(loaded.program, schedule, loaded.shapes, stats=loaded.stats)  # par factors, blocks
     return compile_schedule(loaded.program, parsed, loaded.shapes, stats=loaded.stats)
 
@@ -310,8 +303,6 @@ def order_variants(loaded: Loaded, schedule: str, max_orders: int = 24, seen: se
     varied at a time; yields (schedule, compiled or the compile error). Variants that compile to
     the same kernels as an earlier one (in `seen`) are left out, and so are those whose order
     leaves a later group without any valid order."""
-    from ..fusion.nesting import valid_orders
-
     seen = set() if seen is None else seen
     try:
         base = _compile(loaded, schedule)

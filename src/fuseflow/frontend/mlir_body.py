@@ -28,7 +28,7 @@ def region_expression(op, result: int, where_of) -> Expr:
 
 
 def _float_constant(op, where) -> float:
-    from torch_mlir import ir
+    from torch_mlir import ir  # noqa: PLC0415 - torch-mlir's native bindings load when MLIR is read
 
     attr = op.attributes["value"]
     if isinstance(attr, ir.FloatAttr) or str(op.result.type).startswith(("f", "bf")):
@@ -39,7 +39,7 @@ def _float_constant(op, where) -> float:
 
 
 def _convert(value, slots, memo, where_of) -> Expr:
-    from torch_mlir import ir
+    from torch_mlir import ir  # noqa: PLC0415 - torch-mlir's native bindings load when MLIR is read
 
     if value in slots:
         return slots[value]

@@ -6,7 +6,8 @@
     ...   %z = arith.constant 0.0 : f32
     ...   %e = tensor.empty() : tensor<8x4xf32>
     ...   %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
-    ...   %Y = linalg.matmul ins(%A, %X : tensor<8x8xf32, #csr>, tensor<8x4xf32>) outs(%f : tensor<8x4xf32>) -> tensor<8x4xf32>
+    ...   %Y = linalg.matmul ins(%A, %X : tensor<8x8xf32, #csr>, tensor<8x4xf32>)
+    ...                      outs(%f : tensor<8x4xf32>) -> tensor<8x4xf32>
     ...   return %Y : tensor<8x4xf32>
     ... }''')
     >>> print(p.ops[0])
@@ -38,7 +39,7 @@ def from_mlir(source: str | os.PathLike, func: str | None = None, formats: dict 
     `arg_names` renames the function arguments in order.
     """
     text, source_name = _read(source)
-    from torch_mlir import ir
+    from torch_mlir import ir  # noqa: PLC0415 - torch-mlir's native bindings load when MLIR is read
 
     with ir.Context(), ir.Location.unknown():
         try:
@@ -132,7 +133,7 @@ class _SourceNames:
         return self.line_starts[int(match.group(1)) - 1] + int(match.group(2)) - 1
 
     def of(self, value, func_op) -> str | None:
-        from torch_mlir import ir
+        from torch_mlir import ir  # noqa: PLC0415 - torch-mlir's native bindings load when MLIR is read
 
         if isinstance(value, ir.BlockArgument) or isinstance(value.owner, ir.Block):
             arg = ir.BlockArgument(value)
@@ -174,7 +175,7 @@ class _Importer:
     """Converts one function lazily, from its return values back to its arguments."""
 
     def __init__(self, func_op, source_name: str, blobs: dict, arg_names: list[str], text: str = ""):
-        from torch_mlir import ir
+        from torch_mlir import ir  # noqa: PLC0415 - torch-mlir's native bindings load when MLIR is read
 
         self.ir = ir
         self.func = func_op

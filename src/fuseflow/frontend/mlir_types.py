@@ -50,8 +50,8 @@ def shape_of(ranked_type, dynamic_size: int) -> tuple[int | None, ...]:
 
 def format_of(ranked_type, where: str) -> TensorFormat:
     """Per-level format from a `#sparse_tensor.encoding`; dense when there is none."""
-    from torch_mlir import ir
-    from torch_mlir.dialects import sparse_tensor as st
+    from torch_mlir import ir  # noqa: PLC0415 - torch-mlir's native bindings load when MLIR is read
+    from torch_mlir.dialects import sparse_tensor as st  # noqa: PLC0415 - torch-mlir's native bindings load when MLIR is read
 
     rank = len(ranked_type.shape)
     if ranked_type.encoding is None:
@@ -95,7 +95,7 @@ def resource_blobs(text: str) -> dict[str, str]:
 
 def constant_data(attr, ranked_type, blobs: dict[str, str], where: str) -> np.ndarray | None:
     """Data of a tensor `arith.constant`; None when elided (to be generated later)."""
-    from torch_mlir import ir
+    from torch_mlir import ir  # noqa: PLC0415 - torch-mlir's native bindings load when MLIR is read
 
     shape = tuple(ranked_type.shape)
     dtype = DTYPES.get(str(ranked_type.element_type), np.float32)

@@ -30,7 +30,7 @@ from .mlir_import import apply_formats, from_mlir
 
 def layout_format(tensor) -> TensorFormat | None:
     """The per-level format that a torch tensor's layout stands for (None if strided)."""
-    import torch
+    import torch  # noqa: PLC0415 - torch is slow to import; only PyTorch models need it
 
     rank = tensor.dim()
     if tensor.layout == torch.strided:
@@ -57,7 +57,7 @@ def _safe(name: str) -> str:
 def from_torch(module, *example_inputs, formats: dict | None = None, name: str | None = None) -> Program:
     """Import `module(*example_inputs)`; returns a Program whose inputs are the example
     inputs (named after `forward`'s parameters) followed by parameters and buffers."""
-    import torch
+    import torch  # noqa: PLC0415 - torch is slow to import; only PyTorch models need it
 
     if not isinstance(module, torch.nn.Module):
         raise UserError(f"from_torch needs a torch.nn.Module, got {type(module).__name__}")
@@ -79,14 +79,14 @@ def from_torch(module, *example_inputs, formats: dict | None = None, name: str |
             n = len(dense_inputs)
             return torch.func.functional_call(module, dict(zip(state_names, tensors[n:])), tuple(tensors[:n]))
 
-    from torch_mlir import fx
+    from torch_mlir import fx  # noqa: PLC0415 - torch is slow to import; only PyTorch models need it
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             mlir_module = fx.export_and_import(_Functional().eval(), *dense_inputs, *values,
                                                output_type="linalg-on-tensors")
-        except Exception as err:  # torch.export / torch-mlir failures are the user's model
+        except Exception as err:  # noqa: BLE001 - torch.export / torch-mlir failures are the user's model
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise NotSupported(f"exporting {type(module).__name__} with torch-mlir failed: {first}",
                                "from_torch") from None

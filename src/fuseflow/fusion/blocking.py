@@ -1,4 +1,5 @@
-"""Blocked execution (`block=B`): which dimensions are tiled, block shapes, blocked formats.
+"""Blocked execution (`block=B`): which dimensions are tiled, block shapes, blocked formats, and
+the `Tiling` the lowering counts tiles with.
 
 A dimension (and the variable that indexes it) is tiled when its extent is a multiple of B; the
 others stay scalar (block size 1). Tiling by extent keeps every tensor's blocking the same in
@@ -12,10 +13,34 @@ every group, so intermediates written blocked by one kernel read back blocked in
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import UserError
 from ..ir.formats import TensorFormat
-from .lower import Tiling
 from .region import Region
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """Blocked lowering: `tiled` variables are counted in blocks of `b`."""
+
+    b: int
+    tiled: frozenset
+
+    def axes(self, indices) -> tuple:
+        return tuple(v for v in indices if isinstance(v, str) and v in self.tiled)
+
+    def param(self, ins, out) -> dict:
+        """The `tile` parameter of a value node (every value of a blocked region is a tile, of
+        no axes if it depends on no tiled variable); none when nothing is tiled."""
+        if not self.tiled:
+            return {}
+        return {"tile": {"b": self.b, "in": [list(a) for a in ins], "out": list(out)}}
+
+
+def union_axes(*axes) -> tuple:
+    """The tile axes of several values, in first-seen order."""
+    return tuple(dict.fromkeys(x for a in axes for x in a))
 
 
 class Blocking:

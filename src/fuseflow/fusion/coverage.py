@@ -50,6 +50,15 @@ def operand_covers(op: IndexOp, covered: dict, v: str) -> list[bool]:
     return flags
 
 
+def _op_covers(op: IndexOp, v: str, covered: dict, bg: dict) -> bool:
+    """Whether op's merge at `v`, over operands covering what `covered` says, covers every coordinate."""
+    backgrounds = [bg.get(a.tensor, 0.0) for a in op.inputs]
+    indexes = [v in a.indices for a in op.inputs]
+    full = operand_covers(op, covered, v)
+    skip = skip_value(op, bg.get(op_output(op), 0.0), v in op.reduce_vars)
+    return _covers(merge_at(op.body, indexes, backgrounds, skip, full=full), full)
+
+
 def covered_dims(program: Program, members: set, formats: dict, bg: dict | None = None,
                  free: set | frozenset = frozenset()) -> dict[str, frozenset]:
     """Per tensor the region reads or computes: the dimensions its stream always covers
@@ -66,18 +75,9 @@ def covered_dims(program: Program, members: set, formats: dict, bg: dict | None 
         name = op_output(op)
         if name not in members:
             continue
-        backgrounds = [bg.get(a.tensor, 0.0) for a in op.inputs]
-        out_bg = bg.get(name, 0.0)
-
-        def covers(v: str) -> bool:
-            indexes = [v in a.indices for a in op.inputs]
-            full = operand_covers(op, covered, v)
-            skip = skip_value(op, out_bg, v in op.reduce_vars)
-            return _covers(merge_at(op.body, indexes, backgrounds, skip, full=full), full)
-
-        if not all(covers(r) for r in op.reduce_vars):
+        if not all(_op_covers(op, r, covered, bg) for r in op.reduce_vars):
             covered[name] = frozenset(d for d, index in enumerate(op.output.indices) if not isinstance(index, str))
             continue
         covered[name] = frozenset(d for d, index in enumerate(op.output.indices)
-                                  if not isinstance(index, str) or covers(index))
+                                  if not isinstance(index, str) or _op_covers(op, index, covered, bg))
     return covered

@@ -26,46 +26,17 @@ the tile in their reducer.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ..errors import NotSupported
 from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary
 from ..ir.formats import COMPRESSED, DENSE, TensorFormat
 from ..sam.graph import SamGraph, Stream
+from .blocking import Tiling, union_axes
+from .instances import LeafInput
+from .keys import BufferedValues, Coord, Iteration, LeafRef, Output, UniverseRef, Values
+from .merge import located_operands
 from .patterns import Intersect, Merge, Nothing, Operand, Union, Universe
-from .table import FusionTable, located_operands
-
-
-@dataclass(frozen=True)
-class Tiling:
-    """Blocked lowering: `tiled` variables are counted in blocks of `b`."""
-
-    b: int
-    tiled: frozenset
-
-    def axes(self, indices) -> tuple:
-        return tuple(v for v in indices if isinstance(v, str) and v in self.tiled)
-
-    def param(self, ins, out) -> dict:
-        """The `tile` parameter of a value node (every value of a blocked region is a tile, of
-        no axes if it depends on no tiled variable); none when nothing is tiled."""
-        if not self.tiled:
-            return {}
-        return {"tile": {"b": self.b, "in": [list(a) for a in ins], "out": list(out)}}
-
-
-def _union(*axes) -> tuple:
-    return tuple(dict.fromkeys(x for a in axes for x in a))
-
-
-@dataclass(frozen=True)
-class Coord:
-    """A coordinate stream with the keys of the payload streams aligned with it."""
-
-    crd: Stream
-    keys: tuple
-    universe: bool  # every fiber holds every coordinate of the variable
-
+from .table import FusionTable
 
 IDENTITY = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}
 
@@ -82,7 +53,12 @@ class _Lowering:
         self.order_only = order_only
         self.g = SamGraph("+".join(self.r.outputs) or "region")
         self.root = self.g.add("root").out("ref")
-        self.env: dict = {("ref", leaf.id): self.root for leaf in self.r.leaves}
+        self.op = ""  # the instance being lowered: new nodes are tagged with it (for pictures)
+        copies = [inst.tensor for inst in self.r.instances]
+        self.op_names = {inst.id: inst.tensor if copies.count(inst.tensor) == 1 else f"{inst.tensor}#{inst.id}"
+                         for inst in self.r.instances}
+        self.g.ops = {self.op_names[inst.id]: str(inst) for inst in self.r.instances}
+        self.env: dict = {LeafRef(leaf.id): self.root for leaf in self.r.leaves}
         self.box_parent: dict = {}
         self.box_value: dict = {}
         self.universe: dict = {}
@@ -94,9 +70,8 @@ class _Lowering:
                 "fill": self.r.background.get(leaf.tensor) or 0.0})
 
     # -- boxes: the final coordinate stream of an instance at a variable ------------------
-    # Key (inst, v): the instance's own iteration at v. Key ("out", inst, v): the coordinates a
-    # consumer sees for a finished instance's values (an accumulator's output, or its own).
-    # A joiner that filters a stream aliases the stream's box to the joiner's output.
+    # Keys are `Iteration`s and `Output`s. A joiner that filters a stream aliases the stream's box
+    # to the joiner's output.
     def _find(self, key):
         while self.box_parent.get(key, key) != key:
             key = self.box_parent[key]
@@ -106,7 +81,7 @@ class _Lowering:
         return self.box_value[self._find(key)]
 
     def crd(self, inst_id: int, v: str) -> Stream:
-        return self.box((inst_id, v))
+        return self.box(Iteration(inst_id, v))
 
     def set_box(self, key, crd: Stream, universe: bool) -> None:
         root = self._find(key)
@@ -125,11 +100,15 @@ class _Lowering:
         return self.universe.get(self._find(key), False)
 
     def is_universe(self, inst_id: int, v: str) -> bool:
-        return self.key_universe((inst_id, v))
+        return self.key_universe(Iteration(inst_id, v))
 
     # -- helpers ----------------------------------------------------------------------------
     def add(self, kind, params=None, arity=0, label="", var="", **inputs):
-        return self.g.add(kind, params, arity, label, var=var, **inputs)
+        return self.g.add(kind, params, arity, label, var=var, op=self.op, **inputs)
+
+    def lowering(self, inst) -> None:
+        """Tag the nodes created from now on with `inst`'s op."""
+        self.op = self.op_names[inst.id]
 
     def repeat(self, stream: Stream, signal: Stream) -> Stream:
         sig = self.add("repsig", crd=signal).out("repsig")
@@ -158,49 +137,48 @@ class _Lowering:
     def view(self, inst_id: int, v: str, touched: list) -> Coord:
         """Instance `inst_id`'s coordinates at `v` as its consumer sees them."""
         if inst_id in self.finished:
-            key = ("out", inst_id, v)
+            key = Output(inst_id, v)
             if self._find(key) not in self.box_value:  # its values are aligned with its own iteration
-                self.alias(key, (inst_id, v))
+                self.alias(key, Iteration(inst_id, v))
             touched.append(key)
-            return Coord(self.box(key), (("val", inst_id),), self.key_universe(key))
-        touched.append((inst_id, v))
+            return Coord(self.box(key), (Values(inst_id),), self.key_universe(key))
+        touched.append(Iteration(inst_id, v))
         return Coord(self.crd(inst_id, v), tuple(self.live_keys(inst_id, v, touched)),
                      self.is_universe(inst_id, v))
 
     def live_keys(self, inst_id: int, v: str, touched: list[int]) -> list:
         inst = self.r.instance(inst_id)
         keys: list = []
-        for k, (kind, ref) in enumerate(inst.operands):
-            if kind == "leaf":
-                keys.append(("ref", ref))
+        for k, operand in enumerate(inst.operands):
+            if isinstance(operand, LeafInput):
+                keys.append(LeafRef(operand.leaf))
             elif v in inst.access(k):
                 keys.extend(self.operand_view(inst, k, v, touched).keys)
         return list(dict.fromkeys(keys))
 
     def operand_view(self, inst, k: int, v: str, touched: list) -> Coord:
         """Input k's coordinates at `v` as `inst` sees them. A buffered read iterates its
-        producer's finished stream again with values of its own (`("bval", producer, inst)`):
+        producer's finished stream again with values of its own (`BufferedValues`):
         its joiners leave the producer's boxes and value stream to the other consumers."""
-        ref = inst.operands[k][1]
+        ref = inst.operands[k].producer
         if v not in inst.rename.get(k, {}).values():
             return self.view(ref, v, touched)
         coord = self.view(ref, self.source_var(inst, k, v), [])
-        key = ("bval", ref, inst.id)
-        self.env.setdefault(key, self.env[("val", ref)])
-        return Coord(coord.crd, tuple(key if x == ("val", ref) else x for x in coord.keys), coord.universe)
+        key = BufferedValues(ref, inst.id)
+        self.env.setdefault(key, self.env[Values(ref)])
+        return Coord(coord.crd, tuple(key if x == Values(ref) else x for x in coord.keys), coord.universe)
 
     def operand_coord(self, inst, k: int, v: str, touched: list[int]) -> Coord:
-        kind, ref = inst.operands[k]
-        if kind == "inst":
+        if not isinstance(inst.operands[k], LeafInput):
             return self.operand_view(inst, k, v, touched)
+        ref = inst.operands[k].leaf
         leaf = self.r.leaves[ref]
         level = leaf.level_vars().index(v)
         fmt = leaf.format.levels[level]
-        dim = leaf.shape[leaf.format.mode_order[level]]
         scan = self.add("scan", {**self.level_params(leaf, level), "format": str(fmt)}, var=v,
-                        ref=self.env[("ref", ref)])
-        self.env[("ref", ref)] = scan.out("ref")
-        return Coord(scan.out("crd"), (("ref", ref),), not fmt.is_compressed)
+                        ref=self.env[LeafRef(ref)])
+        self.env[LeafRef(ref)] = scan.out("ref")
+        return Coord(scan.out("crd"), (LeafRef(ref),), not fmt.is_compressed)
 
     def strides(self, leaf) -> list[int] | None:
         """For a dense leaf visited out of its stored level order (random access, which only
@@ -222,12 +200,12 @@ class _Lowering:
     def locate(self, inst, k: int, v: str, crd: Stream) -> tuple:
         """Input k's positions at `v` for the coordinates `crd` the intersection iterates: its
         reference repeated along them, then located in its dense level."""
-        ref = inst.operands[k][1]
+        ref = inst.operands[k].leaf
         leaf = self.r.leaves[ref]
-        parent = self.repeat(self.env[("ref", ref)], crd)
+        parent = self.repeat(self.env[LeafRef(ref)], crd)
         node = self.add("locate", self.level_params(leaf, leaf.level_vars().index(v)), var=v, crd=crd, ref=parent)
-        self.env[("ref", ref)] = node.out("ref")
-        return ("ref", ref)
+        self.env[LeafRef(ref)] = node.out("ref")
+        return LeafRef(ref)
 
     def build(self, inst, v: str, merge: Merge, touched: list[int], memo: dict | None = None) -> Coord:
         if memo is None:  # the operands the intersections look up (as the cost models count them)
@@ -239,7 +217,7 @@ class _Lowering:
         if isinstance(merge, Universe):
             scan = self.add("scan", {"tensor": "", "level": 0, "format": "dense", "dim": self.r.extent[v]},
                             label=f"universe {v}", var=v, ref=self.level_ref(inst.id, v))
-            key = ("void", scan.id)
+            key = UniverseRef(scan.id)
             self.env[key] = scan.out("ref")
             return Coord(scan.out("crd"), (key,), True)
         if isinstance(merge, Nothing):
@@ -271,27 +249,29 @@ class _Lowering:
 
     # -- the three steps per variable -----------------------------------------------------------
     def merge(self, inst, v: str) -> None:
+        self.lowering(inst)
         touched: list = []
         coord = self.build(inst, v, self.t.merge(inst, v), touched)
-        self.set_box((inst.id, v), coord.crd, coord.universe)
+        self.set_box(Iteration(inst.id, v), coord.crd, coord.universe)
         for key in touched:
-            self.alias(key, (inst.id, v))
-        for k, (kind, ref) in enumerate(inst.operands):
-            if kind == "leaf" and v not in inst.access(k):
-                self.env[("ref", ref)] = self.repeat(self.env[("ref", ref)], coord.crd)
+            self.alias(key, Iteration(inst.id, v))
+        for k, operand in enumerate(inst.operands):
+            if isinstance(operand, LeafInput) and v not in inst.access(k):
+                key = LeafRef(operand.leaf)
+                self.env[key] = self.repeat(self.env[key], coord.crd)
 
     def nest(self, inst, v: str) -> None:
+        self.lowering(inst)
         consumer = next(c for c, _ in inst.consumers if v in self.n.nest[c])
-        self.alias((inst.id, v), (consumer, v))
+        self.alias(Iteration(inst.id, v), Iteration(consumer, v))
         signal = self.crd(consumer, v)
-        for kind, ref in inst.operands:
-            if kind == "leaf":
-                self.env[("ref", ref)] = self.repeat(self.env[("ref", ref)], signal)
+        for ref in inst.leaf_ids():
+            self.env[LeafRef(ref)] = self.repeat(self.env[LeafRef(ref)], signal)
 
     def ready(self, inst, v: str) -> bool:
         if inst.id in self.finished or self.n.pos[v] < self.n.pos[self.n.last[inst.id]]:
             return False
-        return all(kind == "leaf" or ref in self.finished for kind, ref in inst.operands)
+        return all(ref in self.finished for ref in inst.producer_ids())
 
     def coalesce(self, value: Stream, tensor: str, axes: tuple = ()) -> Stream:
         """Missing entries (N) of a tensor whose background is not 0 read as that background."""
@@ -313,32 +293,12 @@ class _Lowering:
         return all(v in seen[0] and v in seen[1] for v in tiled)
 
     def finish(self, inst) -> None:
-        values = []
+        """The instance's values once its last variable is merged: ALUs over its operands'
+        values, then its reduction (`reduce`, or an accumulator whose output boxes consumers see)."""
+        self.lowering(inst)
         final = self.tiling.axes(inst.out_indices)
-        for k, (kind, ref) in enumerate(inst.operands):
-            if kind == "leaf":
-                leaf = self.r.leaves[ref]
-                axes = self.tiling.axes(leaf.indices)
-                want = axes
-                if inst.op.body == In(k) and not inst.reduce_vars and set(axes) == set(final):
-                    want = final  # a copy: the array reads its tile transposed
-                params = {"tensor": leaf.storage, **self.tiling.param([axes], want)}
-                axes = want
-                bg = self.r.background.get(leaf.tensor) or 0.0
-                if bg != 0.0:
-                    params["fill"] = bg
-                values.append((self.add("array", params, ref=self.env[("ref", ref)]).out("val"), axes))
-                continue
-            rename = inst.rename.get(k, {})
-            axes = tuple(rename.get(a, a) for a in self.axes[ref])
-            own = self.env.get(("bval", ref, inst.id), self.env[("val", ref)])  # a buffered read's own values
-            value = self.coalesce(own, self.r.instance(ref).tensor, axes)
-            done = [rename.get(v, v) for v in self.n.value_vars[ref]]
-            start = self.n.pos[done[-1]] if done else -1
-            for w in self.n.nest[inst.id]:
-                if self.n.pos[w] > start:
-                    value = self.repeat(value, self.crd(inst.id, w))
-            values.append((value, axes))
+        values = [self.leaf_value(inst, k, final) if isinstance(x, LeafInput) else self.producer_value(inst, k)
+                  for k, x in enumerate(inst.operands)]
         op = inst.op
         top = final if (not inst.reduce_vars or self.fold_contraction(inst)) else None
         value, axes = self.alu_tree(inst.op.body, values, inst.tensor, top)
@@ -346,36 +306,68 @@ class _Lowering:
             raise NotSupported(f"{inst.tensor}: a copy that reorders tile axes {axes} to {final}")
         if any(v not in axes for v in final):
             raise NotSupported(f"{inst.tensor}: a reduction that broadcasts to tile axes {final}")
-        tile = self.tiling.param([axes], final)
         if op.init is not None and (isinstance(op.init, str) or op.init != IDENTITY.get(op.reduce_kind, 0.0)):
             raise NotSupported(f"{inst.tensor}: a reduction starting from {op.init} (not the identity)")
-        plan = self.n.plan[inst.id]
-        if plan[0] == "reduce":
-            for r in sorted(inst.reduce_vars, key=self.n.pos.get, reverse=True):
-                value = self.add("reduce", {"kind": op.reduce_kind, **tile}, val=value).out("val")
-                tile = self.tiling.param([final], final)
-        elif plan[0] == "spacc":
-            last, r = self.n.last[inst.id], plan[1]
-            node = self.add("spacc", {"kind": op.reduce_kind, **tile}, crd_inner=self.crd(inst.id, last),
-                            crd_outer=self.crd(inst.id, r), val=value)
-            value = node.out("val")
-            self.set_box(("out", inst.id, last), node.out("crd"),
-                         self.is_universe(inst.id, last) and self.is_universe(inst.id, r))
-        elif plan[0] == "spacc2":
-            r, (mid, last) = plan[1], plan[2]
-            node = self.add("spacc2", {"kind": op.reduce_kind, **tile}, crd_inner=self.crd(inst.id, last),
-                            crd_mid=self.crd(inst.id, mid), crd_outer=self.crd(inst.id, r), val=value)
-            value = node.out("val")
-            r_full = self.is_universe(inst.id, r)
-            self.set_box(("out", inst.id, last), node.out("crd"), self.is_universe(inst.id, last) and r_full)
-            self.set_box(("out", inst.id, mid), node.out("crd_mid"), self.is_universe(inst.id, mid) and r_full)
-        self.env[("val", inst.id)] = value
+        self.env[Values(inst.id)] = self.reduction(inst, value, self.tiling.param([axes], final), final)
         self.axes[inst.id] = final
         self.finished.add(inst.id)
 
+    def leaf_value(self, inst, k: int, final: tuple) -> tuple:
+        """(value stream, tile axes) of stored operand k: an array read at its references."""
+        leaf = self.r.leaves[inst.operands[k].leaf]
+        axes = self.tiling.axes(leaf.indices)
+        want = axes
+        if inst.op.body == In(k) and not inst.reduce_vars and set(axes) == set(final):
+            want = final  # a copy: the array reads its tile transposed
+        params = {"tensor": leaf.storage, **self.tiling.param([axes], want)}
+        bg = self.r.background.get(leaf.tensor) or 0.0
+        if bg != 0.0:
+            params["fill"] = bg
+        return self.add("array", params, ref=self.env[LeafRef(leaf.id)]).out("val"), want
+
+    def producer_value(self, inst, k: int) -> tuple:
+        """(value stream, tile axes) of computed operand k, repeated along the instance's loops
+        inside the producer's last value variable."""
+        ref = inst.operands[k].producer
+        rename = inst.rename.get(k, {})
+        axes = tuple(rename.get(a, a) for a in self.axes[ref])
+        own = self.env.get(BufferedValues(ref, inst.id), self.env[Values(ref)])  # a buffered read's own values
+        value = self.coalesce(own, self.r.instance(ref).tensor, axes)
+        done = [rename.get(v, v) for v in self.n.value_vars[ref]]
+        start = self.n.pos[done[-1]] if done else -1
+        for w in self.n.nest[inst.id]:
+            if self.n.pos[w] > start:
+                value = self.repeat(value, self.crd(inst.id, w))
+        return value, axes
+
+    def reduction(self, inst, value: Stream, tile: dict, final: tuple) -> Stream:
+        """The instance's reduction of `value` by its plan (nothing, reducers, an accumulator)."""
+        kind = inst.op.reduce_kind
+        plan = self.n.plan[inst.id]
+        if plan.kind == "reduce":
+            for _ in inst.reduce_vars:
+                value = self.add("reduce", {"kind": kind, **tile}, val=value).out("val")
+                tile = self.tiling.param([final], final)
+        elif plan.kind == "spacc":
+            last, r = self.n.last[inst.id], plan.var
+            node = self.add("spacc", {"kind": kind, **tile}, crd_inner=self.crd(inst.id, last),
+                            crd_outer=self.crd(inst.id, r), val=value)
+            value = node.out("val")
+            self.set_box(Output(inst.id, last), node.out("crd"),
+                         self.is_universe(inst.id, last) and self.is_universe(inst.id, r))
+        elif plan.kind == "spacc2":
+            r, (mid, last) = plan.var, plan.inner
+            node = self.add("spacc2", {"kind": kind, **tile}, crd_inner=self.crd(inst.id, last),
+                            crd_mid=self.crd(inst.id, mid), crd_outer=self.crd(inst.id, r), val=value)
+            value = node.out("val")
+            r_full = self.is_universe(inst.id, r)
+            self.set_box(Output(inst.id, last), node.out("crd"), self.is_universe(inst.id, last) and r_full)
+            self.set_box(Output(inst.id, mid), node.out("crd_mid"), self.is_universe(inst.id, mid) and r_full)
+        return value
+
     def alu(self, params: dict, ins: list, out=None):
         """An ALU over (stream, tile axes) inputs; its output axes are `out` or their union."""
-        axes = _union(*(a for _, a in ins)) if out is None else tuple(out)
+        axes = union_axes(*(a for _, a in ins)) if out is None else tuple(out)
         params = {**params, **self.tiling.param([a for _, a in ins], axes)}
         node = self.add("alu", params, **{p: stream for p, (stream, _) in zip("abc", ins)})
         return node.out("val"), axes
@@ -414,14 +406,15 @@ class _Lowering:
     # -- outputs --------------------------------------------------------------------------------
     def write(self, name: str) -> None:
         inst = self.r.instance(self.r.output_instance[name])
+        self.lowering(inst)
         out = inst.out_indices
         level_vars = sorted((v for v in out if isinstance(v, str)), key=self.n.pos.get)
         mode_order = [out.index(v) for v in level_vars] + [d for d, v in enumerate(out) if not isinstance(v, str)]
         crds, universe = [], []
         plan = self.n.plan[inst.id]
-        accumulated = set(plan[2]) if plan[0] == "spacc2" else {self.n.last[inst.id]} if plan[0] == "spacc" else set()
+        accumulated = {"spacc2": set(plan.inner), "spacc": {self.n.last[inst.id]}}.get(plan.kind, set())
         for v in level_vars:
-            key = ("out", inst.id, v) if v in accumulated else (inst.id, v)
+            key = Output(inst.id, v) if v in accumulated else Iteration(inst.id, v)
             crds.append(self.box(key))
             universe.append(self.key_universe(key))
         declared = self.formats.get(name)
@@ -446,7 +439,7 @@ class _Lowering:
             self.add("level_write", {"tensor": name, "level": k, "format": str(levels[k]),
                                      "dim": shape[mode_order[k]]}, crd=crd)
         axes = self.axes[inst.id]
-        self.add("value_write", {"tensor": name, **self.tiling.param([axes], axes)}, val=self.env[("val", inst.id)])
+        self.add("value_write", {"tensor": name, **self.tiling.param([axes], axes)}, val=self.env[Values(inst.id)])
         self.g.tensors[name] = {"role": "output", "shape": list(shape), "levels": [str(x) for x in levels],
                                 "mode_order": mode_order, "fill": self.r.background.get(name) or 0.0}
 

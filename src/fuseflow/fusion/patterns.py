@@ -15,10 +15,11 @@ coordinate (the universe). This keeps fused graphs exact with respect to dense s
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 import random
+from dataclasses import dataclass
 from itertools import combinations
 
+from ..ir.background import IDENTITY, _same, evaluate
 from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary
 
 ZERO_PRESERVING = {"neg", "sqrt", "tanh", "erf", "abs"}  # f(0) == 0
@@ -101,7 +102,7 @@ def pattern(expr: Expr, indexes: list[bool]) -> Merge:
         a, b = pattern(expr.lhs, indexes), pattern(expr.rhs, indexes)
         if expr.op == "mul":
             return _and([a, b])
-        return _or([a, b])  # add, sub, max, min, div: a result can be nonzero where either is  # add, sub, max, min: zero where both are zero
+        return _or([a, b])  # add, sub, max, min, div: a result can be nonzero where either is
     if isinstance(expr, Compare):
         a, b = pattern(expr.lhs, indexes), pattern(expr.rhs, indexes)
         return _or([a, b]) if expr.pred in ("gt", "lt", "ne") else Universe()
@@ -114,8 +115,6 @@ def skip_value(op, out_bg: float, reduced: bool):
     """The result value an op needs no visit for at a variable (`merge_at`'s `skip`): a reduction
     skips its identity at a reduction variable (or where the output's background is it; None:
     visit everything), an elementwise op its output's background `out_bg`."""
-    from ..ir.background import IDENTITY
-
     if not op.reduce_vars:
         return out_bg
     identity = IDENTITY[op.reduce_kind]
@@ -143,8 +142,6 @@ def merge_at(expr: Expr, indexes: list[bool], backgrounds: list | None = None, s
     if skip is None or dense or len(sparse) > MAX_SUBSETS:
         merged = _or([Operand(k) for k in range(n) if indexes[k]] + [Universe()])
     else:
-        from ..ir.background import _same, evaluate
-
         minimal: list[set[int]] = []
         for size in range(len(sparse) + 1):
             for subset in combinations(sparse, size):
@@ -197,8 +194,6 @@ PROBES = 8  # random operand values per case of `_hidden`
 def _hidden(expr: Expr, minimal: list[set], sparse: list[int], indexes: list[bool], backgrounds: list) -> bool:
     """Whether some coordinate is visited where an operand is stored but no visited intersection
     holding it is complete, and its value changes the result (probed with random values)."""
-    from ..ir.background import _same, evaluate
-
     if len(minimal) < 2 or all(len(m) < 2 for m in minimal):
         return False
     rng = random.Random(0)

@@ -28,59 +28,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .merge import instance_merge, operand_tensor
 from .nesting import Nesting
-from .patterns import Merge, Operand, describe, merge_at, skip_value
+from .patterns import Merge, describe
 from .region import Region
-
-
-def operand_is_full(region: Region, kind: str, ref: int, v: str) -> bool:
-    """Whether an operand's coordinates at `v` are every coordinate (a dense stored level):
-    joining it by intersection then drops nothing. An op's coordinates are not taken as full:
-    its stream at `v` may come out of an accumulator or a filtered merge even where its own
-    merge includes the universe."""
-    if kind != "leaf":
-        return False
-    leaf = region.leaves[ref]
-    levels = leaf.level_vars()
-    return v in levels and not leaf.format.levels[levels.index(v)].is_compressed
-
-
-def instance_merge(region: Region, inst, v: str) -> Merge:
-    """How op instance `inst` merges its operands' coordinates at `v` (`patterns.merge_at`)."""
-    indexes = [v in inst.access(k) for k in range(len(inst.operands))]
-    bg = region.background
-    backgrounds = [bg.get(region.leaves[ref].tensor if kind == "leaf" else region.instance(ref).tensor, 0.0)
-                   for kind, ref in inst.operands]
-    skip = skip_value(inst.op, bg.get(inst.tensor, 0.0), v in inst.reduce_vars)
-    full = [indexes[k] and operand_is_full(region, kind, ref, v) for k, (kind, ref) in enumerate(inst.operands)]
-    return merge_at(inst.op.body, indexes, backgrounds, skip, full=full)
-
-
-def located_operands(region: Region, inst, v: str, settled: bool = True) -> set[int]:
-    """Operands of `inst` that its intersection at `v` looks up in a dense stored level instead of
-    iterating (iterate-locate; if every part is one, the lowering iterates the first). Before an
-    order is chosen (`settled=False`), a free leaf with a compressed level counts as iterated:
-    which of its dimensions gets the dense level depends on the order."""
-    from .patterns import Intersect, operand_indices
-
-    merge = instance_merge(region, inst, v)
-    uses = list(operand_indices(merge))
-
-    def unsettled(k: int) -> bool:
-        kind, ref = inst.operands[k]
-        return kind == "leaf" and region.leaves[ref].free and not region.leaves[ref].format.is_dense
-    found: set[int] = set()
-
-    def visit(m) -> None:
-        if isinstance(m, Intersect):
-            dense = [p.index for p in m.parts if isinstance(p, Operand) and uses.count(p.index) == 1
-                     and operand_is_full(region, *inst.operands[p.index], v) and (settled or not unsettled(p.index))]
-            found.update(dense if len(dense) < len(m.parts) else dense[1:])
-        for p in getattr(m, "parts", ()):
-            visit(p)
-
-    visit(merge)
-    return found
 
 
 @dataclass
@@ -99,11 +50,10 @@ class FusionTable:
         for leaf in region.leaves:
             if leaf.free:
                 leaf.induce(self.nesting.pos)
-        self.leaf_owner: dict[int, int] = {}
+        self.leaf_owner: dict[int, int] = {}  # leaf id -> the instance that reads it
         for inst in region.instances:
-            for kind, ref in inst.operands:
-                if kind == "leaf":
-                    self.leaf_owner[ref] = inst.id
+            for ref in inst.leaf_ids():
+                self.leaf_owner[ref] = inst.id
         self.cells: dict[tuple[str, str], Cell] = {}
         for v in self.order:
             for leaf in region.leaves:
@@ -120,10 +70,7 @@ class FusionTable:
         return f"inst{inst_id}"
 
     def operand_names(self, inst) -> list[str]:
-        names = []
-        for kind, ref in inst.operands:
-            names.append(self.region.leaves[ref].tensor if kind == "leaf" else self.region.instance(ref).tensor)
-        return names
+        return [operand_tensor(self.region, x) for x in inst.operands]
 
     def merge(self, inst, v: str) -> Merge:
         return instance_merge(self.region, inst, v)
@@ -143,8 +90,8 @@ class FusionTable:
             merge = self.merge(inst, v)
             text = describe(merge, self.operand_names(inst))
             plan = self.nesting.plan[inst.id]
-            if plan[0] == "spacc" and v == self.nesting.last[inst.id]:
-                text += f" +spacc[{plan[1]}]"
+            if plan.kind == "spacc" and v == self.nesting.last[inst.id]:
+                text += f" +{plan}"
             return Cell("merge", text, merge)
         if v in self.nesting.nest[inst.id]:
             return Cell("nest", "nest")
@@ -166,7 +113,10 @@ class FusionTable:
         rows.append(["value"] + ["array"] * len(r.leaves) + [self.value_text(i) for i in r.instances])
         widths = [max(len(x) for x in col) for col in zip(["var"] + headers, *rows)]
         widths[1:] = [max(w, 8) for w in widths[1:]]
-        line = lambda cells: " | ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+        def line(cells):
+            return " | ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
         out = [line(["var"] + headers), "-+-".join("-" * w for w in widths)]
         out += [line(row) for row in rows]
         return "\n".join(out)

@@ -6,8 +6,8 @@ clusters with distributed shared memory (DSM), after FlashFuser (arXiv 2512.1294
     >>> len(result.plans), result.plans[0].cost <= result.plans[-1].cost
     (3, True)
 """
-from .benchmarks import BENCHMARKS
-from .chains import Chain, conv_chain, parse_chain
+from .benchmarks import BENCHMARKS, parse_chain
+from .chains import Chain, conv_chain
 from .device import Device, load_device
 from .planner import Plan, PlanResult, plan_chain
 

@@ -7,8 +7,6 @@ A chain computes ``E[M,L] = act(A[M,K] @ B[K,N]) @ D[N,L]``; a gated chain compu
     (3136, 256, 64, 64)
     >>> Chain("x", "ffn", 49, 64, 32, 16).padded
     (64, 64, 32, 16)
-    >>> parse_chain("gated:128,512,64,64:spatial").strategy
-    'spatial'
 """
 from __future__ import annotations
 
@@ -96,35 +94,3 @@ def conv_chain(name: str, ic: int, hw: int, oc1: int, oc2: int, k1: int = 1, bat
         if not isinstance(v, int) or v <= 0:
             raise UserError(f"conv parameter {label}={v!r} must be a positive integer", f"chain {name}")
     return Chain(name, "conv", batch * hw * hw, oc1, ic * k1 * k1, oc2, act="relu", note=note)
-
-
-def parse_chain(text: str) -> Chain:
-    """Parse ``ffn:M,N,K,L[:act]``, ``gated:M,N,K,L[:strategy]`` or
-    ``conv:IC,HW,OC1,OC2,k1[,batch]``; a benchmark id (G5, S1, C3) is looked up first."""
-    from .benchmarks import BENCHMARKS
-
-    key = text.strip()
-    if key.upper() in BENCHMARKS:
-        return BENCHMARKS[key.upper()]
-    kind, sep, rest = key.partition(":")
-    where = f"--chain {text!r}"
-    if not sep or kind not in KINDS:
-        raise UserError("expected a benchmark id (G1-G10, S1-S8, C1-C8) or KIND:EXTENTS", where,
-                        "e.g. G5, ffn:128,512,64,64:gelu, gated:128,512,64,64:spatial, conv:64,56,256,64,1")
-    parts = rest.split(":")
-    try:
-        nums = [int(v) for v in parts[0].split(",")]
-    except ValueError:
-        raise UserError(f"extents {parts[0]!r} are not comma-separated integers", where) from None
-    option = parts[1] if len(parts) > 1 else None
-    if len(parts) > 2:
-        raise UserError("too many ':' fields", where)
-    if kind == "conv":
-        if len(nums) not in (5, 6) or option:
-            raise UserError("conv takes IC,HW,OC1,OC2,k1[,batch]", where)
-        return conv_chain(key, *nums)
-    if len(nums) != 4:
-        raise UserError(f"{kind} takes 4 extents M,N,K,L, got {len(nums)}", where)
-    if kind == "ffn":
-        return Chain(key, "ffn", *nums, act=option or "relu")
-    return Chain(key, "gated", *nums, act="silu", strategy=option or "auto")

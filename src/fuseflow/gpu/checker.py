@@ -320,8 +320,8 @@ class _Run:
                     mem.count("smem", chunk.size * e)
                 else:
                     cs = self.ncols(n, i_n)
-                    mem.global_access("C", self.rows(m, im), slice(cs.start + ik * w, cs.start + ik * w + chunk.shape[1]),
-                                      "l2_C")
+                    cols = slice(cs.start + ik * w, cs.start + ik * w + chunk.shape[1])
+                    mem.global_access("C", self.rows(m, im), cols, "l2_C")
                 stored[b] = chunk
         return stored
 

@@ -12,12 +12,17 @@ The lead's fuseflow.cli calls :func:`add_commands` with its top-level subparsers
 from __future__ import annotations
 
 import json
+import time
 
-from fuseflow.cmdline.args import positive
+from fuseflow.errors import NotSupported, UserError
 from fuseflow.files import check_output, write_text
-from fuseflow.errors import UserError
+from fuseflow.memory import Budget
 
-from .chains import ATOM, parse_chain
+from .baselines import smem_only, unfused
+from .bench import format_summary, format_table, run_bench, summarize
+from .benchmarks import parse_chain
+from .chains import ATOM
+from .codegen import emit_cuda, supported
 from .device import LEVELS, load_device
 from .planner import DEFAULT_TOPK, plan_chain
 from .report import fmt_bytes, fmt_count
@@ -32,7 +37,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("--chain", required=True,
                    help="benchmark id (G1-G10, S1-S8, C1-C8) or ffn:M,N,K,L[:act], gated:M,N,K,L[:strategy], "
                         "conv:IC,HW,OC1,OC2,k1[,batch]")
-    p.add_argument("--topk", type=positive, default=DEFAULT_TOPK, help=f"plans to print (default {DEFAULT_TOPK})")
+    p.add_argument("--topk", type=int, default=DEFAULT_TOPK, help=f"plans to print (default {DEFAULT_TOPK})")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--device", metavar="FILE", help="JSON or TOML file overriding H100 SXM parameters")
     p.add_argument("--memory-only", action="store_true",
@@ -78,22 +83,18 @@ def tile_combinations(chain) -> int:
 
 def check_plan_size(chain, budget) -> None:
     """Refuse a chain whose plan search would not fit the memory budget, before searching."""
-    from fuseflow.memory import Budget
-
     combos = tile_combinations(chain)
     (budget or Budget()).check(combos * BYTES_PER_TILE_COMBINATION,
                                f"plan search of {chain.name} ({combos:,} tile combinations)")
 
 
 def _budget(args):
-    from fuseflow.memory import Budget
-
     return Budget(args.max_memory) if getattr(args, "max_memory", None) else None
 
 
 def cmd_plan(args) -> int:
-    from .baselines import smem_only, unfused
-
+    if args.topk < 1:
+        raise UserError(f"--topk must be at least 1, got {args.topk}", "command line")
     if args.emit_cuda:
         check_output(args.emit_cuda, "--emit-cuda", (".cu", ".cuh"))
     chain = parse_chain(args.chain)
@@ -107,10 +108,6 @@ def cmd_plan(args) -> int:
     base = [unfused(chain, device, compute), smem_only(chain, device, compute)]
     emitted = None
     if args.emit_cuda:
-        from fuseflow.errors import NotSupported
-
-        from .codegen import emit_cuda, supported
-
         reasons = [supported(chain, p, device) for p in result.plans]
         if all(reasons):
             raise NotSupported(f"no listed plan can be emitted as CUDA: {reasons[0]}", "--emit-cuda",
@@ -144,10 +141,6 @@ def cmd_plan(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    import time
-
-    from .bench import format_summary, format_table, run_bench, summarize
-
     device = load_device(args.device)
     chains = [c.strip() for c in args.chains.split(",") if c.strip()] if args.chains else None
     start = time.perf_counter()

@@ -21,6 +21,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from fuseflow.errors import UserError
+from fuseflow.files import read_file
 
 KB = 1024
 LEVELS = ("global", "l2", "dsm", "smem", "reg")
@@ -143,8 +144,6 @@ def load_device(path: str | None) -> Device:
     """Device from a .json or .toml file (missing fields keep H100 defaults); None -> defaults."""
     if path is None:
         return Device()
-    from fuseflow.files import read_file
-
     file = pathlib.Path(path)
     raw = read_file(file, "--device")
     try:

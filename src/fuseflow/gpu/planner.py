@@ -21,7 +21,7 @@ from .chains import Chain
 from .cost import level_times
 from .device import LEVELS, Device
 from .schedules import Schedule
-from .space import Candidates, candidates, count_rules_1_to_4, derived, legal_schedules
+from .space import Candidates, candidates, cluster_ok, count_rules_1_to_4, derived, legal_schedules, tile_choices
 
 DEFAULT_TOPK = 11
 
@@ -101,8 +101,6 @@ def make_plan(chain: Chain, device: Device, schedule: Schedule, strategy: str, c
 
 
 def _check_explicit(chain, device, schedule, strategy, cls, blk):
-    from .space import cluster_ok, tile_choices
-
     if strategy not in chain.strategies:
         raise UserError(f"strategy {strategy!r} does not apply to {chain.name}", "plan",
                         f"use one of {', '.join(chain.strategies)}")

@@ -1,4 +1,4 @@
-"""Program-to-program cleanups run before fusion.
+"""Program-to-program cleanups run before fusion, and `prepare`, the canonical form they give.
 
 `inline_copies` removes pure data-movement ops (transposes, broadcasts, unit-dimension
 reshapes: `T(j,i) = W(i,j)`) by rewriting each consumer's access, so `t6 = sum[k] t2(i,k)*T(k,j)`
@@ -12,7 +12,8 @@ reads `W(j,k)` directly, as a dataflow graph reads a weight in whatever order it
     ...   %t = linalg.transpose ins(%w : tensor<4x3xf32>) outs(%e : tensor<3x4xf32>) permutation = [1, 0]
     ...   %o = tensor.empty() : tensor<2x4xf32>
     ...   %f = linalg.fill ins(%z : f32) outs(%o : tensor<2x4xf32>) -> tensor<2x4xf32>
-    ...   %y = linalg.matmul ins(%x, %t : tensor<2x3xf32>, tensor<3x4xf32>) outs(%f : tensor<2x4xf32>) -> tensor<2x4xf32>
+    ...   %y = linalg.matmul ins(%x, %t : tensor<2x3xf32>, tensor<3x4xf32>)
+    ...                      outs(%f : tensor<2x4xf32>) -> tensor<2x4xf32>
     ...   return %y : tensor<2x4xf32>
     ... }''')
     >>> print(inline_copies(p).ops[0])
@@ -24,7 +25,14 @@ import copy
 
 from .expr import In
 from .program import Access, IndexOp, Program, op_output
-from .verify import verify
+from .reference import _is_identity_init
+from .verify import infer_shapes, verify
+
+
+def prepare(program: Program, shapes: dict | None = None) -> Program:
+    """The canonical form that schedules name ops in: unit-extent variables become constant
+    indices, then copies (transposes, broadcasts, unit reshapes) are inlined."""
+    return inline_copies(drop_unit_variables(program, infer_shapes(program, shapes or {}, allow_dynamic=True)))
 
 
 def _is_copy(op) -> bool:
@@ -75,12 +83,14 @@ def inline_copies(program: Program) -> Program:
     return result
 
 
+def _constant_at(access: Access, unit: set) -> Access:
+    """The access with the variables in `unit` replaced by the constant index 0."""
+    return Access(access.tensor, tuple(0 if i in unit else i for i in access.indices))
+
+
 def drop_unit_variables(program: Program, shapes: dict | None = None) -> Program:
     """Replace index variables of extent 1 by the constant index 0 (`t(i,l) = u(i,l)/6` over a
     5x1 tensor becomes `t(i,0) = u(i,0)/6`), so ops agree on which dimensions they iterate."""
-    from .reference import _is_identity_init
-    from .verify import infer_shapes
-
     shapes = shapes or infer_shapes(program, {}, allow_dynamic=True)
     result = copy.deepcopy(program)
     ops = []
@@ -97,9 +107,9 @@ def drop_unit_variables(program: Program, shapes: dict | None = None) -> Program
         if op.reduce_vars and not _is_identity_init(op.init, op.reduce_kind):
             unit -= set(op.reduce_vars)
         if unit:
-            fix = lambda a: Access(a.tensor, tuple(0 if i in unit else i for i in a.indices))
             reduce_vars = tuple(v for v in op.reduce_vars if v not in unit)
-            op = IndexOp(fix(op.output), tuple(fix(a) for a in op.inputs), op.body, reduce_vars,
+            inputs = tuple(_constant_at(a, unit) for a in op.inputs)
+            op = IndexOp(_constant_at(op.output, unit), inputs, op.body, reduce_vars,
                          op.reduce_kind if reduce_vars else None, op.init if reduce_vars else None, op.loc)
         ops.append(op)
     result.ops = ops

@@ -21,7 +21,7 @@ import numpy as np
 
 def _erf(x):
     try:
-        from scipy.special import erf
+        from scipy.special import erf  # noqa: PLC0415 - scipy.special is slow to import; only erf needs it
         return erf(x)
     except ImportError:  # pragma: no cover - scipy is a dependency
         return np.vectorize(math.erf)(x)

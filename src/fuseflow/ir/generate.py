@@ -13,9 +13,11 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import UserError
 from .program import Program
+from .values import DENSE_LIMIT, check_dense
 
 
 def random_tensor(shape, density: float = 1.0, block=None, rng=None) -> np.ndarray:
@@ -60,6 +62,22 @@ def random_inputs(program: Program, density: float = 0.1, seed: int = 0, shapes:
             raise UserError(f"input {name} has a dynamic shape {tensor.shape}", None,
                             f"give its shape, e.g. shapes={{'{name}': (...)}}")
         sparse = not tensor.format.is_dense
-        data[name] = random_tensor(shape, densities.get(name, density if sparse else 1.0),
-                                   tensor.format.block, rng)
+        share = densities.get(name, density if sparse else 1.0)
+        if sparse and len(shape) == 2 and not tensor.format.block and shape[0] * shape[1] > DENSE_LIMIT:
+            data[name] = random_sparse(shape, share, rng)
+        else:
+            check_dense(shape, f"random input {name}")
+            data[name] = random_tensor(shape, share, tensor.format.block, rng)
     return data
+
+
+def random_sparse(shape, density: float, rng) -> sp.csr_array:
+    """A scipy sparse matrix with about `density` of its entries nonzero, values as
+    `random_tensor`'s, built without a dense array (for inputs too large to be dense)."""
+    if not 0.0 < density <= 1.0:
+        raise UserError(f"density {density} is outside (0, 1]")
+    rows, cols = shape
+    count = max(1, int(round(rows * cols * density)))
+    keys = np.unique(rng.integers(0, rows * cols, size=count))
+    values = rng.uniform(0.1, 1.0, size=keys.shape[0]) * rng.choice([-1.0, 1.0], size=keys.shape[0])
+    return sp.csr_array((values, (keys // cols, keys % cols)), shape=shape)

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .expr import Expr, from_json as expr_from_json
+from .expr import Expr
+from .expr import from_json as expr_from_json
 from .formats import DENSE, LEVEL_FORMATS, TensorFormat
 
 Index = str | int  # a variable name, or the constant index 0 of a unit dimension

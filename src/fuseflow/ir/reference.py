@@ -1,6 +1,9 @@
 """Numpy reference evaluator: the gold result every simulated output is checked against.
 
-It works on dense arrays and is independent of any lowering.
+It is independent of any lowering. Values are dense arrays, except large sparse matrices, which
+stay scipy sparse (`ir.values`): products with them follow their nonzeros (`ir.sparse_eval`),
+so the cost of a graph convolution is edges x features, not nodes². An op with a sparse operand
+outside those forms sees it densified, if that fits in memory.
 
     >>> import numpy as np
     >>> from fuseflow.frontend import from_mlir
@@ -23,8 +26,10 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import UserError
+from . import sparse_eval
 from .expr import Const, In, product_factors
 from .program import IndexOp, Program, ReshapeOp, op_output
+from .values import DENSE_LIMIT, as_value, densify, is_sparse, shape_of
 from .verify import infer_shapes
 
 CHUNK_ELEMENTS = 1 << 25  # largest iteration space evaluated in one piece by the general path
@@ -32,18 +37,13 @@ CHUNK_ELEMENTS = 1 << 25  # largest iteration space evaluated in one piece by th
 
 def to_dense(value, dtype=np.float64) -> np.ndarray:
     """numpy array, scipy.sparse matrix/array, or torch tensor (dense or sparse) -> ndarray."""
-    if hasattr(value, "toarray"):
-        value = value.toarray()
-    elif hasattr(value, "detach"):  # torch
-        value = value.detach()
-        if value.layout != __import__("torch").strided:
-            value = value.to_dense()
-        value = value.cpu().numpy()
-    return np.asarray(value, dtype=dtype)
+    return densify(as_value(value, dtype, dense_limit=1 << 62), dtype=dtype)
 
 
-def bind_inputs(program: Program, tensors: Mapping | None, dtype=np.float64) -> dict[str, np.ndarray]:
-    """Dense arrays for every program input: supplied data first, then known constants."""
+def bind_inputs(program: Program, tensors: Mapping | None, dtype=np.float64,
+                dense_limit: int = DENSE_LIMIT) -> dict:
+    """A value for every program input: supplied data first, then known constants. Large sparse
+    matrices stay sparse (see `ir.values.as_value`), everything else is a dense array."""
     tensors = dict(tensors or {})
     unknown = sorted(set(tensors) - set(program.inputs))
     if unknown:
@@ -52,7 +52,7 @@ def bind_inputs(program: Program, tensors: Mapping | None, dtype=np.float64) -> 
     bound = {}
     for name in program.inputs:
         if name in tensors:
-            bound[name] = to_dense(tensors[name], dtype)
+            bound[name] = as_value(tensors[name], dtype, dense_limit)
         elif name in program.constants:
             bound[name] = np.asarray(program.constants[name], dtype=dtype)
         else:
@@ -62,14 +62,16 @@ def bind_inputs(program: Program, tensors: Mapping | None, dtype=np.float64) -> 
 
 
 def reference(program: Program, tensors: Mapping | None = None, dtype=np.float64,
-              keep_intermediates: bool = False) -> dict[str, np.ndarray]:
-    """Evaluate `program` on dense data; returns its outputs (and intermediates if asked)."""
-    env = bind_inputs(program, tensors, dtype)
-    shapes = infer_shapes(program, {name: a.shape for name, a in env.items()})
+              keep_intermediates: bool = False, dense_limit: int = DENSE_LIMIT) -> dict:
+    """Evaluate `program`; returns its outputs (and intermediates if asked), dense arrays or,
+    for large sparse results, scipy sparse arrays."""
+    env = bind_inputs(program, tensors, dtype, dense_limit)
+    shapes = infer_shapes(program, {name: shape_of(a) for name, a in env.items()})
     for op in program.ops:
         out = op_output(op)
         if isinstance(op, ReshapeOp):
-            env[out] = np.reshape(env[op.input], shapes[out])
+            source = densify(env[op.input], f"input {op.input} of a reshape", dtype)
+            env[out] = np.reshape(source, shapes[out])
         else:
             env[out] = _evaluate(op, env, shapes[out], dtype)
     names = [op_output(op) for op in program.ops] if keep_intermediates else program.outputs
@@ -88,20 +90,34 @@ def _letters(vars_: tuple[str, ...]) -> dict[str, str]:
     return dict(zip(vars_, string.ascii_letters))
 
 
-def _evaluate(op: IndexOp, env, out_shape, dtype) -> np.ndarray:
+def _evaluate(op: IndexOp, env, out_shape, dtype):
+    result = None
+    if any(is_sparse(env[a.tensor]) for a in op.inputs):
+        result = sparse_eval.evaluate(op, env, out_shape, dtype)
+        if result is not None and _is_identity_init(op.init, op.reduce_kind or "sum"):
+            return result
+        env = {**env, **{a.tensor: densify(env[a.tensor], f"operand {a.tensor} of {op}", dtype)
+                         for a in op.inputs if is_sparse(env[a.tensor])}}
+    if result is not None:  # a sparse path's result still to start from `init`
+        result = densify(result, f"the result of {op}", dtype)
+    else:
+        result = _evaluate_dense(op, env, out_shape, dtype)
+    if op.init is not None:
+        init = densify(env[op.init], f"the start of {op}", dtype) if isinstance(op.init, str) else dtype(op.init)
+        combine = {"max": np.maximum, "min": np.minimum}.get(op.reduce_kind, np.add)
+        result = combine(init, result) if op.reduce_vars else result
+    return np.ascontiguousarray(result, dtype=dtype)
+
+
+def _evaluate_dense(op: IndexOp, env, out_shape, dtype) -> np.ndarray:
     factors = product_factors(op.body)
     covered = {v for a in op.inputs for v in a.vars} >= set(op.output.vars)
     if factors is not None and covered and op.reduce_kind in (None, "sum") and any(isinstance(f, In) for f in factors):
         result = _evaluate_product(op, factors, env, dtype)
     else:
         result = _evaluate_general(op, env, dtype, out_shape)
-    result = result.reshape(out_shape) if result.size == int(np.prod(out_shape)) else \
+    return result.reshape(out_shape) if result.size == int(np.prod(out_shape)) else \
         np.broadcast_to(result, out_shape)
-    if op.init is not None:
-        init = env[op.init] if isinstance(op.init, str) else dtype(op.init)
-        combine = {"max": np.maximum, "min": np.minimum}.get(op.reduce_kind, np.add)
-        result = combine(init, result) if op.reduce_vars else result
-    return np.ascontiguousarray(result, dtype=dtype)
 
 
 def _evaluate_product(op: IndexOp, factors, env, dtype) -> np.ndarray:

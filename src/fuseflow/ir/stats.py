@@ -22,18 +22,24 @@ from __future__ import annotations
 import numpy as np
 
 from .formats import TensorFormat
+from .values import densify, entries, is_sparse, nnz, shape_of
 
 
 class DataStats:
-    """Level densities of named dense arrays (the inputs of one data point)."""
+    """Level densities of named arrays (the inputs of one data point): dense arrays, or scipy
+    sparse matrices (whose background is 0), read as they are."""
 
-    def __init__(self, arrays: dict[str, np.ndarray], fills: dict[str, float] | None = None):
-        self.shapes = {name: tuple(np.shape(a)) for name, a in arrays.items()}
+    def __init__(self, arrays: dict, fills: dict[str, float] | None = None):
+        self.shapes = {name: shape_of(a) for name, a in arrays.items()}
         self._masks: dict[str, np.ndarray] = {}
+        self._sparse: dict = {}
         fills = fills or {}
         for name, array in arrays.items():
-            array = np.asarray(array)
             fill = fills.get(name, 0.0)
+            if is_sparse(array) and fill == 0.0:
+                self._sparse[name] = array
+                continue
+            array = densify(array, f"input {name}")
             if fill is None:  # stored everywhere
                 mask = np.ones(array.shape, dtype=bool)
             else:
@@ -43,16 +49,23 @@ class DataStats:
         self._prefix: dict[tuple, list[int]] = {}
 
     def __contains__(self, name: str) -> bool:
-        return name in self._masks
+        return name in self._masks or name in self._sparse
 
     def density(self, name: str) -> float:
         """Fraction of stored entries of the whole tensor."""
+        if name in self._sparse:
+            size = float(np.prod(self.shapes[name], dtype=np.float64))
+            return nnz(self._sparse[name]) / size if size else 0.0
         mask = self._masks[name]
         return float(mask.mean()) if mask.size else 0.0
 
     def nonempty_prefixes(self, name: str, mode_order: tuple) -> list[int]:
         """Number of coordinate prefixes of length k (k = 0..rank) with a stored entry below."""
         key = (name, tuple(mode_order))
+        if key not in self._prefix and name in self._sparse:
+            (rows, cols), _ = entries(self._sparse[name])
+            outer = rows if tuple(mode_order) == (0, 1) else cols
+            self._prefix[key] = [1 if rows.shape[0] else 0, int(np.unique(outer).shape[0]), int(rows.shape[0])]
         if key not in self._prefix:
             mask = self._masks[name]
             tiled = np.transpose(mask, mode_order) if mask.ndim else mask

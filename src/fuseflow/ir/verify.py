@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..errors import UserError
 from .expr import In
-from .program import IndexOp, Program, REDUCE_KINDS, ReshapeOp, op_output
+from .program import REDUCE_KINDS, IndexOp, Program, ReshapeOp, op_output
 
 
 def verify(program: Program) -> None:

@@ -13,16 +13,15 @@ import math
 import warnings
 
 import numpy as np
+import torch
+
+from ..frontend import from_torch
+from ..ir.canonicalize import prepare
+from .gpt3 import bigbird_mask
 
 
 def bigbird_attention(seq: int, d: int, block: int, seed: int = 0):
     """(canonical program, inputs) of one attention head over a BigBird mask of block `block`."""
-    import torch
-
-    from ..frontend import from_torch
-    from ..fusion.compile import prepare
-    from .gpt3 import bigbird_mask
-
     scale = 1.0 / math.sqrt(d)
 
     class Attention(torch.nn.Module):

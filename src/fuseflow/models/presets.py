@@ -58,7 +58,10 @@ def cross_layer(program: Program, tail_line: str, head_line: str) -> list[list[s
     reads it (the next decoder block's LN+QKV)."""
     groups = statement_groups(program)
     ops = {op_output(op): op for op in program.ops}
-    line_of = lambda g: (ops[g[0]].loc or "").rsplit(":", 1)[0]  # file:line of the statement
+
+    def line_of(g):  # file:line of the statement
+        return (ops[g[0]].loc or "").rsplit(":", 1)[0]
+
     merged, used = [], set()
     for k, g in enumerate(groups):
         if k in used:

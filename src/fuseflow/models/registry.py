@@ -11,11 +11,19 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
+from ..data import list_datasets, load_graph
 from ..errors import UserError
-from ..fusion.compile import prepare
+from ..frontend import from_torch
+from ..ir.canonicalize import prepare
 from ..ir.program import Program
+from ..schedule.schedule import statement_groups
+from .gcn import GCN
+from .gpt3 import GPT3_DEEP, GPT3_MINI, GPT3_SMALL, GPT3_TINY, GPT3_WIDE, GPT3BigBird, bigbird_mask
+from .graphsage import GraphSAGE
 from .presets import as_schedule, cross_layer, reference_unfused
+from .sae import BATCH, SAE_SIZES, SparseAutoencoder
 
 MODELS = ("gcn", "graphsage", "sae", "gpt3-bigbird")
 GPT3_CONFIGS = ("tiny", "mini", "wide", "deep", "small")  # gpt3.py's GPT3_* sizes, smallest first
@@ -43,13 +51,6 @@ WEIGHT_DENSITY = 0.4
 
 def _graph_case(name: str, dataset, scale: float, seed: int, hidden: int, data_dir=None, budget=None,
                 weight_density: float = WEIGHT_DENSITY) -> ModelCase:
-    import torch
-
-    from ..data import load_graph
-    from ..frontend import from_torch
-    from .gcn import GCN
-    from .graphsage import GraphSAGE
-
     synthetic = str(dataset).startswith("synthetic:")
     graph = load_graph(dataset, scale=scale, seed=seed, budget=budget) if synthetic else \
         load_graph(dataset, data_dir=data_dir, budget=budget)
@@ -72,15 +73,10 @@ def _graph_case(name: str, dataset, scale: float, seed: int, hidden: int, data_d
                                      formats={"A": "compressed,compressed",
                                               **({n: "compressed,compressed;order=1,0" for n in weights}
                                                  if weight_density < 1 else {})}))
-    return ModelCase(name, graph.name, program, {"A": A.toarray(), "X": features})
+    return ModelCase(name, graph.name, program, {"A": A, "X": features})
 
 
 def _sae_case(size: str, seed: int, density: float) -> ModelCase:
-    import torch
-
-    from ..frontend import from_torch
-    from .sae import BATCH, SAE_SIZES, SparseAutoencoder
-
     if size not in SAE_SIZES:
         raise UserError(f"unknown autoencoder size {size!r}", "--dataset", f"use one of {', '.join(SAE_SIZES)}")
     features, hidden = SAE_SIZES[size]
@@ -95,11 +91,6 @@ def _sae_case(size: str, seed: int, density: float) -> ModelCase:
 
 
 def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
-    import torch
-
-    from ..frontend import from_torch
-    from .gpt3 import GPT3_DEEP, GPT3_MINI, GPT3_SMALL, GPT3_TINY, GPT3_WIDE, GPT3BigBird, bigbird_mask
-
     configs = dict(zip(GPT3_CONFIGS, (GPT3_TINY, GPT3_MINI, GPT3_WIDE, GPT3_DEEP, GPT3_SMALL)))
     cfg = configs.get(config)
     if cfg is None:
@@ -130,8 +121,6 @@ def datasets_of(name: str) -> list[str]:
     >>> datasets_of("gpt3-bigbird")
     ['tiny', 'mini', 'wide', 'deep', 'small']
     """
-    from ..data import list_datasets
-
     if name in ("gcn", "graphsage"):
         return list_datasets()
     return list({"sae": SAE_DATASETS, "gpt3-bigbird": GPT3_CONFIGS}.get(name, ()))
@@ -145,8 +134,6 @@ def build(name: str, dataset=None, *, scale: float = 1.0, seed: int = 0, block: 
     config for gpt3-bigbird (tiny, mini, wide, deep, small).
     gpt3-bigbird's presets run blocked with tiles of its BigBird block size (`block=B`); its
     `<preset>-unblocked` presets run the same groups on scalar streams."""
-    from ..schedule.schedule import statement_groups
-
     if name in ("gcn", "graphsage"):
         case = _graph_case(name, "karate" if dataset is None else dataset, scale, seed, hidden, data_dir, budget)
     elif name == "sae":

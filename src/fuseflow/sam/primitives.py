@@ -54,9 +54,10 @@ PRIMITIVES: dict[str, Primitive] = {p.kind: p for p in [
         Level scanner. For each input `Val(r)`: emit the coordinates of fiber r with their positions,
         then `S0`. Compressed: positions seg[r]..seg[r+1], coordinates crd[p]. Dense: coordinates
         0..dim-1, positions r*dim + c; with a `stride` (a dense tensor visited out of its stored
-        level order, each level adding its coordinate times its stride), positions r + c*stride. `N` (a missing parent) gives an empty fiber (just `S0`) on
-        a compressed level and the full fiber 0..dim-1 with `N` positions on a dense level, so a
-        dense level always holds every coordinate. `Sn` becomes `S(n+1)`.
+        level order, each level adding its coordinate times its stride), positions r + c*stride.
+        `N` (a missing parent) gives an empty fiber (just `S0`) on a compressed level and the full
+        fiber 0..dim-1 with `N` positions on a dense level, so a dense level always holds every
+        coordinate. `Sn` becomes `S(n+1)`.
         Example (seg=[0,2,3], crd=[5,7,6]): refs `0 1 S0 D` -> crd `5 7 S0 6 S0 S1 D`,
         refs `0 1 S0 2 S0 S1 D`."""),
     _p("locate", {"crd": "crd", "ref": "ref"}, {"ref": "ref"}, ("tensor", "level", "dim", "stride"), doc="""

@@ -1,4 +1,4 @@
 """Schedules: fusion groups, dataflow orders and storage formats."""
-from .schedule import Schedule
+from .schedule import OrderChoice, Schedule
 
-__all__ = ["Schedule"]
+__all__ = ["OrderChoice", "Schedule"]

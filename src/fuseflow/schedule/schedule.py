@@ -9,7 +9,7 @@ A schedule is a printable, parsable string of whitespace-separated items:
   listed get a group each);
 - `order=i,k,j` or `order=#3` for group 0, `order.1=...` for group 1 (by name, or an index into
   the group's valid orders, as `fuseflow orders` lists them); without one, a group takes the
-  valid order with the least estimated work (`fusion.nesting.default_order`): by sizes alone,
+  valid order with the least estimated work (`fusion.search.default_order`): by sizes alone,
   or weighed by the inputs' densities when data is known (studies and sweeps);
 - `format.T=compressed,compressed` or `format.T=dense,dense;order=1,0` for a tensor that is
   written between kernels (or an input's storage);
@@ -20,11 +20,13 @@ A schedule is a printable, parsable string of whitespace-separated items:
   (its data is laid out to match, so every order of the variables is open); the default
   `layout=declared` keeps each input's declared mode order and so constrains the orders;
 - `par=i:4` (group 0) or `par.1=i:4` (group 1): deal the iterations of variable i over 4 fork/join
-  lanes; `par=i:4,j:4` parallelizes two levels, outer first (`fusion.parallel`).
+  lanes; `par=i:4,j:4` parallelizes two levels, outer first (`sam.parallel`).
 
     >>> s = Schedule.parse("fusion=[a,b][c] order.1=j,i format.b=dense,compressed par.1=j:2,i:4")
-    >>> s.groups, s.orders, s.pars, str(s)
-    ([['a', 'b'], ['c']], {1: 'j,i'}, {1: [('j', 2), ('i', 4)]}, 'fusion=[a,b][c] order.1=j,i format.b=dense,compressed par.1=j:2,i:4')
+    >>> s.groups, s.orders[1].vars, s.pars
+    ([['a', 'b'], ['c']], ('j', 'i'), {1: [('j', 2), ('i', 4)]})
+    >>> str(s)
+    'fusion=[a,b][c] order.1=j,i format.b=dense,compressed par.1=j:2,i:4'
     >>> str(Schedule.parse("unfused block=32"))
     'unfused block=32'
 """
@@ -40,6 +42,32 @@ from ..ir.formats import TensorFormat
 from ..ir.program import IndexOp, Program, op_output
 
 
+@dataclass(frozen=True)
+class OrderChoice:
+    """A group's dataflow order as a schedule gives it: its variables in order (`order.N=i,k,j`),
+    or `index`, a position in the group's list of valid orders (`order.N=#3`).
+
+        >>> OrderChoice.parse("#3", 0).index, OrderChoice.parse("i,k,j", 0).vars
+        (3, ('i', 'k', 'j'))
+    """
+
+    vars: tuple[str, ...] = ()
+    index: int | None = None
+
+    @staticmethod
+    def parse(text: str, group: int) -> OrderChoice:
+        if text.startswith("#"):
+            try:
+                return OrderChoice(index=int(text[1:]))
+            except ValueError:
+                raise UserError(f"order {text!r} of group {group} is not #N or a list of variables",
+                                "schedule") from None
+        return OrderChoice(vars=tuple(v.strip() for v in text.split(",")))
+
+    def __str__(self) -> str:
+        return f"#{self.index}" if self.index is not None else ",".join(self.vars)
+
+
 @dataclass
 class Schedule:
     """A parsed schedule string (grammar above, and `fuseflow help schedules`): fusion groups,
@@ -47,7 +75,7 @@ class Schedule:
 
     fusion: str = "full"  # unfused | full | partial | groups
     groups: list[list[str]] = field(default_factory=list)
-    orders: dict[int, str] = field(default_factory=dict)
+    orders: dict[int, OrderChoice] = field(default_factory=dict)
     formats: dict[str, str] = field(default_factory=dict)
     layout: str = "declared"
     pars: dict[int, list[tuple[str, int]]] = field(default_factory=dict)  # group -> [(var, lanes)], outer first
@@ -84,7 +112,8 @@ class Schedule:
                     raise UserError(f"cannot read groups {value!r}", "schedule", "write fusion=[t1,t2][t3]")
                 s.fusion, s.groups = "groups", [[n for n in g.split(",") if n] for g in groups]
             elif key == "order" or key.startswith("order."):
-                s.orders[_group_number(item, "0" if key == "order" else key[6:], "order.1=i,j,k")] = value
+                group = _group_number(item, "0" if key == "order" else key[6:], "order.1=i,j,k")
+                s.orders[group] = OrderChoice.parse(value, group)
             elif (key == "par" or key.startswith("par.")) and sep:
                 group = _group_number(item, "0" if key == "par" else key[4:], "par.1=i:4")
                 s.pars[group] = parse_par(value, item)

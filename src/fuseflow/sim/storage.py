@@ -81,7 +81,7 @@ class Level:
         return rows, self.crd[pos], pos
 
 
-def _entries(levels: list[Level]) -> tuple[np.ndarray, list[np.ndarray]]:
+def level_entries(levels: list[Level]) -> tuple[np.ndarray, list[np.ndarray]]:
     """Positions of the last level's entries and their coordinates, level by level."""
     pos = np.zeros(1, dtype=np.int64)
     coords: list[np.ndarray] = []
@@ -125,7 +125,7 @@ def _decode(levels: list[Level], vals, shape, mode_order, fill: float = 0.0, blo
             raise ValueError(f"dense level {k} has dim {level.dim}, the shape needs {dims[k]}")
     vals = np.asarray(vals if vals is not None else [], dtype=np.float64)
     tile = vals.shape[1:]  # () for scalars, the block shape for tiles
-    pos, coords = _entries(levels)
+    pos, coords = level_entries(levels)
     n_pos = (len(levels[-1].crd) if levels[-1].is_compressed else int(pos.max(initial=-1)) + 1) if levels else 1
     if len(vals) != n_pos:
         raise ValueError(f"{len(vals)} values for {n_pos} positions of the last level")
@@ -190,6 +190,64 @@ class StoredTensor:
         else:
             vals[:] = tiled
         return StoredTensor(levels, vals, tuple(array.shape), fmt, fill)
+
+    @staticmethod
+    def from_value(value, fmt: TensorFormat, fill: float = 0.0) -> "StoredTensor":
+        """Storage of a dense array, or of a scipy sparse matrix without making it dense."""
+        from ..ir.values import entries, is_sparse
+
+        if not is_sparse(value) or fill != 0.0:
+            return StoredTensor.from_dense(np.asarray(value.toarray() if is_sparse(value) else value), fmt, fill)
+        coords, vals = entries(value)
+        return StoredTensor.from_entries(tuple(value.shape), coords, vals, fmt, fill)
+
+    @staticmethod
+    def from_entries(shape, coords: list[np.ndarray], vals: np.ndarray, fmt: TensorFormat,
+                     fill: float = 0.0) -> "StoredTensor":
+        """Storage of the entries (coordinates per dimension, values) that differ from `fill`;
+        as `from_dense` of the array they describe."""
+        shape = tuple(int(s) for s in shape)
+        rank, block = len(shape), tuple(fmt.block or ())
+        if fmt.rank != rank:
+            raise ValueError(f"format {fmt} has {fmt.rank} levels, the tensor has {rank} dims")
+        coords = [np.asarray(c, dtype=np.int64) for c in coords]
+        vals = np.asarray(vals, dtype=np.float64)
+        dims = shape
+        inner = None
+        if block:  # levels over the grid of blocks; each entry lands at an offset in its tile
+            dims = _blocks(shape, block)
+            inner = [c % b for c, b in zip(coords, block)]
+            coords = [c // b for c, b in zip(coords, block)]
+        lc = [coords[m] for m in fmt.mode_order]
+        ldims = [dims[m] for m in fmt.mode_order]
+        order = np.lexsort(lc[::-1]) if rank else np.zeros(len(vals), dtype=np.int64)
+        lc = [c[order] for c in lc]
+        pos = np.zeros(len(vals), dtype=np.int64)
+        n_pos = 1
+        levels = []
+        for k, lf in enumerate(fmt.levels):
+            if lf.is_compressed:
+                key = pos * ldims[k] + lc[k]  # sorted: parents in order, coordinates within
+                first = np.ones(len(key), dtype=bool)
+                first[1:] = key[1:] != key[:-1]
+                crd = lc[k][first]
+                parents = pos[first]
+                seg = np.concatenate([[0], np.cumsum(np.bincount(parents, minlength=n_pos))]) if n_pos \
+                    else np.zeros(1, dtype=np.int64)
+                levels.append(Level("compressed", ldims[k], seg, crd))
+                pos = np.cumsum(first) - 1
+                n_pos = int(first.sum())
+            else:
+                levels.append(Level("dense", ldims[k]))
+                pos = pos * ldims[k] + lc[k]
+                n_pos *= ldims[k]
+        out = np.full((n_pos,) + block, fill, dtype=np.float64)
+        if block:
+            offsets = tuple(c[order] for c in inner)
+            out[(pos,) + offsets] = vals[order]
+        else:
+            out[pos] = vals[order]
+        return StoredTensor(levels, out, shape, fmt, fill)
 
     def to_dense(self, shape=None) -> np.ndarray:
         shape = self.shape if shape is None else shape

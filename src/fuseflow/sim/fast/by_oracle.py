@@ -33,7 +33,7 @@ class OracleRunner(Runner):
         self.left: dict = {}
 
     def _source(self, port: str):
-        """The input whose stream an output passes on (payloads, broadcast, fork, join)."""
+        """The input whose stream an output passes on (payloads, broadcast, fork, join's first lane)."""
         if port.startswith("pay") and port in self.ins:
             return self.in_ch[self.ins.index(port)]
         return self.in_ch[0] if self.in_ch else None
@@ -43,6 +43,8 @@ class OracleRunner(Runner):
         if kind in _INT_KINDS:
             return np.int64
         if kind in (PAYLOAD, ANY) and self._source(port) is not None:
+            if self.kind == "join":  # lanes of ints and floats give floats
+                return np.result_type(*[ch.dtype for ch in self.in_ch])
             return self._source(port).dtype
         return np.float64
 
