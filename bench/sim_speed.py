@@ -100,7 +100,6 @@ def spmm(n, f, enc="CSR", xenc="", yenc=""):
 
 def _problem(case: str, quick: bool, scale: float = 1.0):
     """(label, program text, schedule, data maker, scipy product maker) of a case."""
-    import numpy as np
     import scipy.sparse as sp
 
     import fuseflow
