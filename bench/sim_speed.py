@@ -118,7 +118,7 @@ def _problem(case: str, quick: bool, scale: float = 1.0):
 
         return (f"SpMM {n}x{n} CSR at {density:.0%} x dense {n}x16, order {sched}: {what}",
                 spmm(n, 16), f"full layout=induced order={sched}", data,
-                lambda d: (lambda A=sp.csr_matrix(d["A"]), X=d["X"]: A @ X))
+                lambda d: _product(d["A"], d["X"]))
     if case.startswith("spmv"):
         enc = case.split("-")[1].upper()
 
@@ -126,7 +126,7 @@ def _problem(case: str, quick: bool, scale: float = 1.0):
             return fuseflow.random_inputs(program, density=0.05, seed=1)
 
         return (f"SpMV {n}x{n} {enc} at 5% x dense {n}", SPMV.format(n=n, levels=LEVELS[enc]),
-                "full layout=induced", data, lambda d: (lambda A=sp.csr_matrix(d["A"]), x=d["x"]: A @ x))
+                "full layout=induced", data, lambda d: _product(d["A"], d["x"]))
     if case == "spgemm-outer":
         dcsr = ", #SP"
 
@@ -136,8 +136,16 @@ def _problem(case: str, quick: bool, scale: float = 1.0):
         return (f"SpGEMM {n}x{n} DCSR at 5% x {n}x{n} DCSR at 5% into DCSR, order j,i,k (outer products: the "
                 "reduction j outermost, an order-2 accumulator)",
                 spmm(n, n, "DCSR", dcsr, dcsr), "full layout=induced order=j,i,k", data,
-                lambda d: (lambda A=sp.csr_matrix(d["A"]), B=sp.csr_matrix(d["X"]): A @ B))
+                lambda d: _product(d["A"], sp.csr_matrix(d["X"])))
     raise SystemExit(f"unknown case {case}")
+
+
+def _product(left, right):
+    """scipy's product of the operands, converted beforehand (left to CSR)."""
+    import scipy.sparse as sp
+
+    a = sp.csr_matrix(left)
+    return lambda: a @ right
 
 
 def _engine_runs(compiled, data, chunk):
