@@ -125,7 +125,7 @@ def _problem(case: str, quick: bool, scale: float = 1.0):
         def data(program):
             return fuseflow.random_inputs(program, density=0.05, seed=1)
 
-        return (f"SpMV {n}x{n} {enc} at 5% x dense {n}", SPMV.format(n=n, levels=LEVELS[enc]),
+        return (f"SpMV {n}x{n} {enc} at 5% x dense {n}", SPMV.format(n=n, levels=LEVELS[enc].replace("k :", "j :")),
                 "full layout=induced", data, lambda d: _product(d["A"], d["x"]))
     if case == "spgemm-outer":
         dcsr = ", #SP"
