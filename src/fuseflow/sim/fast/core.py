@@ -33,8 +33,9 @@ from ..oracle.arith import NAN
 from ..oracle.context import _Ctx
 from ..tiles import TileSpec
 
-# status of a kernel call
-WAIT_IN, WAIT_OUT, DONE, FAIL, GROW = 1, 2, 3, 4, 5
+# status of a kernel call (YIELD: an accumulator's event log is full; the runner empties it)
+WAIT_IN, WAIT_OUT, DONE, FAIL, GROW, YIELD = 1, 2, 3, 4, 5, 6
+ACC, EMIT = 0, 1  # kinds of an accumulator's logged events (tiles.accumulate replays them)
 # state slots
 T, II, STEPS, FLOPS, READS, WRITES, WORDS, PORT, NEED, FREE = range(10)
 STATE_SLOTS = 24
