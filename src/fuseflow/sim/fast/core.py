@@ -207,6 +207,13 @@ class Runner:
         """The consume-time array of reader number `reader` of channel `ch`."""
         return next(x.cons for x in ch.readers if x.index == reader)
 
+    def reader_objects(self) -> list:
+        """The `channel.Reader` of each input (looked up once)."""
+        if getattr(self, "_reader_objects", None) is None:
+            self._reader_objects = [next(x for x in ch.readers if x.index == r)
+                                    for ch, r in zip(self.in_ch, self.readers)]
+        return self._reader_objects
+
     def args(self) -> tuple:
         if self._args is None:
             ports = []

@@ -251,8 +251,7 @@ class Engine:
 
     def count_consumed(self, r: Runner, before_in, finished: bool) -> None:
         t = self.tables
-        for ch, x, b in zip(r.in_ch, r.readers, before_in):
-            reader = next(y for y in ch.readers if y.index == x)
+        for ch, x, b, reader in zip(r.in_ch, r.readers, before_in, r.reader_objects()):
             if self.record_consumed:
                 self.consumed.setdefault(x, []).extend(reader.cons[b:ch.cursor(x)].tolist())
             while True:
