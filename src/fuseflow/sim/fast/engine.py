@@ -39,10 +39,10 @@ from .core import DONE, FAIL, GROW, STEPS, WAIT_IN, WAIT_OUT, YIELD, NeedOracle,
 from .runners import RUNNERS
 from .stream import token_list
 
-DEFAULT_CHUNK = 1 << 16  # tokens a channel buffers before its producer waits
+DEFAULT_CHUNK = 1 << 18  # tokens a channel buffers before its producer waits
 FIRST_SIZE = 1 << 10  # a buffer's first size: it doubles up to the chunk while its producer waits
 CHECK_EVERY = 16 << 20  # bytes allocated between two checks against the memory budget
-CHANNEL_BYTES = 256 << 20  # what the buffers of one kernel may take before their size is lowered
+CHANNEL_BYTES = 1 << 30  # what the buffers of one kernel may take before their size is lowered
 TILE_CHANNEL_BYTES = 16 << 20  # one channel of tiles
 MIN_CHUNK = 64
 
