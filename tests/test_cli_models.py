@@ -111,4 +111,4 @@ def test_help_lists_what_each_model_takes():
 def test_study_help_names_the_gpt3_configs(capsys):
     assert main(["study", "fusion", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "gpt3-bigbird: tiny, mini, wide, deep, small" in text and "URL.npz#sha256=HEX" in text
+    assert "gpt3-bigbird: tiny, mini, wide, deep, small, small2" in text and "URL.npz#sha256=HEX" in text

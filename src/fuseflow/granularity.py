@@ -18,6 +18,7 @@ from .explore.plot import study_chart
 from .explore.progress import RunProgress, is_terminal, numba_notice
 from .fusion.compile import compile_schedule
 from .memory import MemoryLimitError
+from .models.gpt3 import model_cycles
 from .pipeline import simulate
 from .report.notebook import table_html
 from .schedule.schedule import Schedule
@@ -27,6 +28,7 @@ COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycle
            ("speedup", "speedup", "{:.2f}x"), ("flops_ratio", "FLOPs/unf", "{:.2f}"),
            ("mem_ratio", "mem/unf", "{:.2f}"), ("max_occupancy", "max fifo", "{:,}"),
            ("verified", "verified", "{}"), ("wall", "wall s", "{:.1f}")]
+MODEL_CYCLES = ("model_cycles", "model cycles", "{:,}")  # a few decoders scaled to the whole model
 RATIOS = ("speedup", "flops_ratio", "mem_ratio")
 
 
@@ -84,12 +86,18 @@ def _simulate_row(case, name: str, compiled, est, engine: str, progress: bool, o
             raise
         return _skipped_row(case, name, compiled, est, f"would not fit in memory: {err.one_line()}",
                             time.perf_counter() - start)
-    return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": result.schedule,
-            "kernels": len(result.kernels), "cycles": result.cycles, "flops": result.flops,
-            "mem": result.mem_reads + result.mem_writes, "max_occupancy": result.max_occupancy,
-            "verified": result.verified, "max_abs_error": result.max_abs_error,
-            "wall": time.perf_counter() - start, "est_cycles": est.cycles, "est_flops": est.flops,
-            "est_mem": est.reads + est.writes}
+    return _result_row(case, name, result, est, time.perf_counter() - start)
+
+
+def _result_row(case, name: str, result, est, wall: float) -> dict:
+    row = {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": result.schedule,
+           "kernels": len(result.kernels), "cycles": result.cycles, "flops": result.flops,
+           "mem": result.mem_reads + result.mem_writes, "max_occupancy": result.max_occupancy,
+           "verified": result.verified, "max_abs_error": result.max_abs_error, "wall": wall,
+           "est_cycles": est.cycles, "est_flops": est.flops, "est_mem": est.reads + est.writes}
+    if getattr(case, "layers", None):  # a few decoders standing for the whole model
+        row["model_cycles"] = model_cycles(name, [k.cycles for k in result.kernels], *case.layers)
+    return row
 
 
 def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
@@ -132,9 +140,11 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
 
 
 def _add_ratios(rows: list[dict], estimates: list) -> None:
-    """Speedup, FLOPs and memory relative to the first row: measured where both were simulated,
-    else the heuristic's estimates of both (marked `estimated_ratios`, shown with `~`)."""
+    """Speedup, FLOPs and memory relative to the first row: measured where both were simulated
+    (whole-model cycles where a case stands for a larger model), else the heuristic's estimates
+    of both (marked `estimated_ratios`, shown with `~`)."""
     base, base_est = rows[0], estimates[0]
+    key = "model_cycles" if "model_cycles" in base else "cycles"
     for row, est in zip(rows, estimates):
         row["speedup"] = row["flops_ratio"] = row["mem_ratio"] = None
         if row.get("error") or base.get("error"):
@@ -145,7 +155,7 @@ def _add_ratios(rows: list[dict], estimates: list) -> None:
                        flops_ratio=est.flops / base_est.flops if base_est.flops else float("nan"),
                        mem_ratio=(est.reads + est.writes) / mem if mem else float("nan"), estimated_ratios=True)
             continue
-        row["speedup"] = base["cycles"] / row["cycles"] if row["cycles"] else float("nan")
+        row["speedup"] = base[key] / row[key] if row[key] else float("nan")
         row["flops_ratio"] = row["flops"] / base["flops"] if base["flops"] else float("nan")
         row["mem_ratio"] = row["mem"] / base["mem"] if base["mem"] else float("nan")
 
@@ -168,17 +178,26 @@ def same_schedules(case, names) -> list[tuple[str, str]]:
     return pairs
 
 
-def _cells(row: dict) -> list[str]:
-    """A row's cells in COLUMNS' order: `-` where it has no value, `~` before estimated ratios."""
+def _columns(rows: list[dict]) -> list[tuple]:
+    """COLUMNS, with the whole model's cycles after the cycles when the rows have them."""
+    if not any(row.get("model_cycles") for row in rows):
+        return COLUMNS
+    at = [key for key, _, _ in COLUMNS].index("cycles") + 1
+    return COLUMNS[:at] + [MODEL_CYCLES] + COLUMNS[at:]
+
+
+def _cells(row: dict, columns=COLUMNS) -> list[str]:
+    """A row's cells in the columns' order: `-` where it has no value, `~` before estimated ratios."""
     return [("~" if row.get("estimated_ratios") and key in RATIOS else "")
-            + (fmt.format(row[key]) if row.get(key) is not None else "-") for key, _, fmt in COLUMNS]
+            + (fmt.format(row[key]) if row.get(key) is not None else "-") for key, _, fmt in columns]
 
 
 def format_table(rows: list[dict]) -> str:
     """The study as a text table; ratios of heuristic estimates (a schedule not simulated, or
     every row when the first was not) are marked `~`."""
-    cells = [_cells(row) for row in rows]
-    headers = [title for _, title, _ in COLUMNS]
+    columns = _columns(rows)
+    cells = [_cells(row, columns) for row in rows]
+    headers = [title for _, title, _ in columns]
     widths = [max(len(h), *(len(c[k]) for c in cells)) for k, h in enumerate(headers)]
     lines = ["  ".join(h.rjust(w) if k else h.ljust(w) for k, (h, w) in enumerate(zip(headers, widths)))]
     for c in cells:
@@ -207,9 +226,10 @@ class StudyTable(list):
 
     def _repr_html_(self) -> str:
         text = format_table(list(self)).splitlines()
-        cells = [[html.escape(c) for c in _cells(row)] for row in self]
+        columns = _columns(list(self))
+        cells = [[html.escape(c) for c in _cells(row, columns)] for row in self]
         notes = "".join(f"<div>{html.escape(n)}</div>" for n in text[len(self) + 1:])
-        return f"<div>{table_html([title for _, title, _ in COLUMNS], cells)}{notes}</div>"
+        return f"<div>{table_html([title for _, title, _ in columns], cells)}{notes}</div>"
 
     def plot(self, path: str) -> str:
         """Draw the study's chart (speedup, FLOPs and memory relative to the first row) to `path`."""

@@ -20,13 +20,14 @@ from ..ir.canonicalize import prepare
 from ..ir.program import Program
 from ..schedule.schedule import statement_groups
 from .gcn import GCN
-from .gpt3 import GPT3_DEEP, GPT3_MINI, GPT3_SMALL, GPT3_TINY, GPT3_WIDE, GPT3BigBird, bigbird_mask
+from .gpt3 import GPT3_DEEP, GPT3_MINI, GPT3_SMALL, GPT3_SMALL2, GPT3_TINY, GPT3_WIDE, GPT3BigBird, bigbird_mask
 from .graphsage import GraphSAGE
 from .presets import as_schedule, cross_layer, reference_unfused
 from .sae import BATCH, SAE_SIZES, SparseAutoencoder
 
 MODELS = ("gcn", "graphsage", "sae", "gpt3-bigbird")
-GPT3_CONFIGS = ("tiny", "mini", "wide", "deep", "small")  # gpt3.py's GPT3_* sizes, smallest first
+# gpt3.py's GPT3_* sizes, smallest first; small2: two decoders of small standing for its twelve
+GPT3_CONFIGS = ("tiny", "mini", "wide", "deep", "small", "small2")
 SAE_DATASETS = ("small", "imagenet", "nih-cxr", "luna16")  # sae.py's SAE_SIZES
 BLOCKED_MODELS = ("gpt3-bigbird",)  # presets run blocked (block=B, tiles of the BigBird block size)
 
@@ -42,6 +43,7 @@ class ModelCase:
     inputs: dict[str, np.ndarray]
     presets: dict[str, str] = field(default_factory=dict)
     note: str = ""
+    layers: tuple[int, int] | None = None  # (decoders simulated, decoders of the model they stand for)
 
 
 # graph models' weights: the reference generates them with 60% zeros and stores them compressed,
@@ -91,7 +93,7 @@ def _sae_case(size: str, seed: int, density: float) -> ModelCase:
 
 
 def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
-    configs = dict(zip(GPT3_CONFIGS, (GPT3_TINY, GPT3_MINI, GPT3_WIDE, GPT3_DEEP, GPT3_SMALL)))
+    configs = dict(zip(GPT3_CONFIGS, (GPT3_TINY, GPT3_MINI, GPT3_WIDE, GPT3_DEEP, GPT3_SMALL, GPT3_SMALL2)))
     cfg = configs.get(config)
     if cfg is None:
         raise UserError(f"unknown GPT-3 config {config!r}", "--dataset", f"use one of {', '.join(GPT3_CONFIGS)}")
@@ -107,7 +109,8 @@ def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
                                      torch.tensor(mask, dtype=torch.float32).to_sparse_csr(),
                                      formats={"M": "compressed,compressed"}))
     case = ModelCase("gpt3-bigbird", f"{config}-b{block}", program, {"x": x, "M": mask},
-                     note=f"mask density {mask.mean():.3f}")
+                     note=f"mask density {mask.mean():.3f}",
+                     layers=(cfg["layers"], GPT3_SMALL["layers"]) if config == "small2" else None)
     lines, first = inspect.getsourcelines(GPT3BigBird.forward)
     line_of = {key: f"gpt3.py:{first + k}" for k, text in enumerate(lines)
                for key in ("block.qkv(", "block.tail(") if key in text}
@@ -119,7 +122,7 @@ def datasets_of(name: str) -> list[str]:
     """What `build(name, dataset=...)` accepts by name (graph models also take files and URLs).
 
     >>> datasets_of("gpt3-bigbird")
-    ['tiny', 'mini', 'wide', 'deep', 'small']
+    ['tiny', 'mini', 'wide', 'deep', 'small', 'small2']
     """
     if name in ("gcn", "graphsage"):
         return list_datasets()
