@@ -124,11 +124,32 @@ def _stored_inputs(kernel, values: dict, written: dict) -> dict:
     for name, meta in kernel.graph.tensors.items():
         if meta["role"] == "input":
             source = meta.get("source", name)
-            if source not in values:
+            if source not in values and source not in written:
                 raise UserError(f"kernel {kernel.index} reads {source}, which nothing computed")
             stored[name] = (_as_written(written.get(source), meta)
-                            or StoredTensor.from_value(values[source], _format(meta), meta.get("fill", 0.0)))
+                            or StoredTensor.from_value(_value(source, values, written), _format(meta),
+                                                       meta.get("fill", 0.0)))
     return stored
+
+
+def _value(name: str, values: dict, written: dict):
+    """A tensor's value: given, or decoded (once) from what its kernel wrote."""
+    if name not in values:
+        values[name] = decode(*written[name])
+    return values[name]
+
+
+def _last_reads(compiled) -> dict[str, int]:
+    """The index of the last kernel that reads each tensor."""
+    last = {}
+    for k, kernel in enumerate(compiled.kernels):
+        if kernel.is_reshape:
+            last[compiled.program.producer(kernel.group[0]).input] = k
+            continue
+        for name, meta in kernel.graph.tensors.items():
+            if meta["role"] == "input":
+                last[meta.get("source", name)] = k
+    return last
 
 
 def _engine_options(run_graph_fn, budget, on_events) -> dict:
@@ -141,44 +162,62 @@ def _engine_options(run_graph_fn, budget, on_events) -> dict:
 
 
 def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run_graph,
-            on_kernel=None, *, budget=None, on_events=None, on_run=None) -> ScheduleRun:
+            on_kernel=None, *, budget=None, on_events=None, on_run=None, keep_values: bool = True) -> ScheduleRun:
     """Run every kernel in order; `on_kernel(done, total)` is called after each one, and
     `on_run(graph, graph_run)` with each kernel's whole result (per-node statistics). With a
     `budget` (`fuseflow.memory.Budget`), a kernel estimated beyond it stops before it runs
     (MemoryLimitError naming it) and the engine checks what it allocates as it runs;
-    `on_events(done)` reports token events within a kernel."""
+    `on_events(done)` reports token events within a kernel. Without `keep_values`, an
+    intermediate is freed after the last kernel that reads it (`values` then holds the
+    outputs only)."""
     program = compiled.program
     values = bind_inputs(program, inputs)
     result = ScheduleRun({})
-    written: dict = {}  # tensors earlier kernels wrote, as they wrote them
+    written: dict = {}  # tensors earlier kernels wrote, as they wrote them (decoded when needed)
     options = _engine_options(run_graph_fn, budget, on_events)
-    for kernel in compiled.kernels:
+    last = _last_reads(compiled)
+    for k, kernel in enumerate(compiled.kernels):
         if kernel.is_reshape:
             op = program.producer(kernel.group[0])
-            values[op.output] = np.reshape(densify(values[op.input], f"input {op.input} of a reshape"),
-                                           program.tensors[op.output].shape)
+            source = densify(_value(op.input, values, written), f"input {op.input} of a reshape")
+            values[op.output] = np.reshape(source, program.tensors[op.output].shape)
             result.kernels.append(KernelRun(kernel.index, f"k{kernel.index}:reshape", 0, {}))
         else:
-            graph = kernel.graph
-            stored = _stored_inputs(kernel, values, written)
-            if budget is not None:
-                budget.check(footprint(graph), f"kernel k{kernel.index} ({graph.name})")
-            run = run_graph_fn(graph, stored, hw, **options)
-            if on_run is not None:
-                on_run(graph, run)
-            if hw is not None and hw.channel_depth is not None:
-                from .sim.bounded import bounded_cycles
-
-                run.cycles = bounded_cycles(graph, stored, hw.channel_depth, hw)
-            for name, meta in graph.tensors.items():
-                if meta["role"] == "output":
-                    values[name] = decode(run.written[name], meta)
-                    written[name] = (run.written[name], meta)
-            result.kernels.append(KernelRun(kernel.index, graph.name, run.cycles, dict(run.counters),
-                                            sum(run.stream_tokens.values()),
-                                            max((run.max_occupancy or {}).values(), default=0)))
+            result.kernels.append(_run_kernel(kernel, values, written, hw, run_graph_fn, options, budget, on_run))
+        if not keep_values:
+            _free(program, k, last, values, written)
         if on_kernel is not None:
             on_kernel(len(result.kernels), len(compiled.kernels))
-    result.outputs = {name: values[name] for name in program.outputs}
-    result.values = values
+    result.outputs = {name: _value(name, values, written) for name in program.outputs}
+    result.values = {n: _value(n, values, written) for n in (*values, *written)} if keep_values \
+        else dict(result.outputs)
     return result
+
+
+def _run_kernel(kernel, values, written, hw, run_graph_fn, options, budget, on_run) -> KernelRun:
+    """Store the kernel's inputs, run its graph, and keep what it wrote."""
+    graph = kernel.graph
+    stored = _stored_inputs(kernel, values, written)
+    if budget is not None:
+        budget.check(footprint(graph), f"kernel k{kernel.index} ({graph.name})")
+    run = run_graph_fn(graph, stored, hw, **options)
+    if on_run is not None:
+        on_run(graph, run)
+    if hw is not None and hw.channel_depth is not None:
+        from .sim.bounded import bounded_cycles
+
+        run.cycles = bounded_cycles(graph, stored, hw.channel_depth, hw)
+    for name, meta in graph.tensors.items():
+        if meta["role"] == "output":
+            values.pop(name, None)
+            written[name] = (run.written[name], meta)
+    return KernelRun(kernel.index, graph.name, run.cycles, dict(run.counters), sum(run.stream_tokens.values()),
+                     max((run.max_occupancy or {}).values(), default=0))
+
+
+def _free(program, k: int, last: dict, values: dict, written: dict) -> None:
+    """Drop the intermediates no kernel after the k-th reads."""
+    for name in [n for n in (*values, *written) if n not in program.inputs and n not in program.outputs]:
+        if last.get(name, -1) <= k:
+            values.pop(name, None)
+            written.pop(name, None)

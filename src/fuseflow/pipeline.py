@@ -143,7 +143,7 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
         compiled = compile_schedule(program, schedule, {n: shape_of(v) for n, v in data.items()},
                                     stats=stats_for(program, bind_inputs(program, data)))
     run = execute(compiled, data, hw, _engine(engine), on_kernel, budget=budget or Budget(), on_events=on_events,
-                  on_run=on_run)
+                  on_run=on_run, keep_values=False)
     error, verified = 0.0, False
     if check:
         gold = reference(program, bind_inputs(program, data))
