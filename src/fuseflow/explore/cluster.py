@@ -10,16 +10,37 @@ equal share of the memory), and the memory guard a task gets on its worker.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
+import signal
 import sys
+import threading
+import time
 
 from ..errors import UserError
 from ..memory import Budget
-from .runner import exit_with_parent
 
 GUARD_SHARE = 0.9  # a task's memory guard: this much of its worker's memory limit (dask stops it at 95%)
 PROGRESS_TOPIC = "fuseflow-progress"  # workers' progress events (Worker.log_event), read by the client
+PARENT_POLL_SECONDS = 1.0  # how often a worker checks that its sweep is still alive
+
+
+def exit_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker when the sweep that started it dies, even by SIGKILL
+    (which runs no cleanup): Linux's parent-death signal, and a watcher thread elsewhere."""
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="fuseflow-parent-watch", daemon=True).start()
 
 
 def local_workers(workers: int | None) -> int:

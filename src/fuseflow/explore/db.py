@@ -160,7 +160,7 @@ class SweepDB:
             _refuse(self.path, "the database is corrupted (SQLite's quick_check failed)",
                     "restore it from a copy, or start a new one with --db")
         have = {r["name"] for r in self.conn.execute("PRAGMA table_info(runs)")}
-        needed = NAMES if self.version >= 2 else [n for n in NAMES if n not in dict(COLUMNS_2)]
+        needed = NAMES if self.version >= 2 else [n for n in NAMES if n not in {c[0] for c in COLUMNS_2}]
         missing = [n for n in needed if n not in have]
         if missing:
             _refuse(self.path, f"its runs table has no column {', '.join(missing)}")

@@ -120,15 +120,21 @@ def in_figure_order(rows: list[dict], published: dict) -> list[dict]:
                                        order.get((r["model"], r["dataset"], r.get("block")), len(order))))
 
 
+def draw_figure(rows: list[dict], suite, path: str) -> str:
+    """The Figure-12 chart of a suite's study rows, written atomically to `path`."""
+    with atomic_path(path, "--figure") as temp:
+        figure12_chart(in_figure_order(rows, suite.published), temp, published=suite.published, labels=suite.labels,
+                       title=f"suite {suite.name}: hatched bars with ~ are heuristic estimates; black diamonds: "
+                             "published")
+    return path
+
+
 def write_page(db, suite, page: str | None = None, figure: str | None = None) -> list[str]:
     """Write the figure and the page (or the page's generated part, between its markers);
     returns the paths written."""
     written = []
     if figure:
-        with atomic_path(figure, "--figure") as temp:
-            figure12_chart(in_figure_order(suite_rows(db, suite), suite.published), temp, published=suite.published, labels=suite.labels,
-                           title=f"suite {suite.name}: hatched bars with ~ are heuristic estimates; "
-                                 "black diamonds: published")
+        draw_figure(suite_rows(db, suite), suite, figure)
         written.append(figure)
     if page:
         begin, end = f"<!-- suite {suite.name} begin -->", f"<!-- suite {suite.name} end -->"

@@ -179,7 +179,8 @@ def run_suite(suite: Suite, db_path: str, executor: str = "dask", scheduler: str
             summary.workers = len(client.scheduler_info()["workers"]) if client else 1
             session = db.start_session(suite.name, len(todo), summary.workers, executor, max_memory)
             bar.start(summary.workers)
-            finished = _on_dask(client, todo, max_memory, bar.event) if client else \
+            # on dask a task guards its worker's share of the memory (`cluster.worker_budget`)
+            finished = _on_dask(client, todo, None, bar.event) if client else \
                 _serial(todo, max_memory, bar.event)
             for task, row in finished:
                 row["suite"] = suite.name
@@ -207,7 +208,7 @@ def study_rows(rows: list[dict], baselines: dict | None = None) -> list[dict]:
     """Database rows of a suite as a study's rows (schedule, cycles, mem, ...), with ratios to
     the first row of their case (a group of one program, data point and seed, in the given
     order), if that is the case's baseline (`baselines`: group key -> schedule; default: the
-    first is)."""
+    unfused row, or the first)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         study = {"model": r["program_name"], "dataset": r["dataset"], "block": r.get("block"),
@@ -226,6 +227,8 @@ def study_rows(rows: list[dict], baselines: dict | None = None) -> list[dict]:
         groups.setdefault((r["program"], r["data"], r["seed"]), []).append(study)
     out = []
     for key, group in groups.items():
+        if baselines is None:  # unfused first, if there
+            group.sort(key=lambda study: study["schedule"] != "unfused")
         if baselines is None or group[0]["schedule"] == baselines.get(key):
             add_ratios(group)
         else:  # the baseline has not run yet
