@@ -38,7 +38,8 @@ def cmd_suite(args) -> int:
         raise UserError("--scheduler needs the dask executor", "--executor", "leave out --executor serial")
     suite = load_suite(args.suite)
     summary = run_suite(suite, args.db, executor=args.executor, scheduler=args.scheduler, workers=args.workers,
-                        max_memory=args.max_memory, progress=not args.quiet, limit=args.limit)
+                        max_memory=args.max_memory, progress=not args.quiet, limit=args.limit,
+                        retry_failed=args.retry_failed)
     db = open_existing(args.db)
     try:
         rows = suite_rows(db, suite)
@@ -74,6 +75,7 @@ def add_suite_command(studies) -> None:
     p.add_argument("--scheduler", metavar="ADDR", help="an existing dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--workers", type=positive, help="workers of the local cluster (default: one per core)")
     p.add_argument("--limit", type=count, help="run at most N tasks this time (resume later)")
+    p.add_argument("--retry-failed", action="store_true", help="run the tasks that failed before again")
     p.add_argument("--json", action="store_true", help="print the suite's rows as JSON")
     p.add_argument("--csv", metavar="OUT.csv", help="write the suite's rows as CSV")
     p.add_argument("--page", metavar="OUT.md", help="write the results page (its generated part, between "

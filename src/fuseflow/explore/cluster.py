@@ -118,9 +118,11 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, max_me
                 timeout: float = 30.0):
     """A `distributed.Client` on the scheduler at `scheduler`, else on a local cluster of
     `local_workers(workers)` processes, each with `local_memory_share` bytes (its tasks' memory
-    guard: `worker_budget`). Local workers run one task at a time, are not retried after dying
-    (a task that kills its worker is reported, not run again), never pause or spill (tasks hold
-    no dask data), and end with the process that started them."""
+    guard: `worker_budget`). Local workers run one task at a time; the engine's memory guard, not
+    dask, keeps them within their share (dask would kill a worker whose memory a previous large
+    case left high, and every task queued on it); they never pause or spill (tasks hold no dask
+    data); a task whose worker died is tried once more; they end with the process that started
+    them."""
     dask, distributed = _import_distributed()
     if scheduler:
         try:
@@ -133,8 +135,9 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, max_me
             client.close()
         return
     n = local_workers(workers)
-    settings = {"distributed.scheduler.allowed-failures": 0, "distributed.worker.memory.target": False,
-                "distributed.worker.memory.spill": False, "distributed.worker.memory.pause": False}
+    settings = {"distributed.scheduler.allowed-failures": 1, "distributed.worker.memory.target": False,
+                "distributed.worker.memory.spill": False, "distributed.worker.memory.pause": False,
+                "distributed.worker.memory.terminate": False}
     with dask.config.set(settings):
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                            memory_limit=local_memory_share(n, max_memory),

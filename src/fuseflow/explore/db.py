@@ -241,6 +241,18 @@ class SweepDB:
         return self.insert(row, ("UPDATE sessions SET seconds = ?, finished = finished + 1 WHERE id = ?",
                                  (seconds, session)))
 
+    def delete_failed(self, keys: list[tuple]) -> int:
+        """Delete the rows of these keys whose status is `error` (to run them again); how many."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            deleted = sum(self.conn.execute("DELETE FROM runs WHERE program = ? AND schedule = ? AND data = ? AND "
+                                            "seed = ? AND status = 'error'", key).rowcount for key in keys)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return deleted
+
     def sessions(self, suite: str | None = None) -> list[dict]:
         if "sessions" not in {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}:
             return []

@@ -203,7 +203,8 @@ def figure12(rows: list[dict], published: dict | None = None, labels: dict | Non
     plt = _pyplot()
     models = list(dict.fromkeys(r["model"] for r in rows))
     cases = {m: list(dict.fromkeys((r["dataset"], r.get("block")) for r in rows if r["model"] == m)) for m in models}
-    schedules = list(dict.fromkeys(r["schedule"] for r in rows))
+    schedules = sorted(dict.fromkeys(r["schedule"] for r in rows),
+                       key=lambda s: list(FIGURE_NAMES).index(s) if s in FIGURE_NAMES else len(FIGURE_NAMES))
     fig, axes = plt.subplots(1, len(models), figsize=(max(8.0, 1.25 * sum(map(len, cases.values())) + 2), 4.6),
                              sharey=True, gridspec_kw={"width_ratios": [max(1, len(cases[m])) for m in models]},
                              squeeze=False)
@@ -236,12 +237,17 @@ def figure12(rows: list[dict], published: dict | None = None, labels: dict | Non
         ax.set_title((labels or {}).get((model, None), model), fontsize=10)
         ax.axhline(1.0, color="grey", linewidth=0.8, zorder=0)
         ax.spines[["top", "right"]].set_visible(False)
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: PLC0415 - slow to import
+
     axes[0][0].set_yscale("log")
+    axes[0][0].yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axes[0][0].yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axes[0][0].yaxis.set_minor_formatter(NullFormatter())
     if values:
         axes[0][0].set_ylim(min(values + [1.0]) / 2.5, max(values + [1.0]) * 4)
     axes[0][0].set_ylabel("speedup over unfused (log)")
     handles, names = axes[0][0].get_legend_handles_labels()
-    seen = dict(zip(names, handles))
+    seen = dict(sorted(zip(names, handles), key=lambda nh: nh[0] == "published"))  # published last
     fig.legend(list(seen.values()), list(seen), loc="upper center", ncol=len(seen), fontsize=8, frameon=False)
     if title:
         fig.suptitle(title, fontsize=9, y=0.02, va="bottom")

@@ -100,7 +100,8 @@ class Suite:
     engine: str = "fast"
     description: str = ""
     published: dict = field(default_factory=dict)
-    labels: dict = field(default_factory=dict)  # (model, dataset) -> how the page names it
+    labels: dict = field(default_factory=lambda: {(m, None): name for m, name in MODEL_NAMES.items()})
+    # (model, dataset) -> how the page names it; (model, None) -> the model's name
 
     def tasks(self) -> list[SuiteTask]:
         out = []

@@ -13,6 +13,8 @@ with the heuristic when it would exceed its `max_tokens` token events or its wor
 """
 from __future__ import annotations
 
+import ctypes
+import gc
 import os
 import socket
 import time
@@ -32,11 +34,22 @@ EVENT_SECONDS = 1.0  # least time between two progress events of a task on a wor
 _CASE: dict = {}  # this process's last built case: {case key: (ModelCase, CostModel)}
 
 
+def _trim() -> None:
+    """Give freed heap memory back to the system (glibc), so a worker's resident size, which its
+    memory guard counts, falls after a large case."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 def _built(task: SuiteTask, budget):
     """The task's model on its dataset and its cost model, built once per case and process
     (only the last case is kept: a large graph must not stay behind)."""
     if task.case not in _CASE:
         _CASE.clear()
+        gc.collect()  # the last case's arrays go before the next one is built
+        _trim()
         case = build(task.model, task.dataset, scale=task.scale, seed=task.seed, block=task.block or 16,
                      budget=budget)
         _CASE[task.case] = case, CostModel(case.program, case.inputs)
@@ -161,14 +174,17 @@ def _lost_row(task: SuiteTask) -> dict:
 
 def run_suite(suite: Suite, db_path: str, executor: str = "dask", scheduler: str | None = None,
               workers: int | None = None, max_memory: int | None = None, progress: bool = True, out=None,
-              limit: int | None = None) -> SuiteSummary:
+              limit: int | None = None, retry_failed: bool = False) -> SuiteSummary:
     """Run (or resume) `suite` into the database at `db_path`: tasks whose rows are there are
-    skipped; the rest run in this process (`executor="serial"`) or on dask (a local cluster of
-    `workers` processes sharing `max_memory`, or the scheduler at `scheduler`)."""
+    skipped (with `retry_failed`, failed rows are deleted and run again); the rest run in this
+    process (`executor="serial"`) or on dask (a local cluster of `workers` processes sharing
+    `max_memory`, or the scheduler at `scheduler`)."""
     start = time.perf_counter()
     db = SweepDB(db_path)
     try:
         tasks = suite.tasks()
+        if retry_failed:
+            db.delete_failed([t.key for t in tasks])
         done = db.done_keys()
         todo = [t for t in tasks if t.key not in done]
         summary = SuiteSummary(planned=len(tasks), done_before=len(tasks) - len(todo))
