@@ -12,11 +12,11 @@ from cli_helpers import error_of
 from fuseflow.cli import main
 from fuseflow.errors import UserError
 from fuseflow.explore.db import COLUMNS_2, SCHEMA_VERSION, SweepDB
-from fuseflow.explore.suite import load_suite, parse_suite
-from fuseflow.explore.suite_page import write_page
-from fuseflow.explore.suite_run import run_suite, study_rows, suite_rows
 from fuseflow.granularity import fusion_study
 from fuseflow.models.registry import build
+from fuseflow.suite.page import write_page
+from fuseflow.suite.run import run_suite, study_rows, suite_rows
+from fuseflow.suite.spec import load_suite, parse_suite
 
 KARATE = """
 [suite]

@@ -16,8 +16,8 @@ import pytest
 
 from fuseflow.explore.db import SweepDB
 from fuseflow.explore.runner import SweepSpec, run_sweep
-from fuseflow.explore.suite import parse_suite
-from fuseflow.explore.suite_run import run_suite
+from fuseflow.suite.run import run_suite
+from fuseflow.suite.spec import parse_suite
 
 pytest.importorskip("distributed")
 

@@ -30,7 +30,7 @@ from .checks import check_schedule
 from .cmdline.args import Parser, count, positive, positive_real, size
 from .cmdline.quiet import quiet
 from .cmdline.source import add_source_arguments, load_source
-from .cmdline.suite import add_suite_command
+from .cmdline.suite import add_figure_option, add_suite_command
 from .cmdline.topics import TOPICS, topic_text
 from .demo import run_demo
 from .errors import FuseflowError, UserError
@@ -372,6 +372,7 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     _add_model_commands(sub)
     add_explore_commands(sub)
+    add_figure_option(sub.choices["plot"], sub.choices["plot"].get_default("run"))
     add_gpu_commands(sub)
 
     p = sub.add_parser("help", help="help topics (schedules, datasets, models) or a command's help")

@@ -4,18 +4,20 @@ resumable, with its rows as JSON or CSV, its Figure-12 chart and its results pag
     fuseflow study suite figure12 --db figure12.db                 # a local cluster sized to the machine
     fuseflow study suite mine.toml --db mine.db --scheduler tcp://host:8786 --json
     fuseflow study suite figure12 --db figure12.db --page docs/results.md --figure docs/figure12.png
+    fuseflow plot figure12.db --figure 12 -o figure12.png
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from ..errors import UserError
 from ..explore.db import open_existing
-from ..explore.suite import load_suite
-from ..explore.suite_page import write_page
-from ..explore.suite_run import run_suite, suite_rows
 from ..files import check_output
+from ..suite.page import draw_figure, write_page
+from ..suite.run import run_suite, study_rows, suite_rows
+from ..suite.spec import BUILT_IN, Suite, load_suite
 from ..tables import to_csv
 from .args import count, positive
 
@@ -58,6 +60,48 @@ def cmd_suite(args) -> int:
               f"{summary.failed} failed, {summary.done_before} done before; {summary.seconds:.1f} s on "
               f"{summary.workers} worker{'s' if summary.workers != 1 else ''}; {len(rows)} rows in {args.db}")
     return 0
+
+
+def _figure(args, db) -> int:
+    """`plot DB --figure 12`: the Figure-12 chart of the suite in DB (`--suite`, else the suite
+    that wrote the rows: a built-in one's published numbers are drawn beside)."""
+    if args.figure != "12":
+        raise UserError(f"no figure {args.figure!r}", "--figure", "the figure drawn is 12 (the fusion suite)")
+    rows = [r for r in db.rows() if r.get("suite")]
+    if not rows:
+        raise UserError(f"{args.db} has no suite rows", "plot --figure 12", "run `fuseflow study suite` into it first")
+    name = args.suite or rows[-1]["suite"]
+    suite = load_suite(name) if args.suite or name in BUILT_IN else Suite(name, [])
+    if suite.cases:
+        study = suite_rows(db, suite)
+    else:
+        study = study_rows([r for r in rows if r["suite"] == name])
+    if not study:
+        raise UserError(f"{args.db} has no rows of suite {suite.name}", "--suite", "name the suite that wrote them")
+    out = args.output or os.path.splitext(args.db)[0] + "-figure12.png"
+    check_output(out, "-o", (".png", ".svg", ".pdf"))
+    draw_figure(study, suite, out)
+    print(f"wrote {out}")
+    return 0
+
+
+def add_figure_option(plot, draw_charts) -> None:
+    """`plot DB --figure 12 [--suite S]` on the `plot` command (whose own run is `draw_charts`)."""
+    plot.add_argument("--figure", metavar="12", help="draw the reference's Figure 12 from a suite's rows: speedup "
+                                                     "over unfused per model and dataset (`fuseflow study suite`)")
+    plot.add_argument("--suite", metavar="NAME|FILE.toml", help="with --figure: the suite (default: the one that "
+                                                                "wrote the rows)")
+
+    def run(args) -> int:
+        if not args.figure:
+            return draw_charts(args)
+        db = open_existing(args.db)
+        try:
+            return _figure(args, db)
+        finally:
+            db.close()
+
+    plot.set_defaults(run=run)
 
 
 def add_suite_command(studies) -> None:

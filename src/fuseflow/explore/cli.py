@@ -4,7 +4,6 @@
         --density 0.05 --density 0.3 --db sweep.db
     fuseflow sweep --config sweep.toml [--jobs 2] [--executor dask --scheduler tcp://host:8786]
     fuseflow plot sweep.db -o charts/
-    fuseflow plot suite.db --figure 12 -o figure12.png
 
 Handlers return an exit code; bad input raises fuseflow.errors.UserError.
 """
@@ -17,14 +16,11 @@ import tomllib
 
 from ..cmdline.args import MAX_COUNT, count, positive, positive_real, shape_items
 from ..errors import UserError
-from ..files import check_output, read_file
+from ..files import read_file
 from .analysis import summary_text
 from .db import open_existing
 from .plot import draw
 from .runner import SweepSpec, run_sweep
-from .suite import BUILT_IN, Suite, load_suite
-from .suite_page import draw_figure
-from .suite_run import study_rows, suite_rows
 
 DEFAULT_PRUNE = 1.5  # measured: keeps the best schedule of every swept group (docs/exploration.md)
 
@@ -150,34 +146,9 @@ def cmd_sweep(args) -> int:
     return 0
 
 
-def _figure(args, db) -> int:
-    """`plot DB --figure 12`: the Figure-12 chart of the suite in DB (`--suite`, else the suite
-    that wrote the rows: a built-in one's published numbers are drawn beside)."""
-    if args.figure != "12":
-        raise UserError(f"no figure {args.figure!r}", "--figure", "the figure drawn is 12 (the fusion suite)")
-    rows = [r for r in db.rows() if r.get("suite")]
-    if not rows:
-        raise UserError(f"{args.db} has no suite rows", "plot --figure 12", "run `fuseflow study suite` into it first")
-    name = args.suite or rows[-1]["suite"]
-    suite = load_suite(name) if args.suite or name in BUILT_IN else Suite(name, [])
-    if suite.cases:
-        study = suite_rows(db, suite)
-    else:
-        study = study_rows([r for r in rows if r["suite"] == name])
-    if not study:
-        raise UserError(f"{args.db} has no rows of suite {suite.name}", "--suite", "name the suite that wrote them")
-    out = args.output or os.path.splitext(args.db)[0] + "-figure12.png"
-    check_output(out, "-o", (".png", ".svg", ".pdf"))
-    draw_figure(study, suite, out)
-    print(f"wrote {out}")
-    return 0
-
-
 def cmd_plot(args) -> int:
     db = open_existing(args.db)
     try:
-        if args.figure:
-            return _figure(args, db)
         rows = db.rows()
     finally:
         db.close()
@@ -264,10 +235,6 @@ def add_commands(subparsers) -> None:
     p.add_argument("db", help="a database written by `fuseflow sweep`")
     p.add_argument("-o", "--output", metavar="DIR", help="directory for the PNG charts (default DB-charts/); with "
                                                           "--figure the chart's file (default DB-figure12.png)")
-    p.add_argument("--figure", metavar="12", help="draw the reference's Figure 12 from a suite's rows: speedup "
-                                                  "over unfused per model and dataset (`fuseflow study suite`)")
-    p.add_argument("--suite", metavar="NAME|FILE.toml", help="with --figure: the suite (default: the one that "
-                                                             "wrote the rows)")
     p.add_argument("--program", help="only rows of this program")
     p.add_argument("--factors", help="pruning factors to evaluate, comma-separated (default 1.25,1.5,2,3)")
     p.add_argument("--no-charts", action="store_true", help="print the statistics only")

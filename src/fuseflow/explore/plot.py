@@ -195,7 +195,7 @@ FIGURE_NAMES = {"unfused": "unfused", "partial": "partially fused", "full": "ful
 
 
 def figure12(rows: list[dict], published: dict | None = None, labels: dict | None = None, title: str = ""):
-    """The reference's Figure-12 layout from a suite's study rows (`suite_run.study_rows`): one
+    """The reference's Figure-12 layout from a suite's study rows (`suite.run.study_rows`): one
     panel per model, a group of bars per dataset (or block size), one bar per schedule: speedup
     over unfused on a log axis, every bar labelled with its value. Estimated rows (not
     simulated) are hatched and labelled `~`, failed ones `n/a`; `published` ({(model, dataset,

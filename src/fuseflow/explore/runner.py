@@ -62,6 +62,8 @@ class SweepSpec:
             raise UserError(f"unknown engine {self.engine!r}", "sweep", "use fast or oracle")
         if self.executor not in ("local", "dask"):
             raise UserError(f"unknown executor {self.executor!r}", "sweep", "use local or dask")
+        if self.scheduler and self.executor != "dask":
+            raise UserError("--scheduler needs --executor dask", "sweep", "add --executor dask")
         if self.jobs < 1:
             raise UserError(f"--jobs {self.jobs} must be at least 1", "sweep")
         if self.prune is not None and self.prune < 1.0:

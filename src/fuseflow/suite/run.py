@@ -21,14 +21,14 @@ import time
 from dataclasses import dataclass
 
 from ..errors import FuseflowError
+from ..explore.cluster import PROGRESS_TOPIC, dask_client, post_progress, worker_budget
+from ..explore.db import SweepDB
+from ..explore.heuristic import CostModel
+from ..explore.progress import SuiteProgress
+from ..explore.runner import _one_line, resolve_engine
 from ..granularity import add_ratios, study_schedule
 from ..models.registry import build
-from .cluster import PROGRESS_TOPIC, dask_client, post_progress, worker_budget
-from .db import SweepDB
-from .heuristic import CostModel
-from .progress import SuiteProgress
-from .runner import _one_line, resolve_engine
-from .suite import Suite, SuiteTask
+from .spec import Suite, SuiteTask
 
 EVENT_SECONDS = 1.0  # least time between two progress events of a task on a worker
 _CASE: dict = {}  # this process's last built case: {case key: (ModelCase, CostModel)}

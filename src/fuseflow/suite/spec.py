@@ -1,6 +1,6 @@
 """Suites: named sets of fusion studies (model x dataset x block x schedule x seed), each
 (model, dataset, schedule) one task, read from TOML. `figure12` is built in
-(`explore/suites/figure12.toml`, with the published cycle counts beside the cases).
+(`suite/figure12.toml`, with the published cycle counts beside the cases).
 
 A suite file:
 
@@ -178,7 +178,7 @@ def parse_suite(text: str, where: str) -> Suite:
 def load_suite(name: str) -> Suite:
     """A built-in suite by name (`figure12`) or a suite TOML file."""
     if name in BUILT_IN:
-        text = importlib.resources.files(__package__).joinpath("suites", f"{name}.toml").read_text("utf-8")
+        text = importlib.resources.files(__package__).joinpath(f"{name}.toml").read_text("utf-8")
         return parse_suite(text, f"{name}.toml")
     if not name.endswith(".toml"):
         raise UserError(f"no built-in suite {name!r}", "study suite",

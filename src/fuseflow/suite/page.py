@@ -9,16 +9,16 @@ chart and the suite's wall time. A page with the markers `<!-- suite NAME begin 
     >>> published = {("gcn", "cora", None): {"unfused": 49, "partial": 30, "full": 166}}
     >>> line = table_lines(rows, published, {})[2]
     >>> line.split(" | ")[2:7]
-    ['100', '1.60x', '0.30x', 'partial', '1.63x / 0.29x']
+    ['100', '1.60x', '0.30x', 'partial ✓', '1.63x / 0.30x']
 """
 from __future__ import annotations
 
 import datetime
 import os
 
+from ..explore.plot import figure12_chart
 from ..files import atomic_path, write_text
-from .plot import figure12_chart
-from .suite_run import suite_rows
+from .run import suite_rows
 
 HEAD = ["model", "dataset", "unfused cycles", "partial", "full", "winner", "published partial / full",
         "published winner", "full FLOPs / unfused", "wall (s)"]
