@@ -205,7 +205,7 @@ def figure12(rows: list[dict], published: dict | None = None, labels: dict | Non
     cases = {m: list(dict.fromkeys((r["dataset"], r.get("block")) for r in rows if r["model"] == m)) for m in models}
     schedules = sorted(dict.fromkeys(r["schedule"] for r in rows),
                        key=lambda s: list(FIGURE_NAMES).index(s) if s in FIGURE_NAMES else len(FIGURE_NAMES))
-    fig, axes = plt.subplots(1, len(models), figsize=(max(8.0, 1.25 * sum(map(len, cases.values())) + 2), 4.6),
+    fig, axes = plt.subplots(1, len(models), figsize=(max(8.0, 0.95 * sum(map(len, cases.values())) + 2), 5.6),
                              sharey=True, gridspec_kw={"width_ratios": [max(1, len(cases[m])) for m in models]},
                              squeeze=False)
     width = 0.8 / max(1, len(schedules))
@@ -220,7 +220,7 @@ def figure12(rows: list[dict], published: dict | None = None, labels: dict | Non
             bars = ax.bar(xs, [h or float("nan") for h in heights], width, label=FIGURE_NAMES.get(schedule, schedule),
                           color=FIGURE_COLORS.get(schedule, PALETTE[s % len(PALETTE)]), edgecolor="white")
             for bar, row, x in zip(bars, found, xs):
-                estimated = bool(row and row.get("skipped"))
+                estimated = bool(row and (row.get("skipped") or row.get("estimated_ratios")))
                 if estimated:
                     bar.set_hatch("///")
                 text = "n/a" if not row or not row.get("speedup") else ("~" if estimated else "") + \
@@ -230,6 +230,7 @@ def figure12(rows: list[dict], published: dict | None = None, labels: dict | Non
             for (d, b), x in zip(cases[model], xs):
                 cycles = (published or {}).get((model, d, b), {})
                 if cycles.get(schedule) and cycles.get("unfused"):
+                    values.append(cycles["unfused"] / cycles[schedule])
                     ax.plot([x], [cycles["unfused"] / cycles[schedule]], marker="D", color="black", markersize=3.5,
                             linestyle="none", label="published" if s == 0 else None, zorder=3)
         names = [(labels or {}).get((model, d), d) if b is None else f"b{b}" for d, b in cases[model]]

@@ -31,7 +31,7 @@ def _cell(row: dict | None) -> str:
         return "failed"
     if row.get("speedup") is None:
         return "-"
-    return ("~" if row.get("skipped") else "") + f"{row['speedup']:.2f}x"
+    return ("~" if row.get("estimated_ratios") else "") + f"{row['speedup']:.2f}x"
 
 
 def _winner(speedups: dict) -> str:
@@ -65,7 +65,7 @@ def table_lines(rows: list[dict], published: dict, labels: dict) -> list[str]:
             labels.get((model, None), model), name, unfused, _cell(by.get("partial")), _cell(by.get("full")),
             ours + (" ✓" if theirs != "-" and ours == theirs else ""),
             " / ".join(f"{pub_speed[k]:.2f}x" if k in pub_speed else "-" for k in ("partial", "full")) if pub else "-",
-            theirs, "-" if flops is None else ("~" if full.get("skipped") else "") + f"{flops:.1f}x",
+            theirs, "-" if flops is None else ("~" if full.get("estimated_ratios") else "") + f"{flops:.1f}x",
             f"{wall:.0f}"]) + " |")
     return lines
 
@@ -102,8 +102,9 @@ def section(db, suite, figure: str | None, page: str | None) -> str:
             f"{os.path.basename(db.path)} --page ... --figure ...` on {today}: {len(rows)} of "
             f"{len(suite.tasks())} tasks, {simulated} simulated and verified, {estimated} estimated (`~`), "
             f"{failed} failed. Suite wall time: {_wall(sessions)}." if sessions else "", ""]
-    text += ["Speedup over unfused (higher is better); `~` marks the heuristic's estimate of a schedule "
-             "that was not simulated (its reason below); ✓ marks a winner that agrees with the published one.",
+    text += ["Speedup over unfused (higher is better); `~` marks a ratio of the heuristic's estimates (a "
+             "schedule, or its unfused baseline, not simulated: the reason below); ✓ marks a winner that agrees "
+             "with the published one.",
              ""] + table_lines(rows, suite.published, suite.labels) + [""]
     if figure:
         link = os.path.relpath(figure, os.path.dirname(os.path.abspath(page))) if page else figure

@@ -193,7 +193,7 @@ def run_suite(suite: Suite, db_path: str, executor: str = "dask", scheduler: str
                 (dask_client(scheduler, workers, max_memory) if executor == "dask" and todo
                  else _no_client()) as client:
             summary.workers = len(client.scheduler_info()["workers"]) if client else 1
-            session = db.start_session(suite.name, len(todo), summary.workers, executor, max_memory)
+            session = db.start_session(suite.name, len(todo), summary.workers, executor, max_memory) if todo else None
             bar.start(summary.workers)
             # on dask a task guards its worker's share of the memory (`cluster.worker_budget`)
             finished = _on_dask(client, todo, None, bar.event) if client else \
