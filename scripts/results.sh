@@ -1,18 +1,9 @@
 #!/usr/bin/env bash
-# Regenerate the fusion-study tables of docs/results.md (JSON rows in out/results/).
-set -uo pipefail
+# Regenerate docs/results.md's Figure-12 section and docs/figure12.png from the suite's database:
+# runs the figure12 suite first, or resumes it where it stopped (out/figure12.db), then renders the
+# table, the published numbers beside ours and the chart. Extra flags go to `fuseflow study suite`
+# (e.g. --scheduler tcp://host:8786, --workers 2, or --limit 0 to render without running anything).
+set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p out/results
-run() { .venv/bin/fuseflow study fusion "$@" --json > "out/results/$(echo "$*" | tr ' :/' '___').json" || echo "failed: $*"; }
-run --model gcn --dataset karate
-run --model graphsage --dataset karate
-run --model gcn --dataset cora
-run --model graphsage --dataset cora
-run --model gcn --dataset cora_ml
-run --model graphsage --dataset cora_ml
-run --model sae --dataset small
-run --model sae --dataset imagenet
-run --model gpt3-bigbird --dataset tiny --block 16
-for b in 16 32 64; do run --model gpt3-bigbird --dataset mini --block "$b"; done
-for b in 16 32 64; do run --model gpt3-bigbird --dataset wide --block "$b"; done
-for b in 16 32 64; do run --model gpt3-bigbird --dataset deep --block "$b"; done
+mkdir -p out
+.venv/bin/fuseflow study suite figure12 --db out/figure12.db --page docs/results.md --figure docs/figure12.png "$@"

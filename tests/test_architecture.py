@@ -40,6 +40,9 @@ LAYERS = {
     "granularity": {"errors", "ir", "memory", "schedule", "fusion", "pipeline", "explore", "models", "report",
                     "checks", "tables"},
     "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "granularity", "models"},
+    # suites of fusion studies: the study's step per task, run on explore's executors and store
+    "suite": {"errors", "ir", "memory", "schedule", "fusion", "pipeline", "explore", "models", "granularity",
+              "files", "tables"},
     "demo": {"errors", "ir", "frontend", "data", "models"},
     "": {"errors", "ir", "frontend"},  # fuseflow/__init__: the public names
 }

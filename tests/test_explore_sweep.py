@@ -112,7 +112,7 @@ def test_toml_config_and_flag_override(tmp_path):
 @pytest.mark.parametrize("argv, message", [
     ([], "no program to sweep"),
     (["no-such.mlir"], "no such MLIR file"),
-    ([SPMV, "--executor", "dask"], "needs --scheduler"),
+    ([SPMV, "--scheduler", "tcp://127.0.0.1:8786"], "--scheduler needs --executor dask"),
     ([SPMV, "--density", "2"], "outside (0, 1]"),
     ([SPMV, "--density", "x"], "not a number"),
     ([SPMV, "--prune", "0.5"], "at least 1"),

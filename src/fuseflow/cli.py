@@ -5,6 +5,7 @@
     fuseflow compile MODEL --schedule S [--table] [-o graph.json] [--svg graph.svg]
     fuseflow simulate MODEL --schedule S [--inputs data.npz] [--json]
     fuseflow study fusion MODEL [--schedule S ...] [--plot out.png]
+    fuseflow study suite [figure12 | FILE.toml] --db suite.db [--scheduler ADDR] [--page results.md]
     fuseflow sweep ... --db results.sqlite   /   fuseflow plot results.sqlite
     fuseflow gpu plan --chain G5 [--topk 11] [--json]   /   fuseflow gpu bench
     fuseflow help [schedules | datasets | models | COMMAND]   /   fuseflow demo
@@ -29,6 +30,7 @@ from .checks import check_schedule
 from .cmdline.args import Parser, count, positive, positive_real, size
 from .cmdline.quiet import quiet
 from .cmdline.source import add_source_arguments, load_source
+from .cmdline.suite import add_figure_option, add_suite_command
 from .cmdline.topics import TOPICS, topic_text
 from .demo import run_demo
 from .errors import FuseflowError, UserError
@@ -357,6 +359,7 @@ def _add_model_commands(sub) -> None:
     p.add_argument("--max-tokens", type=positive_real, default=MAX_TOKENS, metavar="N",
                    help="estimate, not simulate, schedules the heuristic puts above N token events "
                         f"(default {MAX_TOKENS:.0e}, about five minutes of simulation)")
+    add_suite_command(studies)
 
 
 def build_parser() -> Parser:
@@ -369,6 +372,7 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     _add_model_commands(sub)
     add_explore_commands(sub)
+    add_figure_option(sub.choices["plot"], sub.choices["plot"].get_default("run"))
     add_gpu_commands(sub)
 
     p = sub.add_parser("help", help="help topics (schedules, datasets, models) or a command's help")

@@ -71,14 +71,17 @@ def _note(progress: bool, out, text: str) -> None:
 
 
 def _simulate_row(case, name: str, compiled, est, engine: str, progress: bool, out, budget, start: float,
-                  first: bool) -> dict:
+                  first: bool, watch=None) -> dict:
     """Simulate one compiled schedule with a live progress display (token events of the
-    heuristic's per-kernel estimates); its study row, or its estimates if it would not fit in
-    memory (the `first`, the baseline, must fit: the error is raised)."""
+    heuristic's per-kernel estimates; `watch(label, estimated_events)`, if given, makes the
+    display instead: a context with `on_kernel` and `on_events`); its study row, or its
+    estimates if it would not fit in memory (the `first`, the baseline, must fit: the error is
+    raised)."""
     _note(progress, out, f"  simulating {case.name} on {case.dataset}: {name} ...")
+    label, events = f"{case.name} {name}", [k.tokens for k in est.kernels]
     try:
-        with RunProgress(f"{case.name} {name}", [k.tokens for k in est.kernels], out=out,
-                         enabled=None if progress else False) as bar, numba_notice(out):
+        with (watch(label, events) if watch else
+              RunProgress(label, events, out=out, enabled=None if progress else False)) as bar, numba_notice(out):
             result = simulate(case.program, compiled, case.inputs, engine=engine, budget=budget,
                               on_kernel=bar.on_kernel, on_events=bar.on_events)
     except MemoryLimitError as err:  # estimated instead, with the guard's reason
@@ -92,12 +95,39 @@ def _simulate_row(case, name: str, compiled, est, engine: str, progress: bool, o
 def _result_row(case, name: str, result, est, wall: float) -> dict:
     row = {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": result.schedule,
            "kernels": len(result.kernels), "cycles": result.cycles, "flops": result.flops,
-           "mem": result.mem_reads + result.mem_writes, "max_occupancy": result.max_occupancy,
+           "mem": result.mem_reads + result.mem_writes, "mem_reads": result.mem_reads,
+           "mem_writes": result.mem_writes, "max_occupancy": result.max_occupancy,
            "verified": result.verified, "max_abs_error": result.max_abs_error, "wall": wall,
            "est_cycles": est.cycles, "est_flops": est.flops, "est_mem": est.reads + est.writes}
     if getattr(case, "layers", None):  # a few decoders standing for the whole model
         row["model_cycles"] = model_cycles(name, [k.cycles for k in result.kernels], *case.layers)
     return row
+
+
+def study_schedule(case, name: str, model: CostModel, engine: str = "fast", max_tokens: float = MAX_TOKENS,
+                   budget=None, first: bool = False, progress: bool = False, out=None, watch=None) -> dict:
+    """One row of a fusion study: the preset (or schedule string) `name` compiled once, for the
+    cost estimate and the simulation, then simulated and verified, or estimated (`skipped`
+    says why) when its estimate exceeds `max_tokens` token events or it would not fit in memory
+    (the `first`, the baseline, raises instead). Ratios are added over a study's rows by
+    `add_ratios`. Raises FuseflowError when the schedule fails. `model` is the case's
+    `CostModel`; `watch` as in `_simulate_row`."""
+    schedule = case.presets.get(name, name)
+    start = time.perf_counter()
+    parsed = check_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
+    compiled = compile_schedule(case.program, parsed, model.shapes or None, stats=model.stats)
+    est = model.estimate(compiled)
+    if _load(compiled, est) > max_tokens:
+        _note(progress, out, f"  skipping {case.name} on {case.dataset}: {name} "
+                             f"(estimated {_load(compiled, est):.2g} token events)")
+        return _skipped_row(case, name, compiled, est, _too_long(compiled, est, max_tokens),
+                            time.perf_counter() - start)
+    return _simulate_row(case, name, compiled, est, engine, progress, out, budget, start, first, watch)
+
+
+def failed_row(case, name: str, err: FuseflowError, wall: float) -> dict:
+    """The row of a schedule that failed (compile or simulation error), with the error's line."""
+    return _failed_row(case, name, case.presets.get(name, name), err.one_line(), wall)
 
 
 def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
@@ -111,53 +141,48 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
     fails says why; if the first fails, or would not fit, that error is raised.
     With `progress`, each simulation shows a live display on `out` (stderr) on a terminal."""
     model = CostModel(case.program, case.inputs)
-    rows, estimates = [], []
+    rows = []
     for name in schedules:
-        schedule = case.presets.get(name, name)
         start = time.perf_counter()
         try:
-            parsed = check_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
-            compiled = compile_schedule(case.program, parsed, model.shapes or None, stats=model.stats)
-            est = model.estimate(compiled)
-            if _load(compiled, est) > max_tokens:
-                _note(progress, out, f"  skipping {case.name} on {case.dataset}: {name} "
-                                     f"(estimated {_load(compiled, est):.2g} token events)")
-                row = _skipped_row(case, name, compiled, est, _too_long(compiled, est, max_tokens))
-            else:
-                row = _simulate_row(case, name, compiled, est, engine, progress, out, budget, start, not rows)
+            rows.append(study_schedule(case, name, model, engine, max_tokens, budget, not rows, progress, out))
         except FuseflowError as err:  # this schedule fails; the others still run
             if not rows:
                 raise
-            rows.append(_failed_row(case, name, schedule, err.one_line(), time.perf_counter() - start))
-            estimates.append(None)
-            continue
-        rows.append(row)
-        estimates.append(est)
+            rows.append(failed_row(case, name, err, time.perf_counter() - start))
     if not rows:
         raise UserError("no schedules to study", "--schedules")
-    _add_ratios(rows, estimates)
+    add_ratios(rows)
     return StudyTable(rows)
 
 
-def _add_ratios(rows: list[dict], estimates: list) -> None:
+def add_ratios(rows: list[dict]) -> None:
     """Speedup, FLOPs and memory relative to the first row: measured where both were simulated
     (whole-model cycles where a case stands for a larger model), else the heuristic's estimates
-    of both (marked `estimated_ratios`, shown with `~`)."""
-    base, base_est = rows[0], estimates[0]
+    of both (`est_cycles`, `est_flops`, `est_mem`; marked `estimated_ratios`, shown with `~`).
+
+        >>> rows = [{"cycles": 100, "flops": 10, "mem": 4}, {"cycles": 50, "flops": 20, "mem": 2}]
+        >>> add_ratios(rows); rows[1]["speedup"], rows[1]["flops_ratio"], rows[1]["mem_ratio"]
+        (2.0, 2.0, 0.5)
+    """
+    base = rows[0]
     key = "model_cycles" if "model_cycles" in base else "cycles"
-    for row, est in zip(rows, estimates):
+    for row in rows:
         row["speedup"] = row["flops_ratio"] = row["mem_ratio"] = None
         if row.get("error") or base.get("error"):
             continue
         if row.get("skipped") or base.get("skipped"):
-            mem = base_est.reads + base_est.writes
-            row.update(speedup=base_est.cycles / est.cycles if est.cycles else float("nan"),
-                       flops_ratio=est.flops / base_est.flops if base_est.flops else float("nan"),
-                       mem_ratio=(est.reads + est.writes) / mem if mem else float("nan"), estimated_ratios=True)
+            row.update(speedup=_ratio(base["est_cycles"], row["est_cycles"]),
+                       flops_ratio=_ratio(row["est_flops"], base["est_flops"]),
+                       mem_ratio=_ratio(row["est_mem"], base["est_mem"]), estimated_ratios=True)
             continue
-        row["speedup"] = base[key] / row[key] if row[key] else float("nan")
-        row["flops_ratio"] = row["flops"] / base["flops"] if base["flops"] else float("nan")
-        row["mem_ratio"] = row["mem"] / base["mem"] if base["mem"] else float("nan")
+        row["speedup"] = _ratio(base[key], row[key])
+        row["flops_ratio"] = _ratio(row["flops"], base["flops"])
+        row["mem_ratio"] = _ratio(row["mem"], base["mem"])
+
+
+def _ratio(a, b) -> float:
+    return a / b if b else float("nan")
 
 
 def same_schedules(case, names) -> list[tuple[str, str]]:

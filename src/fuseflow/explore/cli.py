@@ -218,9 +218,12 @@ def add_commands(subparsers) -> None:
                                                                "when fast is unavailable)")
     p.add_argument("--no-check", action="store_true", help="skip verification against the numpy reference")
     p.add_argument("--db", help="SQLite database to write (default sweep.db)")
-    p.add_argument("--executor", choices=["local", "dask"], help="local processes (default) or dask.distributed")
-    p.add_argument("--jobs", "-j", type=positive, help="local worker processes (default 1)")
-    p.add_argument("--scheduler", metavar="ADDR", help="dask scheduler address for --executor dask")
+    p.add_argument("--executor", choices=["local", "dask"], help="local processes (default) or dask.distributed "
+                   "(the scheduler at --scheduler ADDR, else a local cluster of --jobs workers, default one per core)")
+    p.add_argument("--jobs", "-j", type=positive, help="local worker processes (default 1; with --executor dask: "
+                                                        "the local cluster's workers)")
+    p.add_argument("--scheduler", metavar="ADDR", help="dask scheduler address for --executor dask (default: start "
+                                                       "a local cluster)")
     p.add_argument("--prune", type=positive_real, metavar="F", nargs="?", const=DEFAULT_PRUNE,
                    help="skip schedules whose heuristic estimate exceeds F x the best estimate of the "
                         f"same program and data (F defaults to {DEFAULT_PRUNE:g})")
@@ -230,7 +233,8 @@ def add_commands(subparsers) -> None:
 
     p = subparsers.add_parser("plot", help="charts and heuristic/pruning statistics of a sweep database")
     p.add_argument("db", help="a database written by `fuseflow sweep`")
-    p.add_argument("-o", "--output", metavar="DIR", help="directory for the PNG charts (default DB-charts/)")
+    p.add_argument("-o", "--output", metavar="DIR", help="directory for the PNG charts (default DB-charts/); with "
+                                                          "--figure the chart's file (default DB-figure12.png)")
     p.add_argument("--program", help="only rows of this program")
     p.add_argument("--factors", help="pruning factors to evaluate, comma-separated (default 1.25,1.5,2,3)")
     p.add_argument("--no-charts", action="store_true", help="print the statistics only")

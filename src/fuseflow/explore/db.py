@@ -36,7 +36,7 @@ COLUMNS = [
     ("density", "REAL", "density of the random sparse inputs, if any"),
     ("block", "INTEGER", "block size of block-sparse random inputs, if any"),
     ("engine", "TEXT", "simulator engine that ran (fast or oracle)"),
-    ("status", "TEXT NOT NULL", "ok | error | pruned"),
+    ("status", "TEXT NOT NULL", "ok | error | pruned | estimated (a suite's row not simulated: see reason)"),
     ("cycles", "INTEGER", "simulated cycles (sum over kernels)"),
     ("flops", "INTEGER", "simulated floating-point operations"),
     ("mem_reads", "INTEGER", "simulated memory words read"),
@@ -52,7 +52,23 @@ COLUMNS = [
     ("est_seconds", "REAL", "time the heuristic took"),
     ("created", "TEXT", "UTC time the row was written"),
 ]
+# schema 2: the columns of a suite's rows (`fuseflow study suite`), added to older files on open
+COLUMNS_2 = [
+    ("suite", "TEXT", "the suite that wrote the row, if any"),
+    ("schedule_text", "TEXT", "the schedule string a suite's preset stands for"),
+    ("model_cycles", "INTEGER", "cycles of the whole model a few simulated decoders stand for"),
+    ("max_occupancy", "INTEGER", "largest channel occupancy seen"),
+    ("max_abs_error", "REAL", "largest difference from the numpy reference"),
+    ("est_mem", "REAL", "heuristic memory words (reads + writes)"),
+    ("reason", "TEXT", "why a row was estimated, not simulated"),
+    ("worker", "TEXT", "the worker that ran the row (host:pid)"),
+]
+COLUMNS = COLUMNS + COLUMNS_2
 NAMES = [c[0] for c in COLUMNS]
+# a suite's runs: wall time, kept up to date while it runs (a killed session keeps its last value)
+SESSIONS = ("CREATE TABLE IF NOT EXISTS sessions (id INTEGER PRIMARY KEY, suite TEXT NOT NULL, "
+            "started TEXT NOT NULL, seconds REAL NOT NULL DEFAULT 0, tasks INTEGER, finished INTEGER, "
+            "workers INTEGER, executor TEXT, max_memory INTEGER)")
 KEY = ("program", "schedule", "data", "seed")
 SCHEMA = ("CREATE TABLE IF NOT EXISTS runs (\n    "
           + ",\n    ".join(f"{name} {kind}" for name, kind, _ in COLUMNS)
@@ -60,7 +76,7 @@ SCHEMA = ("CREATE TABLE IF NOT EXISTS runs (\n    "
 
 
 APPLICATION_ID = 0x46464C57  # "FFLW" in the SQLite header: a fuseflow sweep database
-SCHEMA_VERSION = 1  # PRAGMA user_version of the layout above
+SCHEMA_VERSION = 2  # PRAGMA user_version of the layout above (1: without COLUMNS_2 and sessions)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 NEW_FILE = "give a new file name with --db"
 
@@ -116,8 +132,11 @@ class SweepDB:
             self.conn.execute("PRAGMA synchronous=NORMAL" if path == ":memory:" else "PRAGMA synchronous=FULL")
             if fresh:
                 self.conn.execute(SCHEMA)
+                self.conn.execute(SESSIONS)
                 self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
                 self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            elif self.version < SCHEMA_VERSION:
+                self._upgrade()
         except sqlite3.DatabaseError as err:
             self.conn.close()
             _refuse(path, f"not a readable sweep database ({err})")
@@ -127,6 +146,7 @@ class SweepDB:
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         app = self.conn.execute("PRAGMA application_id").fetchone()[0]
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        self.version = version or (1 if tables else SCHEMA_VERSION)  # files before the marker: schema 1
         if not tables and app == 0:
             return True
         if app not in (0, APPLICATION_ID) or (app == 0 and tables != {"runs"}):
@@ -140,13 +160,30 @@ class SweepDB:
             _refuse(self.path, "the database is corrupted (SQLite's quick_check failed)",
                     "restore it from a copy, or start a new one with --db")
         have = {r["name"] for r in self.conn.execute("PRAGMA table_info(runs)")}
-        missing = [n for n in NAMES if n not in have]
+        needed = NAMES if self.version >= 2 else [n for n in NAMES if n not in {c[0] for c in COLUMNS_2}]
+        missing = [n for n in needed if n not in have]
         if missing:
             _refuse(self.path, f"its runs table has no column {', '.join(missing)}")
         if not self._has_unique_key():
             _refuse(self.path, "its runs table has no unique key on (program, schedule, data, seed), so "
                                "concurrent or resumed sweeps could write rows twice")
         return False
+
+    def _upgrade(self) -> None:
+        """Schema 1 -> 2: the suite columns and the sessions table, in one transaction."""
+        have = {r["name"] for r in self.conn.execute("PRAGMA table_info(runs)")}
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for name, kind, _ in COLUMNS_2:
+                if name not in have:
+                    self.conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+            self.conn.execute(SESSIONS)
+            self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.version = SCHEMA_VERSION
 
     def _has_unique_key(self) -> bool:
         for index in self.conn.execute("PRAGMA index_list(runs)").fetchall():
@@ -162,8 +199,9 @@ class SweepDB:
     def done_keys(self) -> set[tuple]:
         return {tuple(r) for r in self.conn.execute("SELECT program, schedule, data, seed FROM runs")}
 
-    def insert(self, row: dict) -> bool:
-        """Write one row in its own transaction; False when its key is already there."""
+    def insert(self, row: dict, also: tuple | None = None) -> bool:
+        """Write one row in its own transaction (with `also`, (sql, params), run in it when the
+        row is new); False when its key is already there."""
         row = dict(row)
         if row.get("bytes") is None and row.get("mem_reads") is not None and row.get("mem_writes") is not None:
             row["bytes"] = (row["mem_reads"] + row["mem_writes"]) * 4
@@ -176,6 +214,8 @@ class SweepDB:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             cursor = self.conn.execute(sql, [row[n] for n in names])
+            if also and cursor.rowcount == 1:
+                self.conn.execute(*also)
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
@@ -185,6 +225,39 @@ class SweepDB:
     def rows(self, where: str = "", params=()) -> list[dict]:
         sql = "SELECT * FROM runs" + (f" WHERE {where}" if where else "") + " ORDER BY id"
         return [dict(r) for r in self.conn.execute(sql, params)]
+
+    def start_session(self, suite: str, tasks: int, workers: int | None, executor: str,
+                      max_memory: int | None) -> int:
+        """Record that a suite starts running `tasks` tasks; returns the session's id."""
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        cursor = self.conn.execute("INSERT INTO sessions (suite, started, tasks, finished, workers, executor, "
+                                   "max_memory) VALUES (?, ?, ?, 0, ?, ?, ?)",
+                                   (suite, now, tasks, workers, executor, max_memory))
+        return cursor.lastrowid
+
+    def insert_for_session(self, row: dict, session: int, seconds: float) -> bool:
+        """`insert` a suite's row and bring its session's wall time and count up to date, in one
+        transaction (a suite killed at any moment loses nothing it finished)."""
+        return self.insert(row, ("UPDATE sessions SET seconds = ?, finished = finished + 1 WHERE id = ?",
+                                 (seconds, session)))
+
+    def delete_failed(self, keys: list[tuple]) -> int:
+        """Delete the rows of these keys whose status is `error` (to run them again); how many."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            deleted = sum(self.conn.execute("DELETE FROM runs WHERE program = ? AND schedule = ? AND data = ? AND "
+                                            "seed = ? AND status = 'error'", key).rowcount for key in keys)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return deleted
+
+    def sessions(self, suite: str | None = None) -> list[dict]:
+        if "sessions" not in {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}:
+            return []
+        sql = "SELECT * FROM sessions" + (" WHERE suite = ?" if suite else "") + " ORDER BY id"
+        return [dict(r) for r in self.conn.execute(sql, (suite,) if suite else ())]
 
     def count(self) -> int:
         return self.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]

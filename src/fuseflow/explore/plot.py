@@ -188,3 +188,77 @@ def study_chart(rows: list[dict], path: str) -> str:
     fig.savefig(path, dpi=120)
     _pyplot().close(fig)
     return path
+
+
+FIGURE_COLORS = {"unfused": "#bab0ac", "partial": "#4e79a7", "full": "#f28e2b"}
+FIGURE_NAMES = {"unfused": "unfused", "partial": "partially fused", "full": "fully fused"}
+
+
+def figure12(rows: list[dict], published: dict | None = None, labels: dict | None = None, title: str = ""):
+    """The reference's Figure-12 layout from a suite's study rows (`suite.run.study_rows`): one
+    panel per model, a group of bars per dataset (or block size), one bar per schedule: speedup
+    over unfused on a log axis, every bar labelled with its value. Estimated rows (not
+    simulated) are hatched and labelled `~`, failed ones `n/a`; `published` ({(model, dataset,
+    block): {schedule: cycles}}) adds the published speedups as black marks."""
+    plt = _pyplot()
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    cases = {m: list(dict.fromkeys((r["dataset"], r.get("block")) for r in rows if r["model"] == m)) for m in models}
+    schedules = sorted(dict.fromkeys(r["schedule"] for r in rows),
+                       key=lambda s: list(FIGURE_NAMES).index(s) if s in FIGURE_NAMES else len(FIGURE_NAMES))
+    fig, axes = plt.subplots(1, len(models), figsize=(max(8.0, 0.95 * sum(map(len, cases.values())) + 2), 5.6),
+                             sharey=True, gridspec_kw={"width_ratios": [max(1, len(cases[m])) for m in models]},
+                             squeeze=False)
+    width = 0.8 / max(1, len(schedules))
+    by_key = {(r["model"], r["dataset"], r.get("block"), r["schedule"]): r for r in rows}
+    values = []
+    for ax, model in zip(axes[0], models):
+        for s, schedule in enumerate(schedules):
+            xs = [c + (s - (len(schedules) - 1) / 2) * width for c in range(len(cases[model]))]
+            found = [by_key.get((model, d, b, schedule)) for d, b in cases[model]]
+            heights = [r["speedup"] if r and r.get("speedup") and math.isfinite(r["speedup"]) else 0.0 for r in found]
+            values += [h for h in heights if h > 0]
+            bars = ax.bar(xs, [h or float("nan") for h in heights], width, label=FIGURE_NAMES.get(schedule, schedule),
+                          color=FIGURE_COLORS.get(schedule, PALETTE[s % len(PALETTE)]), edgecolor="white")
+            for bar, row, x in zip(bars, found, xs):
+                estimated = bool(row and (row.get("skipped") or row.get("estimated_ratios")))
+                if estimated:
+                    bar.set_hatch("///")
+                text = "n/a" if not row or not row.get("speedup") else ("~" if estimated else "") + \
+                    (f"{row['speedup']:.2f}" if row["speedup"] < 10 else f"{row['speedup']:.1f}")
+                ax.annotate(text, (x, bar.get_height() if row and row.get("speedup") else 1.0), xytext=(0, 2),
+                            textcoords="offset points", ha="center", va="bottom", fontsize=6.5, rotation=90)
+            for (d, b), x in zip(cases[model], xs):
+                cycles = (published or {}).get((model, d, b), {})
+                if cycles.get(schedule) and cycles.get("unfused"):
+                    values.append(cycles["unfused"] / cycles[schedule])
+                    ax.plot([x], [cycles["unfused"] / cycles[schedule]], marker="D", color="black", markersize=3.5,
+                            linestyle="none", label="published" if s == 0 else None, zorder=3)
+        names = [(labels or {}).get((model, d), d) if b is None else f"b{b}" for d, b in cases[model]]
+        ax.set_xticks(range(len(names)), names, fontsize=8, rotation=30 if len(names) > 3 else 0)
+        ax.set_title((labels or {}).get((model, None), model), fontsize=10)
+        ax.axhline(1.0, color="grey", linewidth=0.8, zorder=0)
+        ax.spines[["top", "right"]].set_visible(False)
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: PLC0415 - slow to import
+
+    axes[0][0].set_yscale("log")
+    axes[0][0].yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axes[0][0].yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axes[0][0].yaxis.set_minor_formatter(NullFormatter())
+    if values:
+        axes[0][0].set_ylim(min(values + [1.0]) / 2.5, max(values + [1.0]) * 4)
+    axes[0][0].set_ylabel("speedup over unfused (log)")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    seen = dict(sorted(zip(names, handles), key=lambda nh: nh[0] == "published"))  # published last
+    fig.legend(list(seen.values()), list(seen), loc="upper center", ncol=len(seen), fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=9, y=0.02, va="bottom")
+    fig.tight_layout(rect=(0, 0.05 if title else 0, 1, 0.93))
+    return fig
+
+
+def figure12_chart(rows: list[dict], path: str, **kw) -> str:
+    """`figure12` saved to `path` (PNG, SVG or PDF by the suffix)."""
+    fig = figure12(rows, **kw)
+    fig.savefig(path, dpi=140)
+    _pyplot().close(fig)
+    return path

@@ -166,3 +166,99 @@ def numba_notice(out=None):
             pass
 
     return event.install_listener("numba:compile", CompileNotice())
+
+
+class SuiteProgress:
+    """A suite's progress on `out` (stderr): on a terminal, a bar of tasks done (with the tasks
+    running, estimated and failed, and tqdm's ETA) and one bar per running task (its token
+    events of the heuristic's estimate); elsewhere one line per finished task. `event` takes
+    a task's progress messages ({"task", "done", "total"}), `finished` its database row.
+
+        >>> import io
+        >>> out = io.StringIO()
+        >>> with SuiteProgress("demo", total=2, out=out) as p:
+        ...     p.start(workers=2)
+        ...     p.event({"task": "gcn karate unfused", "done": 5.0, "total": 10.0})
+        ...     p.finished("gcn karate unfused", {"status": "ok", "cycles": 1200, "wall_seconds": 1.5})
+        >>> print(out.getvalue().strip())
+        suite demo: 2 tasks to run (0 done before) on 2 workers
+        [1/2] gcn karate unfused: ok, 1,200 cycles, 1.5 s
+    """
+
+    def __init__(self, name: str, total: int, done_before: int = 0, out=None, enabled: bool = True):
+        self.name, self.total, self.before = name, total, done_before
+        self.out = out if out is not None else sys.stderr
+        self.enabled, self.done = enabled, 0
+        self.counts = {"estimated": 0, "error": 0}
+        self.running: dict[str, tqdm] = {}
+        self.lock = threading.Lock()
+        self.bar = None
+        if enabled and is_terminal(self.out):
+            self.bar = tqdm(total=total, desc=f"suite {name}", file=self.out, bar_format=BAR_FORMAT,
+                            dynamic_ncols=True)
+            self.ticker = _Ticker(self.bar)
+
+    def start(self, workers: int) -> None:
+        if self.enabled:
+            self._write(f"suite {self.name}: {self.total} tasks to run ({self.before} done before) on "
+                        f"{workers} worker{'s' if workers != 1 else ''}")
+
+    def _write(self, text: str) -> None:
+        if self.bar is not None:
+            tqdm.write(text, file=self.out)
+        else:
+            print(text, file=self.out, flush=True)
+
+    def _postfix(self) -> None:
+        parts = [f"{len(self.running)} running"] + [f"{n} {k.replace('error', 'failed')}"
+                                                    for k, n in self.counts.items() if n]
+        self.bar.set_postfix_str(", ".join(parts), refresh=False)
+
+    def event(self, message: dict) -> None:
+        """A running task's progress (called from dask's event thread or the running task)."""
+        if self.bar is None:
+            return
+        with self.lock:
+            task = message["task"]
+            bar = self.running.get(task)
+            if bar is None:
+                bar = tqdm(total=1.0, desc=f"  {task}", file=self.out, bar_format=EVENTS_FORMAT,
+                           position=len(self.running) + 1, leave=False, dynamic_ncols=True)
+                self.running[task] = bar
+            bar.total = max(float(message.get("total") or 1.0), float(message.get("done") or 0.0), 1.0)
+            bar.n = float(message.get("done") or 0.0)
+            bar.refresh()
+            self._postfix()
+
+    def finished(self, task: str, row: dict) -> None:
+        with self.lock:
+            self.done += 1
+            status = row.get("status", "error")
+            if status in self.counts:
+                self.counts[status] += 1
+            bar = self.running.pop(task, None)
+            if bar is not None:
+                bar.close()
+            what = {"ok": f"ok, {row.get('cycles') or 0:,} cycles",
+                    "estimated": f"estimated ({row.get('reason')})"}.get(status, f"failed: {row.get('error')}")
+            if self.enabled:
+                self._write(f"[{self.before + self.done}/{self.before + self.total}] {task}: {what}, "
+                            f"{row.get('wall_seconds') or 0:.1f} s")
+            if self.bar is not None:
+                self._postfix()
+                self.bar.update(1)
+
+    def close(self) -> None:
+        for bar in self.running.values():
+            bar.close()
+        self.running.clear()
+        if self.bar is not None:
+            self.ticker.close()
+            self.bar.close()
+            self.bar = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,33 +1,30 @@
 """Run a sweep: enumerate schedules x data points, estimate each, prune, simulate the rest on an
 executor, and write one SQLite row per result as it arrives.
 
-Executors: `local` (in this process for --jobs 1, else a process pool) and `dask` (a
-dask.distributed scheduler at --scheduler ADDR). Work is shipped as plain dicts to `run_task`,
+Executors: `local` (in this process for --jobs 1, else a process pool) and `dask` (the
+dask.distributed scheduler at --scheduler ADDR, else a local cluster of --jobs workers, default
+one per core; `explore.cluster`). Work is shipped as plain dicts to `run_task`,
 which loads the program and data itself (cached per worker process), so any worker that has
 fuseflow installed can run it; MLIR sources travel with the task.
 """
 from __future__ import annotations
 
-import ctypes
 import itertools
 import os
-import signal
 import sys
-import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
 from ..errors import FuseflowError, UserError
-from ..memory import Budget
 from ..pipeline import simulate
+from .cluster import dask_client, exit_with_parent, worker_budget
 from .db import SweepDB
 from .heuristic import CostModel
 from .progress import TaskProgress
 from .space import DataPoint, ProgramRef, load, mlir_source, schedules
 
 ENGINES = ("fast", "oracle")
-PARENT_POLL_SECONDS = 1.0  # how often a worker checks that its sweep is still alive
 
 
 @dataclass
@@ -65,9 +62,8 @@ class SweepSpec:
             raise UserError(f"unknown engine {self.engine!r}", "sweep", "use fast or oracle")
         if self.executor not in ("local", "dask"):
             raise UserError(f"unknown executor {self.executor!r}", "sweep", "use local or dask")
-        if self.executor == "dask" and not self.scheduler:
-            raise UserError("--executor dask needs --scheduler ADDR", "sweep",
-                            "give the scheduler address, e.g. tcp://127.0.0.1:8786")
+        if self.scheduler and self.executor != "dask":
+            raise UserError("--scheduler needs --executor dask", "sweep", "add --executor dask")
         if self.jobs < 1:
             raise UserError(f"--jobs {self.jobs} must be at least 1", "sweep")
         if self.prune is not None and self.prune < 1.0:
@@ -123,7 +119,7 @@ def run_task(task: dict) -> dict:
         point = DataPoint(**task["point"])
         loaded = load(ref, point, task["seed"], task.get("source"))
         start = time.perf_counter()
-        budget = Budget(task["max_memory"]) if task.get("max_memory") else None
+        budget = worker_budget(task.get("max_memory"))
         result = simulate(loaded.program, task["schedule"], loaded.inputs, seed=task["seed"],
                           density=point.density or 0.1, engine=engine, check=task.get("check", True), budget=budget)
         row.update(status="ok", cycles=int(result.cycles), flops=int(result.flops),
@@ -141,23 +137,6 @@ def run_task(task: dict) -> dict:
 def _run_serial(tasks):
     for task in tasks:
         yield task, run_task(task)
-
-
-def exit_with_parent(parent: int) -> None:
-    """Worker initializer: end this worker when the sweep that started it dies, even by SIGKILL
-    (which runs no cleanup): Linux's parent-death signal, and a watcher thread elsewhere."""
-    if sys.platform.startswith("linux"):
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-    if os.getppid() != parent:  # the parent died before the signal was armed
-        os._exit(1)
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_POLL_SECONDS)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="fuseflow-parent-watch", daemon=True).start()
 
 
 def _run_pool(tasks, jobs: int):
@@ -180,17 +159,11 @@ def _as_finished(pool, futures):
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _run_dask(tasks, address: str, timeout: float = 30.0):
-    try:
-        from distributed import Client, as_completed  # noqa: PLC0415 - dask is optional and slow to import
-    except ImportError:
-        raise UserError("--executor dask needs dask.distributed", "sweep",
-                        "pip install 'dask[distributed]'") from None
-    try:
-        client = Client(address, timeout=timeout)
-    except (OSError, TimeoutError) as err:
-        raise UserError(f"cannot reach the dask scheduler at {address}: {err}", "--scheduler") from None
-    try:
+def _run_dask(tasks, address: str | None, timeout: float = 30.0, workers: int | None = None,
+              max_memory: int | None = None):
+    from distributed import as_completed  # noqa: PLC0415 - dask is optional and slow to import
+
+    with dask_client(address, workers, max_memory, timeout) as client:
         futures = client.map(run_task, tasks, pure=False)
         by_key = {f.key: t for f, t in zip(futures, tasks)}
         for future in as_completed(futures):
@@ -199,8 +172,6 @@ def _run_dask(tasks, address: str, timeout: float = 30.0):
                 yield task, future.result()
             except Exception as err:  # noqa: BLE001 - a worker died
                 yield task, _lost(task, err)
-    finally:
-        client.close()
 
 
 def _lost(task: dict, err: BaseException) -> dict:
@@ -210,12 +181,13 @@ def _lost(task: dict, err: BaseException) -> dict:
 
 
 def execute(tasks: list[dict], executor: str = "local", jobs: int = 1, scheduler: str | None = None,
-            timeout: float = 30.0):
-    """Yields (task, row) as simulations finish."""
+            timeout: float = 30.0, max_memory: int | None = None):
+    """Yields (task, row) as simulations finish. A local dask cluster has `jobs` workers (when
+    more than one) sharing `max_memory`."""
     if not tasks:
         return iter(())
     if executor == "dask":
-        return _run_dask(tasks, scheduler, timeout)
+        return _run_dask(tasks, scheduler, timeout, jobs if jobs > 1 else None, max_memory)
     if jobs <= 1:
         return _run_serial(tasks)
     return _run_pool(tasks, jobs)
@@ -313,9 +285,9 @@ def run_sweep(spec: SweepSpec, progress: bool = True, out=None, budget: int | No
             return t["program"], t["schedule"], t["data"], t["seed"]
 
         metas = {key(t): t.pop("meta") for t in tasks}
-        for task in tasks:
-            task["max_memory"] = budget
-        finished = execute(tasks, spec.executor, spec.jobs, spec.scheduler, spec.connect_timeout)
+        for task in tasks:  # a worker of a local dask cluster guards its share of `budget` instead
+            task["max_memory"] = budget if spec.executor != "dask" else None
+        finished = execute(tasks, spec.executor, spec.jobs, spec.scheduler, spec.connect_timeout, budget)
         bar = TaskProgress(len(tasks), out=out) if progress and tasks else None
         try:
             for task, row in finished:

@@ -1,0 +1,129 @@
+"""`fuseflow study suite [figure12|FILE.toml]`: a suite of fusion studies on dask into SQLite,
+resumable, with its rows as JSON or CSV, its Figure-12 chart and its results page.
+
+    fuseflow study suite figure12 --db figure12.db                 # a local cluster sized to the machine
+    fuseflow study suite mine.toml --db mine.db --scheduler tcp://host:8786 --json
+    fuseflow study suite figure12 --db figure12.db --page docs/results.md --figure docs/figure12.png
+    fuseflow plot figure12.db --figure 12 -o figure12.png
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from ..errors import UserError
+from ..explore.db import open_existing
+from ..files import check_output
+from ..suite.page import draw_figure, write_page
+from ..suite.run import run_suite, study_rows, suite_rows
+from ..suite.spec import BUILT_IN, Suite, load_suite
+from ..tables import to_csv
+from .args import count, positive
+
+EXPORTED = ("model", "dataset", "block", "seed", "schedule", "status", "kernels", "cycles", "model_cycles",
+            "speedup", "flops_ratio", "mem_ratio", "flops", "mem", "verified", "est_cycles", "skipped", "error",
+            "wall", "schedule_text")
+
+
+def exported(rows: list[dict]) -> list[dict]:
+    """The rows users get (`--json`, `--csv`): the study's columns, in a fixed order."""
+    return [{k: r.get(k) for k in EXPORTED} for r in rows]
+
+
+def cmd_suite(args) -> int:
+    for path, flag, suffixes in ((args.csv, "--csv", (".csv",)), (args.page, "--page", (".md",)),
+                                 (args.figure, "--figure", (".png", ".svg", ".pdf"))):
+        if path:
+            check_output(path, flag, suffixes)
+    if args.scheduler and args.executor == "serial":
+        raise UserError("--scheduler needs the dask executor", "--executor", "leave out --executor serial")
+    suite = load_suite(args.suite)
+    summary = run_suite(suite, args.db, executor=args.executor, scheduler=args.scheduler, workers=args.workers,
+                        max_memory=args.max_memory, progress=not args.quiet, limit=args.limit,
+                        retry_failed=args.retry_failed)
+    db = open_existing(args.db)
+    try:
+        rows = suite_rows(db, suite)
+        if args.page or args.figure:
+            for path in write_page(db, suite, page=args.page, figure=args.figure):
+                print(f"wrote {path}", file=sys.stderr)
+    finally:
+        db.close()
+    if args.csv:
+        to_csv(exported(rows), args.csv)
+        print(f"wrote {args.csv}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(exported(rows), indent=1))
+    elif not args.quiet:
+        print(f"suite {suite.name}: {summary.simulated} simulated, {summary.estimated} estimated, "
+              f"{summary.failed} failed, {summary.done_before} done before; {summary.seconds:.1f} s on "
+              f"{summary.workers} worker{'s' if summary.workers != 1 else ''}; {len(rows)} rows in {args.db}")
+    return 0
+
+
+def _figure(args, db) -> int:
+    """`plot DB --figure 12`: the Figure-12 chart of the suite in DB (`--suite`, else the suite
+    that wrote the rows: a built-in one's published numbers are drawn beside)."""
+    if args.figure != "12":
+        raise UserError(f"no figure {args.figure!r}", "--figure", "the figure drawn is 12 (the fusion suite)")
+    rows = [r for r in db.rows() if r.get("suite")]
+    if not rows:
+        raise UserError(f"{args.db} has no suite rows", "plot --figure 12", "run `fuseflow study suite` into it first")
+    name = args.suite or rows[-1]["suite"]
+    suite = load_suite(name) if args.suite or name in BUILT_IN else Suite(name, [])
+    if suite.cases:
+        study = suite_rows(db, suite)
+    else:
+        study = study_rows([r for r in rows if r["suite"] == name])
+    if not study:
+        raise UserError(f"{args.db} has no rows of suite {suite.name}", "--suite", "name the suite that wrote them")
+    out = args.output or os.path.splitext(args.db)[0] + "-figure12.png"
+    check_output(out, "-o", (".png", ".svg", ".pdf"))
+    draw_figure(study, suite, out)
+    print(f"wrote {out}")
+    return 0
+
+
+def add_figure_option(plot, draw_charts) -> None:
+    """`plot DB --figure 12 [--suite S]` on the `plot` command (whose own run is `draw_charts`)."""
+    plot.add_argument("--figure", metavar="12", help="draw the reference's Figure 12 from a suite's rows: speedup "
+                                                     "over unfused per model and dataset (`fuseflow study suite`)")
+    plot.add_argument("--suite", metavar="NAME|FILE.toml", help="with --figure: the suite (default: the one that "
+                                                                "wrote the rows)")
+
+    def run(args) -> int:
+        if not args.figure:
+            return draw_charts(args)
+        db = open_existing(args.db)
+        try:
+            return _figure(args, db)
+        finally:
+            db.close()
+
+    plot.set_defaults(run=run)
+
+
+def add_suite_command(studies) -> None:
+    """`study suite` on the `study` command's subparsers."""
+    p = studies.add_parser("suite", help="a suite of fusion studies (figure12 or a TOML file) on dask, resumable",
+                           description="Run every (model, dataset, schedule) of a suite as a task on dask (a local "
+                                       "cluster sized to the machine, or --scheduler ADDR), one SQLite row per "
+                                       "task; rerun to resume. Built-in: figure12.")
+    p.add_argument("suite", nargs="?", default="figure12", metavar="NAME|FILE.toml",
+                   help="figure12 (the reference's Figure 12) or a suite TOML file")
+    p.add_argument("--db", default="suite.db", help="SQLite database to write (default suite.db; the same "
+                                                    "store as sweeps)")
+    p.add_argument("--executor", choices=["dask", "serial"], default="dask",
+                   help="dask (default: a local cluster unless --scheduler) or serial (in this process)")
+    p.add_argument("--scheduler", metavar="ADDR", help="an existing dask scheduler, e.g. tcp://host:8786")
+    p.add_argument("--workers", type=positive, help="workers of the local cluster (default: one per core)")
+    p.add_argument("--limit", type=count, help="run at most N tasks this time (resume later)")
+    p.add_argument("--retry-failed", action="store_true", help="run the tasks that failed before again")
+    p.add_argument("--json", action="store_true", help="print the suite's rows as JSON")
+    p.add_argument("--csv", metavar="OUT.csv", help="write the suite's rows as CSV")
+    p.add_argument("--page", metavar="OUT.md", help="write the results page (its generated part, between "
+                                                   "markers, if the file has them)")
+    p.add_argument("--figure", metavar="OUT.png", help="draw the Figure-12 chart")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.set_defaults(run=cmd_suite)

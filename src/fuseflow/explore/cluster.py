@@ -1,0 +1,153 @@
+"""dask.distributed for sweeps and suites: a client on an existing scheduler, or on a
+`LocalCluster` sized to the machine (one single-threaded worker process per core, each with an
+equal share of the memory), and the memory guard a task gets on its worker.
+
+    >>> local_workers(None) >= 1, local_memory_share(2, 8 * 2**30) == 4 * 2**30
+    (True, True)
+    >>> worker_budget(None) is None  # not on a dask worker, no --max-memory: the engine's default
+    True
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+
+from ..errors import UserError
+from ..memory import Budget
+
+GUARD_SHARE = 0.9  # a task's memory guard: this much of its worker's memory limit (dask stops it at 95%)
+PROGRESS_TOPIC = "fuseflow-progress"  # workers' progress events (Worker.log_event), read by the client
+PARENT_POLL_SECONDS = 1.0  # how often a worker checks that its sweep is still alive
+
+
+def exit_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker when the sweep that started it dies, even by SIGKILL
+    (which runs no cleanup): Linux's parent-death signal, and a watcher thread elsewhere."""
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="fuseflow-parent-watch", daemon=True).start()
+
+
+def local_workers(workers: int | None) -> int:
+    """Workers of a local cluster: `workers`, else one per core this process may use."""
+    if workers:
+        return workers
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def local_memory_share(workers: int, max_memory: int | None) -> int:
+    """Bytes each local worker may take: `max_memory` (all workers together), else the memory
+    available now with the engine's headroom, split evenly."""
+    total = max_memory if max_memory else Budget().allowed()
+    return max(1, total // workers)
+
+
+def worker_budget(max_memory: int | None = None) -> Budget | None:
+    """The memory guard of a task: `max_memory` if given, else on a dask worker with a memory
+    limit `GUARD_SHARE` of that limit, else None (the engine's default: what is available)."""
+    if max_memory:
+        return Budget(max_memory)
+    if "distributed" not in sys.modules:  # dask was never imported here: not a worker
+        return None
+    from distributed import get_worker  # noqa: PLC0415 - dask is optional and slow to import
+
+    try:
+        limit = get_worker().memory_manager.memory_limit
+    except ValueError:  # not inside a worker's task
+        return None
+    return Budget(int(limit * GUARD_SHARE)) if limit else None
+
+
+def post_progress(message: dict) -> bool:
+    """Send a progress event from a task on a dask worker to its client; False elsewhere."""
+    if "distributed" not in sys.modules:
+        return False
+    from distributed import get_worker  # noqa: PLC0415 - dask is optional and slow to import
+
+    try:
+        get_worker().log_event(PROGRESS_TOPIC, message)
+    except ValueError:
+        return False
+    return True
+
+
+def _exit_plugin(parent: int):
+    from distributed.diagnostics.plugin import WorkerPlugin  # noqa: PLC0415 - dask is optional and slow to import
+
+    class ExitWithParent(WorkerPlugin):
+        """Ends a local worker when the process that started its cluster dies, even by SIGKILL."""
+
+        name = "fuseflow-exit-with-parent"
+
+        def setup(self, worker) -> None:
+            exit_with_parent(parent)
+
+    return ExitWithParent()
+
+
+def _import_distributed():
+    try:
+        import dask  # noqa: PLC0415 - dask is optional and slow to import
+        import distributed  # noqa: PLC0415 - dask is optional and slow to import
+    except ImportError:
+        raise UserError("the dask executor needs dask.distributed", "--executor",
+                        "pip install 'dask[distributed]'") from None
+    return dask, distributed
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None = None, workers: int | None = None, max_memory: int | None = None,
+                timeout: float = 30.0):
+    """A `distributed.Client` on the scheduler at `scheduler`, else on a local cluster of
+    `local_workers(workers)` processes, each with `local_memory_share` bytes (its tasks' memory
+    guard: `worker_budget`). Local workers run one task at a time; the engine's memory guard, not
+    dask, keeps them within their share (dask would kill a worker whose memory a previous large
+    case left high, and every task queued on it); they never pause or spill (tasks hold no dask
+    data); a task whose worker died is tried once more; they end with the process that started
+    them."""
+    dask, distributed = _import_distributed()
+    if scheduler:
+        try:
+            client = distributed.Client(scheduler, timeout=timeout)
+        except (OSError, TimeoutError) as err:
+            raise UserError(f"cannot reach the dask scheduler at {scheduler}: {err}", "--scheduler") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    n = local_workers(workers)
+    settings = {"distributed.scheduler.allowed-failures": 1, "distributed.worker.memory.target": False,
+                "distributed.worker.memory.spill": False, "distributed.worker.memory.pause": False,
+                "distributed.worker.memory.terminate": False}
+    with dask.config.set(settings):
+        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                           memory_limit=local_memory_share(n, max_memory),
+                                           dashboard_address=None, silence_logs=logging.ERROR)
+        try:
+            client = distributed.Client(cluster)
+            try:
+                client.register_plugin(_exit_plugin(os.getpid()))
+                yield client
+            finally:
+                client.close()
+        finally:
+            cluster.close()

@@ -1,0 +1,263 @@
+"""Run a suite: every task not yet in the database, in this process or on dask, one SQLite row
+per task as it finishes (in one transaction with the session's wall time), so that a suite
+killed at any moment resumes where it stopped with nothing lost or written twice.
+
+A task (`run_suite_task`) builds its model on its dataset (kept for the next task of the same
+case on that worker), compiles the schedule once, and simulates and verifies it, or estimates it
+with the heuristic when it would exceed its `max_tokens` token events or its worker's memory
+(`granularity.study_schedule`, the study's own step).
+
+    >>> row = run_suite_task(SuiteTask("gcn", "karate", "partial", engine="oracle").to_dict())
+    >>> row["status"], row["verified"], row["label"], row["cycles"] > 0
+    ('ok', 1, 'partial', True)
+"""
+from __future__ import annotations
+
+import ctypes
+import gc
+import os
+import socket
+import time
+from dataclasses import dataclass
+
+from ..errors import FuseflowError
+from ..explore.cluster import PROGRESS_TOPIC, dask_client, post_progress, worker_budget
+from ..explore.db import SweepDB
+from ..explore.heuristic import CostModel
+from ..explore.progress import SuiteProgress
+from ..explore.runner import _one_line, resolve_engine
+from ..granularity import add_ratios, study_schedule
+from ..models.registry import build
+from .spec import Suite, SuiteTask
+
+EVENT_SECONDS = 1.0  # least time between two progress events of a task on a worker
+_CASE: dict = {}  # this process's last built case: {case key: (ModelCase, CostModel)}
+
+
+def _trim() -> None:
+    """Give freed heap memory back to the system (glibc), so a worker's resident size, which its
+    memory guard counts, falls after a large case."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+def _built(task: SuiteTask, budget):
+    """The task's model on its dataset and its cost model, built once per case and process
+    (only the last case is kept: a large graph must not stay behind)."""
+    if task.case not in _CASE:
+        _CASE.clear()
+        gc.collect()  # the last case's arrays go before the next one is built
+        _trim()
+        case = build(task.model, task.dataset, scale=task.scale, seed=task.seed, block=task.block or 16,
+                     budget=budget)
+        _CASE[task.case] = case, CostModel(case.program, case.inputs)
+    return _CASE[task.case]
+
+
+class _Reporter:
+    """A task's live progress (`granularity.study_schedule`'s `watch`): token events done of the
+    heuristic's estimate, sent to `post` at most every `EVENT_SECONDS`."""
+
+    def __init__(self, label: str, post, events: list[float]):
+        self.label, self.post, self.total = label, post, float(sum(events)) or 1.0
+        self.events, self.kernels, self.last = [float(e) for e in events], 0, 0.0
+
+    def __call__(self, _label: str, events: list[float]) -> _Reporter:
+        self.events, self.total = [float(e) for e in events], float(sum(events)) or 1.0
+        self.send(0.0, force=True)
+        return self
+
+    def send(self, done: float, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self.last >= EVENT_SECONDS:
+            self.last = now
+            self.post({"task": self.label, "done": done, "total": self.total, "pid": os.getpid()})
+
+    def on_kernel(self, done: int, total: int) -> None:
+        self.kernels = done
+        self.send(sum(self.events[:done]))
+
+    def on_events(self, done_events: float, estimated=None) -> None:
+        self.send(sum(self.events[:self.kernels]) + float(done_events))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def _fields(study: dict) -> dict:
+    """A study row as database columns."""
+    skipped = study.get("skipped")
+    row = {"status": "estimated" if skipped else "ok", "reason": skipped, "schedule_text": study["schedule_text"],
+           "kernels": study.get("kernels"), "cycles": study.get("cycles"), "flops": study.get("flops"),
+           "mem_reads": study.get("mem_reads"), "mem_writes": study.get("mem_writes"),
+           "model_cycles": study.get("model_cycles"), "max_occupancy": study.get("max_occupancy"),
+           "max_abs_error": study.get("max_abs_error"), "verified": int(study.get("verified") is True),
+           "est_cycles": study.get("est_cycles"), "est_flops": study.get("est_flops"),
+           "est_mem": study.get("est_mem")}
+    if row["est_mem"] is not None:
+        row["est_bytes"] = row["est_mem"] * 4
+    return row
+
+
+def run_suite_task(task: dict, max_memory: int | None = None, post=None) -> dict:
+    """One task of a suite (a `SuiteTask` as a dict) as a database row; never raises: a failure
+    becomes the row's error. Progress goes to `post`, else to the dask client if on a worker."""
+    t = SuiteTask(**task)
+    row = {"program": t.key[0], "schedule": t.schedule, "data": t.data, "seed": t.seed, "label": t.schedule,
+           "program_name": t.model, "dataset": t.dataset, "block": t.block, "status": "error", "verified": 0,
+           "worker": f"{socket.gethostname()}:{os.getpid()}"}
+    start = time.perf_counter()
+    budget = worker_budget(max_memory)
+    reporter = _Reporter(t.label(), post or post_progress, [])
+    try:
+        row["engine"] = resolve_engine(t.engine)
+        case, model = _built(t, budget)
+        study = study_schedule(case, t.schedule, model, engine=row["engine"], max_tokens=t.max_tokens,
+                               budget=budget, watch=reporter)
+        row.update(_fields(study))
+    except FuseflowError as err:
+        row["error"] = err.one_line()
+    except MemoryError:
+        row["error"] = "ran out of memory (building, compiling or simulating the case)" + \
+            (f" within {budget!r}" if budget else "")
+    except Exception as err:  # noqa: BLE001 - a failed task is recorded and the suite goes on
+        row["error"] = _one_line(err)
+    row["wall_seconds"] = time.perf_counter() - start
+    return row
+
+
+# -- running a suite -----------------------------------------------------------------------------
+@dataclass
+class SuiteSummary:
+    planned: int = 0
+    done_before: int = 0  # already in the database
+    simulated: int = 0
+    estimated: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    workers: int = 1
+
+
+def _serial(tasks: list[SuiteTask], max_memory, post):
+    for task in tasks:
+        post({"task": task.label(), "done": 0.0, "total": 1.0, "pid": os.getpid()})
+        yield task, run_suite_task(task.to_dict(), max_memory, post)
+
+
+def _on_dask(client, tasks: list[SuiteTask], max_memory, post):
+    from distributed import as_completed  # noqa: PLC0415 - dask is optional and slow to import
+
+    client.subscribe_topic(PROGRESS_TOPIC, lambda event: post(event[1]))
+    futures = {}
+    for n, task in enumerate(tasks):  # in the suite's order: earlier tasks first
+        future = client.submit(run_suite_task, task.to_dict(), max_memory, pure=False, priority=len(tasks) - n,
+                               key=f"suite-{n}-{task.label().replace(' ', '-')}-{os.getpid()}")
+        futures[future] = task
+    for future in as_completed(futures):
+        task = futures[future]
+        try:
+            yield task, future.result()
+        except Exception as err:  # noqa: BLE001 - the worker died (e.g. killed at its memory limit)
+            yield task, {**_lost_row(task), "error": "worker died: " + _one_line(err)}
+
+
+def _lost_row(task: SuiteTask) -> dict:
+    return {"program": task.key[0], "schedule": task.schedule, "data": task.data, "seed": task.seed,
+            "label": task.schedule, "program_name": task.model, "dataset": task.dataset, "block": task.block,
+            "status": "error", "verified": 0}
+
+
+def run_suite(suite: Suite, db_path: str, executor: str = "dask", scheduler: str | None = None,
+              workers: int | None = None, max_memory: int | None = None, progress: bool = True, out=None,
+              limit: int | None = None, retry_failed: bool = False) -> SuiteSummary:
+    """Run (or resume) `suite` into the database at `db_path`: tasks whose rows are there are
+    skipped (with `retry_failed`, failed rows are deleted and run again); the rest run in this
+    process (`executor="serial"`) or on dask (a local cluster of `workers` processes sharing
+    `max_memory`, or the scheduler at `scheduler`)."""
+    start = time.perf_counter()
+    db = SweepDB(db_path)
+    try:
+        tasks = suite.tasks()
+        if retry_failed:
+            db.delete_failed([t.key for t in tasks])
+        done = db.done_keys()
+        todo = [t for t in tasks if t.key not in done]
+        summary = SuiteSummary(planned=len(tasks), done_before=len(tasks) - len(todo))
+        todo = todo if limit is None else todo[:limit]
+        with SuiteProgress(suite.name, len(todo), summary.done_before, out=out, enabled=progress) as bar, \
+                (dask_client(scheduler, workers, max_memory) if executor == "dask" and todo
+                 else _no_client()) as client:
+            summary.workers = len(client.scheduler_info()["workers"]) if client else 1
+            session = db.start_session(suite.name, len(todo), summary.workers, executor, max_memory) if todo else None
+            bar.start(summary.workers)
+            # on dask a task guards its worker's share of the memory (`cluster.worker_budget`)
+            finished = _on_dask(client, todo, None, bar.event) if client else \
+                _serial(todo, max_memory, bar.event)
+            for task, row in finished:
+                row["suite"] = suite.name
+                db.insert_for_session(row, session, time.perf_counter() - start)
+                summary.simulated += row["status"] == "ok"
+                summary.estimated += row["status"] == "estimated"
+                summary.failed += row["status"] == "error"
+                bar.finished(task.label(), row)
+    finally:
+        db.close()
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+class _no_client:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+# -- reading a suite back ------------------------------------------------------------------------
+def study_rows(rows: list[dict], baselines: dict | None = None) -> list[dict]:
+    """Database rows of a suite as a study's rows (schedule, cycles, mem, ...), with ratios to
+    the first row of their case (a group of one program, data point and seed, in the given
+    order), if that is the case's baseline (`baselines`: group key -> schedule; default: the
+    unfused row, or the first)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        study = {"model": r["program_name"], "dataset": r["dataset"], "block": r.get("block"),
+                 "schedule": r["label"] or r["schedule"], "schedule_text": r.get("schedule_text"),
+                 "seed": r["seed"], "kernels": r["kernels"], "cycles": r["cycles"], "flops": r["flops"],
+                 "mem": None if r["mem_reads"] is None else r["mem_reads"] + r["mem_writes"],
+                 "max_occupancy": r.get("max_occupancy"), "verified": bool(r["verified"]),
+                 "wall": r["wall_seconds"], "est_cycles": r["est_cycles"], "est_flops": r["est_flops"],
+                 "est_mem": r.get("est_mem"), "status": r["status"]}
+        if r.get("model_cycles") is not None:
+            study["model_cycles"] = r["model_cycles"]
+        if r["status"] == "estimated":
+            study["skipped"] = r.get("reason") or "estimated"
+        if r["status"] == "error":
+            study["error"] = r.get("error") or "failed"
+        groups.setdefault((r["program"], r["data"], r["seed"]), []).append(study)
+    out = []
+    for key, group in groups.items():
+        if baselines is None:  # unfused first, if there
+            group.sort(key=lambda study: study["schedule"] != "unfused")
+        if baselines is None or group[0]["schedule"] == baselines.get(key):
+            add_ratios(group)
+        else:  # the baseline has not run yet
+            for study in group:
+                study.update(speedup=None, flops_ratio=None, mem_ratio=None)
+        out += group
+    return out
+
+
+def suite_rows(db: SweepDB, suite: Suite) -> list[dict]:
+    """The suite's rows in the database, in the suite's task order (missing tasks left out), as
+    `study_rows`."""
+    by_key = {(r["program"], r["schedule"], r["data"], r["seed"]): r for r in db.rows()}
+    tasks = suite.tasks()
+    baselines = {(t.key[0], t.data, t.seed): t.baseline for t in tasks}
+    return study_rows([by_key[t.key] for t in tasks if t.key in by_key], baselines)

@@ -1,0 +1,190 @@
+"""Suites: named sets of fusion studies (model x dataset x block x schedule x seed), each
+(model, dataset, schedule) one task, read from TOML. `figure12` is built in
+(`suite/figure12.toml`, with the published cycle counts beside the cases).
+
+A suite file:
+
+    [suite]
+    name = "mine"
+    schedules = ["unfused", "partial", "full"]   # presets or schedule strings (the first is the baseline)
+    seeds = [0]
+    max_tokens = 3e9          # estimate, not simulate, schedules above this many token events
+
+    [[case]]
+    model = "gcn"
+    datasets = ["karate", "cora"]
+    max_tokens = 1e9          # optional, per case
+
+    [[case]]
+    model = "gpt3-bigbird"
+    datasets = ["tiny"]
+    blocks = [16, 32]
+
+    >>> suite = load_suite("figure12")
+    >>> len(suite.tasks()), suite.tasks()[0].key
+    (54, ('model:gpt3-bigbird', 'unfused', 'dataset=small2 block=32', 0))
+    >>> suite.published[("gcn", "cora", None)]["partial"]
+    29997611
+"""
+from __future__ import annotations
+
+import importlib.resources
+import os
+import tomllib
+from dataclasses import dataclass, field
+
+from ..errors import UserError
+from ..files import read_file
+from ..granularity import MAX_TOKENS
+from ..models.registry import MODELS
+
+BUILT_IN = ("figure12",)
+SUITE_KEYS = {"name": str, "description": str, "schedules": list, "seeds": list, "max_tokens": (int, float),
+              "engine": str}
+CASE_KEYS = {"model": str, "datasets": list, "blocks": list, "max_tokens": (int, float), "scale": (int, float),
+             "seeds": list, "schedules": list, "label": str}
+MODEL_NAMES = {"gcn": "GCN", "graphsage": "GraphSAGE", "sae": "SAE", "gpt3-bigbird": "GPT-3 + BigBird"}
+PUBLISHED_KEYS = {"model": str, "dataset": str, "block": int, "label": str, "unfused": int, "partial": int,
+                  "full": int}
+
+
+@dataclass(frozen=True)
+class SuiteTask:
+    """One schedule of one model on one dataset: a row of the suite."""
+
+    model: str
+    dataset: str
+    schedule: str  # a preset name or a schedule string
+    seed: int = 0
+    block: int | None = None
+    scale: float = 1.0
+    max_tokens: float = MAX_TOKENS
+    engine: str = "fast"
+    baseline: str = "unfused"  # the schedule its ratios are taken against
+
+    @property
+    def data(self) -> str:
+        """The data point key of the results database: `dataset=cora`, `dataset=small2 block=16`."""
+        return f"dataset={self.dataset}" + (f" block={self.block}" if self.block else "") + \
+            (f" scale={self.scale:g}" if self.scale != 1.0 else "")
+
+    @property
+    def key(self) -> tuple:
+        """(program, schedule, data, seed): the row's unique key in the database."""
+        return f"model:{self.model}", self.schedule, self.data, self.seed
+
+    @property
+    def case(self) -> tuple:
+        """What the task builds: tasks with the same `case` share one built model."""
+        return self.model, self.dataset, self.block, self.seed, self.scale
+
+    def label(self) -> str:
+        return f"{self.model} {self.dataset}" + (f" b{self.block}" if self.block else "") + f" {self.schedule}"
+
+    def to_dict(self) -> dict:
+        return dict(model=self.model, dataset=self.dataset, schedule=self.schedule, seed=self.seed,
+                    block=self.block, scale=self.scale, max_tokens=self.max_tokens, engine=self.engine,
+                    baseline=self.baseline)
+
+
+@dataclass
+class Suite:
+    """A suite: its cases expanded to tasks (cases in file order, schedules innermost), and the
+    published cycles to set beside the results, keyed (model, dataset, block)."""
+
+    name: str
+    cases: list[dict]
+    schedules: list[str] = field(default_factory=lambda: ["unfused", "partial", "full"])
+    seeds: list[int] = field(default_factory=lambda: [0])
+    max_tokens: float = MAX_TOKENS
+    engine: str = "fast"
+    description: str = ""
+    published: dict = field(default_factory=dict)
+    labels: dict = field(default_factory=lambda: {(m, None): name for m, name in MODEL_NAMES.items()})
+    # (model, dataset) -> how the page names it; (model, None) -> the model's name
+
+    def tasks(self) -> list[SuiteTask]:
+        out = []
+        for case in self.cases:
+            schedules = case.get("schedules", self.schedules)
+            for dataset in case["datasets"]:
+                for block in case.get("blocks") or [None]:
+                    for seed in case.get("seeds", self.seeds):
+                        out += [SuiteTask(case["model"], str(dataset), str(s), int(seed), block,
+                                          float(case.get("scale", 1.0)), float(case.get("max_tokens", self.max_tokens)),
+                                          self.engine, str(schedules[0])) for s in schedules]
+        return out
+
+
+def _check(table: dict, keys: dict, where: str) -> None:
+    for key, value in table.items():
+        if key not in keys:
+            raise UserError(f"unknown key {key!r} in {where}", where, f"known keys: {', '.join(sorted(keys))}")
+        if not isinstance(value, keys[key]) or isinstance(value, bool):
+            raise UserError(f"{key} in {where} has the wrong type ({type(value).__name__})", where)
+
+
+def _case(table: dict, where: str) -> dict:
+    _check(table, CASE_KEYS, where)
+    if table.get("model") not in MODELS:
+        raise UserError(f"unknown model {table.get('model')!r} in {where}", where, f"use one of {', '.join(MODELS)}")
+    if not table.get("datasets"):
+        raise UserError(f"no datasets in {where}", where, 'e.g. datasets = ["karate"]')
+    for block in table.get("blocks", []):
+        if not isinstance(block, int) or isinstance(block, bool) or block < 1:
+            raise UserError(f"block {block!r} in {where} is not a positive whole number", where)
+    if table.get("max_tokens", 1) <= 0 or table.get("scale", 1) <= 0:
+        raise UserError(f"max_tokens and scale in {where} must be positive", where)
+    return table
+
+
+def parse_suite(text: str, where: str) -> Suite:
+    """A suite from TOML text (`where` names it in errors)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(f"{where} is not valid TOML: {err}", where) from None
+    unknown = sorted(set(data) - {"suite", "case", "published"})
+    if unknown:
+        raise UserError(f"unknown table {unknown[0]!r} in {where}", where, "use [suite], [[case]] and [[published]]")
+    head = data.get("suite", {})
+    _check(head, SUITE_KEYS, f"{where} [suite]")
+    cases = [_case(c, f"{where} [[case]] {n + 1}") for n, c in enumerate(data.get("case", []))]
+    if not cases:
+        raise UserError(f"{where} has no [[case]]", where, 'add e.g. [[case]] model = "gcn" datasets = ["karate"]')
+    seeds = head.get("seeds", [0])
+    if any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in seeds) or not seeds:
+        raise UserError(f"seeds in {where} must be whole numbers >= 0", where)
+    if not head.get("schedules", ["unfused"]) or head.get("max_tokens", 1) <= 0:
+        raise UserError(f"schedules in {where} must not be empty, max_tokens positive", where)
+    if head.get("engine", "fast") not in ("fast", "oracle"):
+        raise UserError(f"unknown engine {head['engine']!r} in {where}", where, "use fast or oracle")
+    published, labels = {}, {(m, None): name for m, name in MODEL_NAMES.items()}
+    for n, entry in enumerate(data.get("published", [])):
+        _check(entry, PUBLISHED_KEYS, f"{where} [[published]] {n + 1}")
+        key = (entry["model"], entry["dataset"], entry.get("block"))
+        published[key] = {k: entry[k] for k in ("unfused", "partial", "full") if k in entry}
+        if "label" in entry:
+            labels[key[:2]] = entry["label"]
+    for case in cases:
+        if "label" in case:
+            labels.update({(case["model"], d): case["label"] for d in case["datasets"]})
+    name = head.get("name") or os.path.splitext(os.path.basename(where))[0]
+    return Suite(name, cases, [str(s) for s in head.get("schedules", ["unfused", "partial", "full"])],
+                 [int(s) for s in seeds], float(head.get("max_tokens", MAX_TOKENS)), head.get("engine", "fast"),
+                 head.get("description", ""), published, labels)
+
+
+def load_suite(name: str) -> Suite:
+    """A built-in suite by name (`figure12`) or a suite TOML file."""
+    if name in BUILT_IN:
+        text = importlib.resources.files(__package__).joinpath(f"{name}.toml").read_text("utf-8")
+        return parse_suite(text, f"{name}.toml")
+    if not name.endswith(".toml"):
+        raise UserError(f"no built-in suite {name!r}", "study suite",
+                        f"built-in suites: {', '.join(BUILT_IN)}; or give a FILE.toml")
+    try:
+        text = read_file(name, "study suite").decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UserError(f"{name} is not UTF-8 text (offset {err.start})", "study suite") from None
+    return parse_suite(text, name)

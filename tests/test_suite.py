@@ -1,0 +1,182 @@
+"""Suites (`fuseflow study suite`): TOML definitions, the built-in figure12, rows in the sweep
+store (schema upgrade, resume without duplicates), the results page and the Figure-12 chart."""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+import pytest
+from cli_helpers import error_of
+
+from fuseflow.cli import main
+from fuseflow.errors import UserError
+from fuseflow.explore.db import COLUMNS_2, SCHEMA_VERSION, SweepDB
+from fuseflow.granularity import fusion_study
+from fuseflow.models.registry import build
+from fuseflow.suite.page import write_page
+from fuseflow.suite.run import run_suite, study_rows, suite_rows
+from fuseflow.suite.spec import load_suite, parse_suite
+
+KARATE = """
+[suite]
+name = "karate"
+schedules = ["unfused", "partial", "full"]
+[[case]]
+model = "gcn"
+datasets = ["karate"]
+[[case]]
+model = "graphsage"
+datasets = ["karate"]
+max_tokens = 3e5   # graphsage's full fusion is estimated, not simulated
+[[published]]
+model = "gcn"
+dataset = "karate"
+label = "Karate"
+unfused = 100
+partial = 50
+full = 400
+"""
+
+
+def test_figure12_is_built_in():
+    suite = load_suite("figure12")
+    tasks = suite.tasks()
+    assert len(tasks) == 54 and len({t.key for t in tasks}) == 54
+    cases = {(t.model, t.dataset, t.block) for t in tasks}
+    for model in ("gcn", "graphsage"):
+        for dataset in ("cora", "cora_ml", "citeseer", "synthetic:dblp", "synthetic:collab", "synthetic:mag"):
+            assert (model, dataset, None) in cases
+    assert {("gpt3-bigbird", "small2", b) for b in (16, 32, 64)} | {("sae", d, None) for d in
+                                                                    ("imagenet", "nih-cxr", "luna16")} <= cases
+    # published speedups as the reference lists them (§6.2)
+    pub = suite.published[("gcn", "synthetic:collab", None)]
+    assert round(pub["unfused"] / pub["partial"], 2) == 2.58
+    assert all(t.schedule in ("unfused", "partial", "full") and t.baseline == "unfused" for t in tasks)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\ncolour = 1', "unknown key 'colour'"),
+    ('[[case]]\nmodel = "resnet"\ndatasets = ["x"]', "unknown model 'resnet'"),
+    ('[suite]\nname = "x"', "has no [[case]]"),
+    ('[[case]]\nmodel = "gpt3-bigbird"\ndatasets = ["tiny"]\nblocks = [0]', "block 0"),
+    ('[[case]]\nmodel = "gcn"\ndatasets = []', "no datasets"),
+    ('[suite]\nseeds = [-1]\n[[case]]\nmodel = "gcn"\ndatasets = ["karate"]', "seeds"),
+    ('[suite\n', "not valid TOML"),
+    ('[sweep]\n', "unknown table 'sweep'"),
+])
+def test_bad_suite_files(text, message):
+    with pytest.raises(UserError, match=message.replace("[", r"\[")):
+        parse_suite(text, "bad.toml")
+
+
+def test_unknown_suite_is_one_line(capsys, tmp_path):
+    assert "no built-in suite 'figure13'" in error_of(["study", "suite", "figure13", "--db",
+                                                       str(tmp_path / "x.db")], capsys)
+
+
+def _v1_database(path: str) -> None:
+    """A sweep database as schema 1 wrote it (no suite columns, no sessions)."""
+    db = SweepDB(path)
+    db.insert({"program": "p.mlir", "schedule": "full", "data": "density=0.1", "seed": 0, "status": "ok",
+               "cycles": 7})
+    columns = [name for name, _, _ in COLUMNS_2]
+    db.close()
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE sessions")
+    for name in columns:
+        conn.execute(f"ALTER TABLE runs DROP COLUMN {name}")
+    conn.execute("PRAGMA user_version=1")
+    conn.commit()
+    conn.close()
+
+
+def test_schema_1_database_is_upgraded_in_place(tmp_path):
+    path = str(tmp_path / "old.db")
+    _v1_database(path)
+    ro = SweepDB(path, readonly=True)  # read as it is
+    assert ro.version == 1 and ro.rows()[0]["cycles"] == 7 and ro.sessions() == []
+    ro.close()
+    db = SweepDB(path)
+    assert db.version == SCHEMA_VERSION and db.rows()[0]["cycles"] == 7
+    assert db.rows()[0]["reason"] is None and db.sessions() == []
+    db.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def karate_db(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("suite") / "karate.db")
+    suite = parse_suite(KARATE, "karate.toml")
+    summary = run_suite(suite, path, executor="serial", progress=False)
+    return suite, path, summary
+
+
+def test_serial_suite_rows_are_the_studys(karate_db):
+    suite, path, summary = karate_db
+    assert (summary.planned, summary.simulated, summary.estimated, summary.failed) == (6, 5, 1, 0)
+    db = SweepDB(path, readonly=True)
+    rows = suite_rows(db, suite)
+    db.close()
+    study = fusion_study(build("gcn", "karate"), ["unfused", "partial", "full"])
+    for ours, theirs in zip(rows[:3], study):
+        for key in ("schedule", "kernels", "cycles", "flops", "mem", "speedup", "flops_ratio", "mem_ratio"):
+            assert ours[key] == theirs[key], key
+        assert ours["verified"] is True
+    estimated = rows[5]
+    assert estimated["schedule"] == "full" and estimated["status"] == "estimated"
+    assert "token events > 3e+05" in estimated["skipped"] and estimated["speedup"] > 0
+
+
+def test_resume_runs_nothing_twice(karate_db):
+    suite, path, _ = karate_db
+    again = run_suite(suite, path, executor="serial", progress=False)
+    assert (again.done_before, again.simulated + again.estimated + again.failed) == (6, 0)
+    db = SweepDB(path, readonly=True)
+    assert db.count() == 6 and len(db.sessions("karate")) == 1  # nothing ran: no session
+    assert db.sessions("karate")[0]["finished"] == 6 and db.sessions("karate")[0]["seconds"] > 0
+    db.close()
+
+
+def test_page_keeps_hand_written_text_and_draws_the_figure(karate_db, tmp_path):
+    suite, path, _ = karate_db
+    page, figure = str(tmp_path / "results.md"), str(tmp_path / "fig.png")
+    with open(page, "w") as handle:
+        handle.write("# Results\n\nabove\n\n<!-- suite karate begin -->\nold\n<!-- suite karate end -->\n\nbelow\n")
+    db = SweepDB(path, readonly=True)
+    assert write_page(db, suite, page=page, figure=figure) == [figure, page]
+    db.close()
+    text = open(page).read()
+    assert text.startswith("# Results\n\nabove\n") and text.rstrip().endswith("below") and "old" not in text
+    assert "| GCN | Karate | " in text and "| partial ✓ |" in text and "2.00x / 0.25x" in text
+    assert "GraphSAGE karate full: estimated by the heuristic, not simulated: estimated" in text
+    assert "![Figure 12" in text and "fig.png" in text and "in 1 session on 1 workers" in text
+    with open(figure, "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_json_csv_and_plot(karate_db, tmp_path, capsys):
+    _, path, _ = karate_db
+    suite_file = tmp_path / "karate.toml"
+    suite_file.write_text(KARATE)
+    csv = str(tmp_path / "rows.csv")
+    assert main(["study", "suite", str(suite_file), "--db", path, "--json", "--csv", csv, "-q"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["schedule"] for r in rows] == ["unfused", "partial", "full"] * 2
+    assert rows[0]["speedup"] == 1.0 and rows[5]["skipped"] and rows[5]["status"] == "estimated"
+    assert open(csv).read().splitlines()[0].startswith("model,dataset,block,seed,schedule,status")
+    out = str(tmp_path / "f.png")
+    assert main(["plot", path, "--figure", "12", "-o", out]) == 0
+    assert os.path.getsize(out) > 10_000
+    assert "no figure '13'" in error_of(["plot", path, "--figure", "13"], capsys)
+
+
+def test_ratios_wait_for_the_baseline():
+    rows = [{"program": "model:gcn", "data": "dataset=k", "seed": 0, "program_name": "gcn", "dataset": "k",
+             "label": "partial", "schedule": "partial", "kernels": 2, "cycles": 10, "flops": 1, "mem_reads": 1,
+             "mem_writes": 1, "verified": 1, "wall_seconds": 0.1, "est_cycles": 9.0, "est_flops": 1.0,
+             "status": "ok"}]
+    study = study_rows(rows, {("model:gcn", "dataset=k", 0): "unfused"})
+    assert study[0]["speedup"] is None
