@@ -25,6 +25,7 @@ from .errors import UserError
 from .ir.formats import LEVEL_FORMATS, TensorFormat
 from .ir.reference import bind_inputs
 from .ir.values import DENSE_LIMIT, check_dense, densify
+from .memory import release_freed
 from .sim.hw import HwConfig
 from .sim.oracle import run_graph
 from .sim.storage import StoredTensor, level_entries
@@ -186,6 +187,7 @@ def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run
             result.kernels.append(_run_kernel(kernel, values, written, hw, run_graph_fn, options, budget, on_run))
         if not keep_values:
             _free(program, k, last, values, written)
+        release_freed()
         if on_kernel is not None:
             on_kernel(len(result.kernels), len(compiled.kernels))
     result.outputs = {name: _value(name, values, written) for name in program.outputs}

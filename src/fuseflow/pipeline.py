@@ -19,7 +19,7 @@ from .ir.generate import random_inputs
 from .ir.program import Program
 from .ir.reference import bind_inputs, reference
 from .ir.values import densify, entries, is_sparse, shape_of
-from .memory import Budget
+from .memory import Budget, release_freed
 from .report.notebook import result_html
 from .sim.hw import HwConfig
 
@@ -154,6 +154,8 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
                 raise VerificationError(problem, f"schedule {compiled.schedule}",
                                         "please report this with the program and schedule")
         verified = True
+        del gold
+        release_freed()
     kernels = []
     for k, kr in zip(compiled.kernels, run.kernels):
         kernels.append(KernelResult(k.index, kr.name, k.group, k.order, kr.cycles, kr.counters.get("flops", 0),

@@ -67,13 +67,18 @@ def reference(program: Program, tensors: Mapping | None = None, dtype=np.float64
     for large sparse results, scipy sparse arrays."""
     env = bind_inputs(program, tensors, dtype, dense_limit)
     shapes = infer_shapes(program, {name: shape_of(a) for name, a in env.items()})
-    for op in program.ops:
+    last = {name: k for k, op in enumerate(program.ops) for name in op.tensors_read}
+    for k, op in enumerate(program.ops):
         out = op_output(op)
         if isinstance(op, ReshapeOp):
             source = densify(env[op.input], f"input {op.input} of a reshape", dtype)
             env[out] = np.reshape(source, shapes[out])
         else:
             env[out] = _evaluate(op, env, shapes[out], dtype)
+        if not keep_intermediates:  # an intermediate no later op reads is dropped
+            for name in op.tensors_read:
+                if last[name] == k and name not in program.outputs and name not in program.inputs:
+                    env.pop(name, None)
     names = [op_output(op) for op in program.ops] if keep_intermediates else program.outputs
     return {name: env[name] for name in names}
 
