@@ -258,7 +258,7 @@ class _Lowering:
             self.env[LeafRef(ref)] = self.repeat(self.env[LeafRef(ref)], signal)
 
     def ready(self, inst, v: str) -> bool:
-        if inst.id in self.finished or self.n.pos[v] < self.n.pos[self.n.last[inst.id]]:
+        if inst.id in self.finished or self.n.pos[v] < self.n.pos.get(self.n.last[inst.id], -1):
             return False
         return all(ref in self.finished for ref in inst.producer_ids())
 

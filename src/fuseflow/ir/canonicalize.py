@@ -51,7 +51,9 @@ def _compose(copy_op: IndexOp, use: Access) -> Access:
 
 
 def inline_copies(program: Program) -> Program:
-    """A new Program without copy ops whose outputs are read only by other ops."""
+    """A new Program without copy ops whose outputs are read only by other ops. A copy that
+    broadcasts along a variable its reader reduces stays (`max[i] b(i,j)` over `b(i,j) = a(0,j)`:
+    inlined, no input would index `i`)."""
     result = copy.deepcopy(program)
     pinned = set(result.outputs)  # outputs, init tensors and reshape sources stay materialized
     for op in result.ops:
@@ -59,21 +61,20 @@ def inline_copies(program: Program) -> Program:
             pinned.add(op.init)
         elif not isinstance(op, IndexOp):
             pinned.add(op.input)
-    copies = {op_output(op): op for op in result.ops if _is_copy(op) and op_output(op) not in pinned}
+    while True:
+        copies = {op_output(op): op for op in result.ops if _is_copy(op) and op_output(op) not in pinned}
+        stuck = _broadcast_into_reduction(result, copies)
+        if not stuck:
+            break
+        pinned |= stuck
     if not copies:
         return result
-
-    def resolve(access: Access) -> Access:
-        while access.tensor in copies:
-            access = _compose(copies[access.tensor], access)
-        return access
-
     ops = []
     for op in result.ops:
         if op_output(op) in copies:
             continue
         if isinstance(op, IndexOp):
-            op = IndexOp(op.output, tuple(resolve(a) for a in op.inputs), op.body, op.reduce_vars,
+            op = IndexOp(op.output, tuple(_resolve(a, copies) for a in op.inputs), op.body, op.reduce_vars,
                          op.reduce_kind, op.init, op.loc)
         ops.append(op)
     result.ops = ops
@@ -81,6 +82,26 @@ def inline_copies(program: Program) -> Program:
         del result.tensors[name]
     verify(result)
     return result
+
+
+def _resolve(access: Access, copies: dict) -> Access:
+    """The stored access behind chains of inlined copies."""
+    while access.tensor in copies:
+        access = _compose(copies[access.tensor], access)
+    return access
+
+
+def _broadcast_into_reduction(program: Program, copies: dict) -> set[str]:
+    """Copies read by an op that, inlined, would leave one of its reduction variables indexed by
+    no input."""
+    stuck = set()
+    for op in program.ops:
+        if not isinstance(op, IndexOp) or not op.reduce_vars:
+            continue
+        resolved = [_resolve(a, copies) for a in op.inputs]
+        if not set(op.reduce_vars) <= {v for a in resolved for v in a.vars}:
+            stuck |= {a.tensor for a in op.inputs if a.tensor in copies}
+    return stuck
 
 
 def _constant_at(access: Access, unit: set) -> Access:

@@ -62,6 +62,31 @@ class TensorFormat:
     def level_of_mode(self, mode: int) -> int:
         return self.mode_order.index(mode)
 
+    def unit_levels_dense(self, shape) -> "TensorFormat":
+        """The same data stored with every level of a unit dimension dense. A compressed unit
+        level stores its one coordinate only under some positions of the levels above, so it
+        filters them: the nearest level above of a longer dimension takes that filtering
+        (becomes compressed), else the nearest below. The stored values are the same; readers
+        then index a unit dimension with the constant 0 without scanning its level.
+
+            >>> csr = TensorFormat.parse("dense,compressed")
+            >>> str(csr.unit_levels_dense((3, 1))), str(csr.unit_levels_dense((1, 4)))
+            ('compressed,dense', 'dense,compressed')
+            >>> str(TensorFormat.parse("dense,compressed;order=1,0").unit_levels_dense((1, 4)))
+            'compressed,dense;order=1,0'
+        """
+        unit = [shape[d] == 1 for d in self.mode_order]
+        if not any(u and level.is_compressed for u, level in zip(unit, self.levels)):
+            return self
+        levels = [DENSE if u else level for u, level in zip(unit, self.levels)]
+        for k, level in enumerate(self.levels):
+            if unit[k] and level.is_compressed:
+                above = [j for j in range(k - 1, -1, -1) if not unit[j]]
+                below = [j for j in range(k + 1, self.rank) if not unit[j]]
+                if above or below:
+                    levels[(above or below)[0]] = COMPRESSED
+        return TensorFormat(tuple(levels), self.mode_order, self.block)
+
     def __str__(self) -> str:
         text = ",".join(str(level) for level in self.levels)
         if self.mode_order != tuple(range(self.rank)):
