@@ -290,6 +290,8 @@ class _Lowering:
         op = inst.op
         top = final if (not inst.reduce_vars or self.fold_contraction(inst)) else None
         value, axes = self.alu_tree(inst.op.body, values, inst.tensor, top)
+        if top is not None and axes != final and set(axes) <= set(final):  # a copy: reorder or broadcast tiles
+            value, axes = self.alu({"op": "mul", "arity": 1, "scalar": 1.0, "scalar_pos": 1}, [(value, axes)], final)
         if top is not None and axes != final:
             raise NotSupported(f"{inst.tensor}: a copy that reorders tile axes {axes} to {final}")
         if any(v not in axes for v in final):

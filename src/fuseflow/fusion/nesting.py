@@ -292,10 +292,129 @@ def part_orders(names: list[str], preds: dict):
 
 
 def valid_orders(region: Region):
-    """Topological orders that the lowering supports (see `Nesting.rejection` for the others)."""
-    for order in topological_orders(region):
-        if Nesting(region, order).valid:
-            yield order
+    """Topological orders that the lowering supports (see `Nesting.rejection` for the others),
+    in `topological_orders`' sequence; a prefix that `Nesting(partial=True)` rejects is not
+    extended (`OrderWalk`)."""
+    yield from OrderWalk(region).orders()
+
+
+class OrderWalk:
+    """Depth-first walk over the prefixes of the region's topological orders, dropping a prefix
+    as soon as `Nesting(partial=True)` rejects it (a rejection of a prefix holds for every order
+    extending it). It counts the prefixes it visits (`visited`) and keeps the rejection of the
+    longest prefix it dropped (`furthest`): when the walk ends without an order, that is why
+    none exists."""
+
+    def __init__(self, region: Region, work: int | None = None):
+        self.region = region
+        self.names = list(region.vars)
+        self.preds = {v: {a for a, b in region.before if b == v} for v in self.names}
+        self.work = work  # prefixes the walk may visit (None: as many as there are)
+        self.visited = 0
+        self.furthest: tuple[list[str], Rejection] | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the walk stayed within its work (so what it did not find does not exist)."""
+        return self.work is None or self.visited <= self.work
+
+    def orders(self):
+        chosen: list[str] = []
+        used: set[str] = set()
+
+        def extend():
+            if len(chosen) == len(self.names):
+                yield list(chosen)
+                return
+            for v in self.names:
+                if v in used or not self.preds[v] <= used:
+                    continue
+                self.visited += 1
+                if not self.finished:
+                    return
+                chosen.append(v)
+                nesting = Nesting(self.region, chosen, partial=len(chosen) < len(self.names))
+                if nesting.valid:
+                    used.add(v)
+                    yield from extend()
+                    used.discard(v)
+                elif self.furthest is None or len(chosen) > len(self.furthest[0]):
+                    self.furthest = (list(chosen), nesting.rejection)
+                chosen.pop()
+
+        yield from extend()
+
+    def first(self) -> list[str] | None:
+        """The first valid order, or None (none exists if the walk is `finished`)."""
+        return next(iter(self.orders()), None)
+
+    def why_none(self) -> str:
+        """Why the walk found no order: the storage orders conflict, or the rejection of the
+        longest prefix it reached."""
+        cycle = storage_cycle(self.region)
+        if cycle:
+            return cycle
+        if self.furthest is None:
+            return "no order was tried"
+        prefix, rejection = self.furthest
+        example = ",".join(prefix) if len(prefix) == len(self.names) else f"orders starting {','.join(prefix)}"
+        return f"no order of {','.join(self.names)} is supported, e.g. {example}: {rejection.text}"
+
+
+def storage_cycle(region: Region) -> str | None:
+    """A description of a cycle in the stored level orders (`region.before`), or None."""
+    succ: dict[str, set[str]] = {}
+    for a, b in region.before:
+        succ.setdefault(a, set()).add(b)
+    for a, b in sorted(region.before):
+        path = _path(succ, b, a)
+        if path is not None:
+            loop = [a] + path
+            return "the storage orders conflict: " + "; ".join(
+                f"{_holder(region, x, y)} stores {x} before {y}" for x, y in zip(loop, loop[1:]))
+    return None
+
+
+def _holder(region: Region, a: str, b: str) -> str:
+    """The stored tensor (or output) whose levels put `a` right above `b`."""
+    for leaf in region.leaves:
+        levels = [v for v in leaf.level_vars() if isinstance(v, str)]
+        if not leaf.free and not leaf.format.is_dense and (a, b) in zip(levels, levels[1:]):
+            return str(leaf)
+    return "a declared output format"
+
+
+def _path(succ: dict, start: str, goal: str) -> list[str] | None:
+    """A path start -> ... -> goal over `succ`, or None."""
+    stack, seen = [(start, [start])], {start}
+    while stack:
+        node, path = stack.pop()
+        if node == goal:
+            return path
+        for nxt in sorted(succ.get(node, ())):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, path + [nxt]))
+    return None
+
+
+def count_orders(region: Region, limit: int = 1 << 18) -> int | None:
+    """How many orders respect the stored level orders (linear extensions of `region.before`),
+    counted over the sets of placed variables; None when there are more than `limit` such sets."""
+    names = list(region.vars)
+    bit = {v: 1 << k for k, v in enumerate(names)}
+    need = [sum(bit[a] for a, b in region.before if b == v) for v in names]
+    ways = {0: 1}
+    for _ in names:
+        nxt: dict[int, int] = {}
+        for placed, count in ways.items():
+            for k, v in enumerate(names):
+                if not placed & bit[v] and need[k] & placed == need[k]:
+                    nxt[placed | bit[v]] = nxt.get(placed | bit[v], 0) + count
+        if len(nxt) > limit:
+            return None
+        ways = nxt
+    return sum(ways.values())
 
 
 def order_problem(region: Region, order: list[str]) -> str | None:

@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import itertools
 
+from ..errors import UserError
 from .cost import prefix_bound
-from .nesting import Nesting, part_orders
+from .nesting import Nesting, OrderWalk, part_orders
 from .region import Region
 
+
+class NoValidOrder(UserError):
+    """A group has no valid dataflow order: every order was tried, and the reason is the one
+    that rejects them."""
+
+
 SEARCH_WORK = 2_000_000_000  # (instances x variables) x prefixes an order search may spend
+PROOF_WORK = 100_000  # prefixes the walk that finds any valid order (or proves there is none) may visit
 
 
 def greedy_orders(region: Region) -> list[list[str]]:
@@ -133,7 +141,8 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
 
 def default_order(region: Region, budget: int = 5000) -> list[str] | None:
     """The valid order with the least `nest_cost` (`search_order` on each independent part,
-    concatenated), else the first valid producer-by-producer order; None if none is found."""
+    concatenated), else the first valid producer-by-producer order, else the first valid order
+    at all (`nesting.OrderWalk`, within `PROOF_WORK` prefixes); None if none is found."""
     parts = [search_order(region, names, budget) for names in independent_parts(region)]
     if all(part is not None for part in parts):
         order = [v for part in parts for v in part]
@@ -142,4 +151,13 @@ def default_order(region: Region, budget: int = 5000) -> list[str] | None:
     for order in greedy_orders(region):
         if Nesting(region, order).valid:
             return order
-    return None
+    return OrderWalk(region, PROOF_WORK).first()
+
+
+def no_order_proof(region: Region) -> tuple[str, bool]:
+    """(why the region has no valid order, whether the walk proving it visited every prefix it
+    had to) for a region whose `default_order` is None."""
+    walk = OrderWalk(region, PROOF_WORK)
+    found = walk.first()
+    assert found is None, f"{region.group} has the valid order {found}"
+    return walk.why_none(), walk.finished

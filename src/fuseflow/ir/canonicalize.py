@@ -23,16 +23,70 @@ from __future__ import annotations
 
 import copy
 
-from .expr import In
-from .program import Access, IndexOp, Program, op_output
+from .expr import Binary, Const, In
+from .program import Access, IndexOp, Program, Tensor, op_output
 from .reference import _is_identity_init
 from .verify import infer_shapes, verify
 
+COMBINE = {"sum": "add", "max": "max", "min": "min"}  # how a reduction folds in its starting value
+
 
 def prepare(program: Program, shapes: dict | None = None) -> Program:
-    """The canonical form that schedules name ops in: unit-extent variables become constant
-    indices, then copies (transposes, broadcasts, unit reshapes) are inlined."""
+    """The canonical form that schedules name ops in: reductions start from their identity
+    (`split_starts`), unit-extent variables become constant indices, then copies (transposes,
+    broadcasts, unit reshapes) are inlined."""
+    program = split_starts(program)
     return inline_copies(drop_unit_variables(program, infer_shapes(program, shapes or {}, allow_dynamic=True)))
+
+
+def split_starts(program: Program) -> Program:
+    """A reduction that starts from a tensor or a constant other than its identity
+    (`Y = C + sum[k] A(i,k)*B(k,j)`, a matmul accumulating into an argument) becomes the
+    reduction from the identity, `Y_r`, and an elementwise op folding the start in:
+    `Y(i,j) = C(i,j) + Y_r(i,j)` (max and min alike). `Y` keeps its name.
+
+        >>> from fuseflow.ir.expr import Binary, In
+        >>> p = Program("acc")
+        >>> for name, shape in (("A", (2, 3)), ("B", (3, 4)), ("C", (2, 4))):
+        ...     p.add_tensor(Tensor(name, shape), role="input")
+        >>> p.add_tensor(Tensor("Y", (2, 4)))
+        >>> p.add_op(IndexOp(Access("Y", ("i", "j")), (Access("A", ("i", "k")), Access("B", ("k", "j"))),
+        ...                  Binary("mul", In(0), In(1)), ("k",), "sum", "C"))
+        >>> p.outputs.append("Y")
+        >>> [str(op) for op in split_starts(p).ops]
+        ['Y_r(i,j) = sum[k] A(i,k) * B(k,j)', 'Y(i,j) = C(i,j) + Y_r(i,j)']
+    """
+    if not any(isinstance(op, IndexOp) and op.reduce_vars and not _is_identity_init(op.init, op.reduce_kind)
+               for op in program.ops):
+        return program
+    result = copy.deepcopy(program)
+    ops = []
+    for op in result.ops:
+        if not (isinstance(op, IndexOp) and op.reduce_vars and not _is_identity_init(op.init, op.reduce_kind)):
+            ops.append(op)
+            continue
+        out = op.output.tensor
+        name = _fresh(result, out + "_r")
+        declared = result.tensors[out]
+        result.add_tensor(Tensor(name, declared.shape, declared.dtype))
+        ops.append(IndexOp(Access(name, op.output.indices), op.inputs, op.body, op.reduce_vars, op.reduce_kind,
+                           None, op.loc))
+        partial = Access(name, op.output.indices)
+        if isinstance(op.init, str):
+            start, body = (Access(op.init, op.output.indices), partial), Binary(COMBINE[op.reduce_kind], In(0), In(1))
+        else:
+            start, body = (partial,), Binary(COMBINE[op.reduce_kind], Const(float(op.init)), In(0))
+        ops.append(IndexOp(op.output, start, body, loc=op.loc))
+    result.ops = ops
+    verify(result)
+    return result
+
+
+def _fresh(program: Program, wanted: str) -> str:
+    name, k = wanted, 1
+    while name in program.tensors:
+        name, k = f"{wanted}{k}", k + 1
+    return name
 
 
 def _is_copy(op) -> bool:
