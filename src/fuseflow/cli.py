@@ -28,7 +28,7 @@ from .explore.cli import add_commands as add_explore_commands
 from .frontend import from_mlir
 from .frontend.torch_loader import program_from_torch_spec
 from .fusion.compile import compile_schedule
-from .fusion.nesting import Nesting, topological_orders
+from .fusion.listing import order_listing
 from .gpu.cli import add_commands as add_gpu_commands
 from .ir.canonicalize import prepare
 from .ir.generate import random_inputs
@@ -71,6 +71,8 @@ def _load_program(args):
 
 def _cmd_compile(args) -> int:
     compiled = compile_schedule(_load_program(args), args.schedule)
+    if args.schedule is None:
+        print(f"schedule: {compiled.schedule} (the default)")
     graphs = [k.graph for k in compiled.kernels if k.graph is not None]
     for kernel in compiled.kernels:
         if kernel.graph is None:
@@ -101,19 +103,12 @@ def _cmd_compile(args) -> int:
 def _cmd_orders(args) -> int:
     compiled = compile_schedule(_load_program(args), args.schedule)
     for kernel in compiled.kernels:
-        if kernel.region is None or (args.group is not None and kernel.index != args.group):
+        region = kernel.listed_region()
+        if region is None or (args.group is not None and kernel.index != args.group):
             continue
-        valid, invalid = [], []
-        for order in topological_orders(kernel.region):
-            problem = Nesting(kernel.region, order).problem
-            (invalid if problem else valid).append((order, problem))
-        print(f"group {kernel.index} ({','.join(kernel.group)}): {len(valid)} valid orders of "
-              f"{','.join(kernel.region.vars)}" + (f" ({len(invalid)} more unsupported)" if invalid else ""))
-        for n, (order, _) in enumerate(valid):
-            print(f"  #{n} {','.join(order)}")
-        if args.verbose:
-            for order, problem in invalid:
-                print(f"  -- {','.join(order)}: {problem}")
+        for line in order_listing(region, f"group {kernel.index} ({','.join(kernel.group)})", args.limit,
+                                  args.verbose):
+            print(line, flush=True)
     return 0
 
 
@@ -233,8 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("file", help="an .mlir file (linalg + sparse_tensor)")
         p.add_argument("--func", help="function to import when the module has several")
         p.add_argument("--format", action="append", metavar="NAME=LEVELS", help="declare an input's storage")
-        p.add_argument("--schedule", default="full", help='e.g. "unfused", "full order=i,k,j", '
-                       '"fusion=[t1,t2][t3] order.1=#2 layout=induced"')
+        p.add_argument("--schedule", help='e.g. "unfused", "full order=i,k,j", '
+                       '"fusion=[t1,t2][t3] order.1=#2 layout=induced" (default: the first of full, '
+                       '"full layout=induced", unfused, "unfused layout=induced" that compiles)')
         p.set_defaults(run=run)
         return p
 
@@ -252,8 +248,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=int, help="bound every channel to this many tokens (detects deadlock)")
     p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
     p.add_argument("--json", action="store_true", help="machine-readable result")
-    p = mlir_command("orders", "list the valid dataflow orders of each group", _cmd_orders)
+    p = mlir_command("orders", "count and list the valid dataflow orders of each group (as order.N=#k names them)",
+                     _cmd_orders)
     p.add_argument("--group", type=int, help="only this group")
+    p.add_argument("--limit", type=int, default=50, metavar="N", help="list at most N orders per group (0: all)")
     p.add_argument("-v", "--verbose", action="store_true", help="also list unsupported orders and why")
 
     _add_study_command(sub)

@@ -137,6 +137,9 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
     run = execute(compiled, data, hw, _engine(engine), on_kernel, budget=budget, on_events=on_events)
     error, verified = 0.0, False
     if check:
+        if not program.outputs:  # verified means at least one output was compared
+            raise UserError("the function returns no tensor, so there is nothing to compare",
+                            f"program {program.name}", "return the tensors the function computes")
         gold = reference(program, bind_inputs(program, data))
         for name in program.outputs:
             err, problem = compare(name, run.outputs[name], gold[name], rtol, atol)

@@ -14,6 +14,7 @@ from .errors import FuseflowError, UserError
 from .explore.heuristic import CostModel
 from .explore.progress import Progress
 from .fusion.compile import compile_schedule
+from .fusion.search import NoValidOrder
 from .pipeline import simulate
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
@@ -62,20 +63,32 @@ def _kernel_progress(label: str):
     return on_kernel, bars
 
 
+def _compiled(case, schedule: str, model):
+    """The schedule compiled with the data's statistics; with `layout=induced` when its declared
+    layouts admit no valid order (its row's schedule text says so)."""
+    try:
+        return compile_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
+    except NoValidOrder as err:
+        if err.induced is None:
+            raise
+        return err.induced
+
+
 def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
                  max_tokens: float = MAX_TOKENS) -> list[dict]:
     """One row per preset (or schedule string), normalised to the first one (unfused). Each
     schedule is compiled once, for the cost estimate and the simulation. A schedule estimated
     beyond `max_tokens` token events (tile elements for blocked ones) is not simulated: its row
     holds the heuristic's estimates (`est_*`, ratios to the first row's estimate) and says why;
-    one that fails says why."""
+    one that fails says why, and one whose declared layouts admit no valid order runs with
+    `layout=induced` (its `schedule_text` says so)."""
     model = CostModel(case.program, case.inputs)
     rows, first = [], None
     for name in schedules:
         schedule = case.presets.get(name, name)
         start = time.perf_counter()
         try:
-            compiled = compile_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
+            compiled = _compiled(case, schedule, model)
             est = model.estimate(compiled) if rows else None
         except FuseflowError as err:  # this schedule fails; the others still run
             if not rows:

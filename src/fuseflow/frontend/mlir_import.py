@@ -441,7 +441,8 @@ class _Importer:
             for acc, term in ((body.lhs, body.rhs), (body.rhs, body.lhs)):
                 if acc == In(out_slot) and out_slot not in term.inputs_used():
                     return term, REDUCERS[body.op]
-        raise NotSupported("a reduction body that is not add/max/min of a term and the accumulator", where)
+        raise NotSupported("a reduction body that is not add/max/min of a term and the accumulator", where,
+                           "write it as acc = addf/maximumf/minimumf(term, acc), with the term not reading acc")
 
 
 def _var_key(v: str):

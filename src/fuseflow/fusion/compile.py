@@ -90,10 +90,12 @@ def compile_schedule(program: Program, schedule: Schedule | str | None = None, s
         induced = Schedule.parse(str(schedule))
         induced.layout = "induced"
         try:
-            _compile(prog, induced, shapes, stats)
+            compiled = _compile(prog, induced, shapes, stats)
         except FuseflowError:
             raise err from None
-        raise NoValidOrder(err.what, err.where, f"the schedule compiles with layout=induced: {induced}") from None
+        better = NoValidOrder(err.what, err.where, f"the schedule compiles with layout=induced: {induced}")
+        better.induced = compiled
+        raise better from None
 
 
 def _first_that_compiles(prog: Program, shapes: dict | None, stats) -> Compiled:

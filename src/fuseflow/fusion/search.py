@@ -19,7 +19,9 @@ from .region import Region
 
 class NoValidOrder(UserError):
     """A group has no valid dataflow order: every order was tried, and the reason is the one
-    that rejects them."""
+    that rejects them. `induced`: the schedule compiled with `layout=induced`, when that works."""
+
+    induced = None
 
 
 SEARCH_WORK = 2_000_000_000  # (instances x variables) x prefixes an order search may spend
