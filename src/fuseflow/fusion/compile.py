@@ -12,6 +12,7 @@ then the fusion table, the lowering and the schedule's parallel lanes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from ..errors import FuseflowError, UserError
 from ..ir.canonicalize import prepare
@@ -174,6 +175,10 @@ def _negotiate(prog: Program, schedule: Schedule, shapes: dict | None, stats,
         tried.add(state)
 
 
+def _listed_region(prog: Program, group: list[str], formats: dict, shapes: dict, free: set) -> Region:
+    return region_with_order(prog, group, formats, shapes, free)[0]
+
+
 def _format_of(meta: dict) -> TensorFormat:
     block = tuple(meta["block"]) if meta.get("block") else None
     return TensorFormat(tuple(LEVEL_FORMATS[x] for x in meta["levels"]), tuple(meta["mode_order"]), block)
@@ -269,8 +274,7 @@ class _Compiler:
 
     def listing(self, group: list[str]):
         """`Kernel.listing`: the group's listed region, with the layouts known now."""
-        formats = dict(self.formats)
-        return lambda: region_with_order(self.prog, group, formats, self.region_shapes, self.free)[0]
+        return partial(_listed_region, self.prog, list(group), dict(self.formats), self.region_shapes, self.free)
 
     def no_valid_order(self, k: int, group: list[str]) -> FuseflowError:
         """The error for a group none of whose region variants has a valid order: `NoValidOrder`

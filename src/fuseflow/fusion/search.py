@@ -141,10 +141,10 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
     return search.best
 
 
-def default_order(region: Region, budget: int = 5000) -> list[str] | None:
+def default_order(region: Region, budget: int = 5000, proof_work: int = PROOF_WORK) -> list[str] | None:
     """The valid order with the least `nest_cost` (`search_order` on each independent part,
     concatenated), else the first valid producer-by-producer order, else the first valid order
-    at all (`nesting.OrderWalk`, within `PROOF_WORK` prefixes); None if none is found."""
+    at all (`nesting.OrderWalk`, within `proof_work` prefixes); None if none is found."""
     parts = [search_order(region, names, budget) for names in independent_parts(region)]
     if all(part is not None for part in parts):
         order = [v for part in parts for v in part]
@@ -153,7 +153,7 @@ def default_order(region: Region, budget: int = 5000) -> list[str] | None:
     for order in greedy_orders(region):
         if Nesting(region, order).valid:
             return order
-    return OrderWalk(region, PROOF_WORK).first()
+    return OrderWalk(region, proof_work).first() if proof_work else None
 
 
 def no_order_proof(region: Region) -> tuple[str, bool]:
