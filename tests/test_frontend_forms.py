@@ -223,3 +223,25 @@ func.func @f(%a: tensor<3x4xf32>) -> tensor<4x3xf32> {
     with pytest.raises(NotSupported) as err:
         fuseflow.from_mlir(text)
     assert "tensor.pad" in str(err.value) and "supported:" in str(err.value) and "generalise" in str(err.value)
+
+
+@pytest.mark.parametrize("start, combine, kind", [("2.0", "arith.addf", "sum"), ("0.5", "arith.maximumf", "max")])
+def test_reductions_from_a_filled_constant_other_than_the_identity(start, combine, kind):
+    """A sum into a tensor filled with 2 is 2 + the sum; a max from 0.5 is max(0.5, the max)."""
+    a, = data((3, 4), density=0.5)
+    text = f"""
+func.func @f(%a: tensor<3x4xf32>) -> tensor<3xf32> {{
+  %c = arith.constant {start} : f32
+  %e = tensor.empty() : tensor<3xf32>
+  %f = linalg.fill ins(%c : f32) outs(%e : tensor<3xf32>) -> tensor<3xf32>
+  %s = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}}
+      ins(%a : tensor<3x4xf32>) outs(%f : tensor<3xf32>) {{
+  ^bb0(%x: f32, %acc: f32):
+    %r = {combine} %x, %acc : f32
+    linalg.yield %r : f32
+  }} -> tensor<3xf32>
+  return %s : tensor<3xf32>
+}}"""
+    want = 2.0 + a.sum(axis=1) if kind == "sum" else np.maximum(0.5, a.max(axis=1))
+    check(text, {"a": a}, {"s": want})
