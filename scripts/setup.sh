@@ -3,9 +3,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
-# Graphviz's `dot` draws dataflow graphs (fuseflow compile --svg); install it when we can.
-if ! command -v dot >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    (apt-get update -qq && apt-get install -y -qq graphviz) >/dev/null 2>&1 || echo "note: could not install graphviz"
+# System packages, installed when we can (as root, with apt-get): Graphviz's `dot` draws dataflow
+# graphs (fuseflow compile --svg/--html); Debian's Chromium and its driver run the HTML report's
+# browser test (skipped, with the reason, where they are missing).
+need=()
+command -v dot >/dev/null 2>&1 || need+=(graphviz)
+{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || need+=(chromium chromium-driver)
+if [ ${#need[@]} -gt 0 ]; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}") >/dev/null 2>&1 \
+            || echo "note: could not install ${need[*]}; the tests that need them are skipped"
+    else
+        echo "note: ${need[*]} not installed (that needs root and apt-get); the tests that need them are skipped"
+    fi
 fi
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv

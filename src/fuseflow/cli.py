@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+from functools import partial
 
 import numpy as np
 
@@ -30,13 +31,17 @@ from .frontend.torch_loader import program_from_torch_spec
 from .fusion.compile import compile_schedule
 from .fusion.listing import order_listing
 from .gpu.cli import add_commands as add_gpu_commands
+from .interop import emit
 from .ir.canonicalize import prepare
 from .ir.generate import random_inputs
 from .pipeline import simulate
-from .sam.export import render
+from .report.html import compile_report
+from .report.overview import render_overview
+from .sam.draw import render
 from .schedule.schedule import statement_groups
 from .sim.hw import HwConfig
-from .study import format_table, fusion_study, plot
+from .simreport import simulate_report
+from .study import MAX_TOKENS, format_table, fusion_study, plot
 
 
 def _parse_formats(items: list[str] | None) -> dict:
@@ -97,7 +102,24 @@ def _cmd_compile(args) -> int:
         for k, graph in enumerate(graphs):
             path = args.svg if len(graphs) == 1 else args.svg.replace(".", f".k{k}.", 1)
             print(f"wrote {render(graph, path)}")
+    _compile_extras(args, compiled)
     return 0
+
+
+def _compile_extras(args, compiled) -> None:
+    """--overview, --html and --emit of `fuseflow compile`."""
+    if args.overview:
+        print(f"wrote {render_overview(compiled, args.overview)}")
+    if args.html:
+        print(f"wrote {compile_report(compiled, args.html)}")
+    for fmt, directory in args.emit or []:
+        print(emit(compiled, fmt, directory, _emit_data(args, compiled.program) if fmt == "comal" else {}))
+
+
+def _emit_data(args, program) -> dict:
+    given = _read_inputs(args.inputs, program)
+    shapes = {n: v.shape for n, v in given.items()}
+    return {**random_inputs(program, density=args.density, seed=args.seed, shapes=shapes), **given}
 
 
 def _cmd_orders(args) -> int:
@@ -120,7 +142,10 @@ def _read_inputs(path: str | None, program) -> dict:
 def _cmd_simulate(args) -> int:
     program = _load_program(args)
     hw = HwConfig(hbm=args.hbm, channel_depth=args.depth)
-    result = simulate(program, args.schedule, _read_inputs(args.inputs, program), seed=args.seed,
+    run = simulate
+    if args.html:  # the report is written also when the simulation fails; then the error is raised
+        run = partial(simulate_report, path=args.html, on_written=lambda p: print(f"wrote {p}", file=sys.stderr))
+    result = run(program, args.schedule, _read_inputs(args.inputs, program), seed=args.seed,
                       density=args.density, hw=hw, engine=args.engine)
     if args.save_outputs:
         np.savez(args.save_outputs, **{f"out{k}": result.outputs[n] for k, n in enumerate(program.outputs)})
@@ -197,9 +222,9 @@ def _add_study_command(sub) -> None:
     p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
-    p.add_argument("--max-tokens", type=float, default=2e9, metavar="N",
+    p.add_argument("--max-tokens", type=float, default=MAX_TOKENS, metavar="N",
                    help="estimate, not simulate, schedules the heuristic puts above N token events "
-                        "(default 2e9, what fits in 24 GB)")
+                        f"(default {MAX_TOKENS:.0e}, about five minutes of simulation)")
     p.set_defaults(run=_cmd_study)
 
 
@@ -239,6 +264,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", action="store_true", help="print each graph as text")
     p.add_argument("-o", "--output", help="write the graph(s) as JSON")
     p.add_argument("--svg", help="draw the graph(s) (needs Graphviz)")
+    p.add_argument("--overview", metavar="OUT.svg", help="draw the kernels and the tensors between them")
+    p.add_argument("--html", metavar="OUT.html", help="write an interactive report (one self-contained file)")
+    p.add_argument("--emit", nargs=2, action="append", metavar=("FORMAT", "DIR"),
+                   help="write the graphs for the reference tools: comal (protobuf graphs with the tensor "
+                        "files Comal reads) or sam-gv (SAM's .gv graphs); repeatable")
+    p.add_argument("--inputs", help="data for --emit comal, as .npz keyed arg0, arg1, ... (missing ones are generated)")
+    p.add_argument("--seed", type=int, default=0, help="seed for generated inputs (--emit comal)")
+    p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs (--emit comal)")
     p = mlir_command("simulate", "simulate a schedule cycle by cycle and verify its outputs", _cmd_simulate)
     p.add_argument("--inputs", help="dense inputs as .npz keyed arg0, arg1, ... (missing ones are generated)")
     p.add_argument("--save-outputs", metavar="OUT.npz", help="save the outputs keyed out0, out1, ...")
@@ -248,6 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=int, help="bound every channel to this many tokens (detects deadlock)")
     p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
     p.add_argument("--json", action="store_true", help="machine-readable result")
+    p.add_argument("--html", metavar="OUT.html", help="also write an interactive report (one self-contained file), "
+                   "even when the simulation deadlocks or fails verification")
     p = mlir_command("orders", "count and list the valid dataflow orders of each group (as order.N=#k names them)",
                      _cmd_orders)
     p.add_argument("--group", type=int, help="only this group")

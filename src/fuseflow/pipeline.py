@@ -19,6 +19,8 @@ from .ir.generate import random_inputs
 from .ir.program import Program
 from .ir.reference import bind_inputs, reference
 from .ir.values import densify, entries, is_sparse, shape_of
+from .memory import Budget
+from .report.notebook import result_html
 from .sim.hw import HwConfig
 
 
@@ -60,6 +62,9 @@ class SimResult:
         data = asdict(self)
         del data["outputs"]
         return data
+
+    def _repr_html_(self) -> str:  # Jupyter shows the totals and a row per kernel (report.notebook)
+        return result_html(self)
 
 
 def _engine(name: str):
@@ -134,7 +139,7 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
 
         compiled = compile_schedule(program, schedule, {n: shape_of(v) for n, v in data.items()},
                                     stats=stats_for(program, bind_inputs(program, data)))
-    run = execute(compiled, data, hw, _engine(engine), on_kernel, budget=budget, on_events=on_events)
+    run = execute(compiled, data, hw, _engine(engine), on_kernel, budget=budget or Budget(), on_events=on_events)
     error, verified = 0.0, False
     if check:
         if not program.outputs:  # verified means at least one output was compared

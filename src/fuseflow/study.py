@@ -7,15 +7,19 @@
 """
 from __future__ import annotations
 
+import html
 import sys
 import time
 
 from .errors import FuseflowError, UserError
 from .explore.heuristic import CostModel
+from .explore.plot import study_chart
 from .explore.progress import Progress
 from .fusion.compile import compile_schedule
 from .fusion.search import NoValidOrder
+from .memory import MemoryLimitError
 from .pipeline import simulate
+from .report.notebook import table_html
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
            ("speedup", "speedup", "{:.2f}x"), ("flops_ratio", "FLOPs/unf", "{:.2f}"),
@@ -23,7 +27,9 @@ COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycle
            ("verified", "verified", "{}"), ("wall", "wall s", "{:.1f}")]
 
 
-MAX_TOKENS = 2e9  # token events the fast engine simulates within this machine's memory (24 GB)
+# token events a study simulates by default: about five minutes of the fast engine on this
+# 2-core machine (memory no longer limits it: the engine streams; `--max-tokens` changes it)
+MAX_TOKENS = 3e10
 
 
 def _load(compiled, est) -> float:
@@ -31,17 +37,19 @@ def _load(compiled, est) -> float:
     return est.tokens * (compiled.schedule.block or 1) ** 2
 
 
-def _skipped_row(case, name: str, compiled, est, max_tokens: float) -> dict:
-    """The row of a schedule estimated (`explore.heuristic`, which counts about half of what the
-    simulator streams) beyond `max_tokens` token events (`_load`): the estimates instead of a
-    simulation."""
+def _too_long(compiled, est, max_tokens: float) -> str:
+    return (f"estimated {_load(compiled, est):.2g} token events > {max_tokens:.2g} (--max-tokens)"
+            + (f" (tiles of {compiled.schedule.block}x{compiled.schedule.block} counted element by element)"
+               if compiled.schedule.block else ""))
+
+
+def _skipped_row(case, name: str, compiled, est, why: str, wall: float = 0.0) -> dict:
+    """The row of a schedule not simulated (too long, or beyond the memory budget): the
+    heuristic's estimates (`explore.heuristic`) instead, and why."""
     return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": str(compiled.schedule),
             "kernels": len(est.kernels), "cycles": None, "est_cycles": est.cycles, "est_flops": est.flops,
             "est_mem": est.reads + est.writes, "flops": None, "mem": None, "max_occupancy": None,
-            "verified": "skipped", "max_abs_error": None, "wall": 0.0,
-            "skipped": f"estimated {_load(compiled, est):.2g} token events > {max_tokens:.2g}"
-                       + (f" (tiles of {compiled.schedule.block}x{compiled.schedule.block} counted "
-                          "element by element)" if compiled.schedule.block else "")}
+            "verified": "skipped", "max_abs_error": None, "wall": wall, "skipped": why}
 
 
 def _failed_row(case, name: str, schedule: str, why: str, wall: float) -> dict:
@@ -75,13 +83,14 @@ def _compiled(case, schedule: str, model):
 
 
 def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
-                 max_tokens: float = MAX_TOKENS) -> list[dict]:
+                 max_tokens: float = MAX_TOKENS, budget=None) -> list[dict]:
     """One row per preset (or schedule string), normalised to the first one (unfused). Each
     schedule is compiled once, for the cost estimate and the simulation. A schedule estimated
-    beyond `max_tokens` token events (tile elements for blocked ones) is not simulated: its row
-    holds the heuristic's estimates (`est_*`, ratios to the first row's estimate) and says why;
-    one that fails says why, and one whose declared layouts admit no valid order runs with
-    `layout=induced` (its `schedule_text` says so)."""
+    beyond `max_tokens` token events (tile elements for blocked ones), or one that would not
+    fit in memory (`budget`, a `fuseflow.memory.Budget`; default: what is available), is not
+    simulated: its row holds the heuristic's estimates (`est_*`, ratios to the first row's
+    estimate) and says why; one that fails says why, and one whose declared layouts admit no
+    valid order runs with `layout=induced` (its `schedule_text` says so)."""
     model = CostModel(case.program, case.inputs)
     rows, first = [], None
     for name in schedules:
@@ -100,14 +109,20 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
             if progress:
                 print(f"  skipping {case.name} on {case.dataset}: {name} "
                       f"(estimated {load:.2g} token events)", file=sys.stderr)
-            rows.append(_skipped_row(case, name, compiled, est, max_tokens))
+            rows.append(_skipped_row(case, name, compiled, est, _too_long(compiled, est, max_tokens)))
             continue
         on_kernel, bar = _kernel_progress(f"{case.name} {name} kernels")
         if progress:
             print(f"  simulating {case.name} on {case.dataset}: {name} ...", file=sys.stderr, flush=True)
         try:
-            result = simulate(case.program, compiled, case.inputs, engine=engine,
+            result = simulate(case.program, compiled, case.inputs, engine=engine, budget=budget,
                               on_kernel=on_kernel if progress else None)
+        except MemoryLimitError as err:  # estimated instead, with the guard's reason
+            if not rows:
+                raise
+            rows.append(_skipped_row(case, name, compiled, est or model.estimate(compiled),
+                                     f"would not fit in memory: {err.one_line()}", time.perf_counter() - start))
+            continue
         except FuseflowError as err:
             if not rows:
                 raise
@@ -139,13 +154,18 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
         row["speedup"] = base["cycles"] / row["cycles"] if row["cycles"] else float("nan")
         row["flops_ratio"] = row["flops"] / base["flops"] if base["flops"] else float("nan")
         row["mem_ratio"] = row["mem"] / base["mem"] if base["mem"] else float("nan")
-    return rows
+    return StudyTable(rows)
+
+
+def _cells(row: dict) -> list[str]:
+    """A row's cells in COLUMNS' order: `-` where it has no value, `~` before estimated ratios."""
+    return [("~" if row.get("skipped") and key in ("speedup", "flops_ratio", "mem_ratio") else "")
+            + (fmt.format(row[key]) if row.get(key) is not None else "-") for key, _, fmt in COLUMNS]
 
 
 def format_table(rows: list[dict]) -> str:
     """The study as a text table; a skipped schedule shows its estimated ratios marked `~`."""
-    cells = [[("~" if row.get("skipped") and key in ("speedup", "flops_ratio", "mem_ratio") else "")
-              + (fmt.format(row[key]) if row[key] is not None else "-") for key, _, fmt in COLUMNS] for row in rows]
+    cells = [_cells(row) for row in rows]
     headers = [title for _, title, _ in COLUMNS]
     widths = [max(len(h), *(len(c[k]) for c in cells)) for k, h in enumerate(headers)]
     lines = ["  ".join(h.rjust(w) if k else h.ljust(w) for k, (h, w) in enumerate(zip(headers, widths)))]
@@ -158,25 +178,27 @@ def format_table(rows: list[dict]) -> str:
 
 
 def plot(rows: list[dict], path: str) -> str:
-    """Grouped bars (speedup, FLOPs and memory relative to unfused) per schedule, like the
-    reference's Figure 12."""
-    import matplotlib  # noqa: PLC0415 - matplotlib is slow to import; only plots need it
+    """Speedup (higher is better) and FLOPs and memory (lower is better) relative to the first
+    schedule, on separate axes with value labels (`explore.plot.study_chart`)."""
+    return study_chart(rows, path)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415 - matplotlib is slow to import; only plots need it
 
-    metrics = [("speedup", "speedup vs unfused"), ("flops_ratio", "FLOPs / unfused"), ("mem_ratio", "memory / unfused")]
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    width = 0.8 / len(metrics)
-    for k, (key, label) in enumerate(metrics):
-        heights = [r[key] if r[key] is not None else 0.0 for r in rows]
-        ax.bar([i + k * width for i in range(len(rows))], heights, width, label=label)
-    ax.set_xticks([i + width for i in range(len(rows))], [r["schedule"] for r in rows])
-    ax.axhline(1.0, color="grey", linewidth=0.8)
-    ax.set_yscale("log")
-    ax.set_title(f"{rows[0]['model']} on {rows[0]['dataset']}")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+class StudyTable(list):
+    """The rows of a fusion study (a list of dicts), shown as a table in notebooks.
+
+        >>> rows = StudyTable([{"schedule": "unfused", "kernels": 2, "cycles": 100, "speedup": 1.0,
+        ...                     "flops_ratio": 1.0, "mem_ratio": 1.0, "max_occupancy": 3, "verified": True,
+        ...                     "wall": 0.1}])
+        >>> ">1.00x</td>" in rows._repr_html_(), rows[0]["cycles"]
+        (True, 100)
+    """
+
+    def _repr_html_(self) -> str:
+        text = format_table(list(self)).splitlines()
+        cells = [[html.escape(c) for c in _cells(row)] for row in self]
+        notes = "".join(f"<div>{html.escape(n)}</div>" for n in text[len(self) + 1:])
+        return f"<div>{table_html([title for _, title, _ in COLUMNS], cells)}{notes}</div>"
+
+    def plot(self, path: str) -> str:
+        """Draw the study's chart (speedup, FLOPs and memory relative to the first row) to `path`."""
+        return study_chart(list(self), path)

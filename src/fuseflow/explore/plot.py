@@ -1,9 +1,18 @@
-"""Standard charts of a sweep database (matplotlib, Agg backend: no display needed).
+"""Charts of sweeps and studies (matplotlib, Agg backend: no display needed).
 
 - `cycles-<n>.png`: simulated cycles per schedule, one bar chart per (program, data point, seed),
-  bars sorted by cycles, failed schedules marked, pruned ones left out;
+  bars sorted by cycles and labelled with the granularity they came from (`label`: a preset such
+  as unfused/partial/full, or randomN) and their dataflow orders, each with its value; failed
+  schedules marked, pruned ones left out;
 - `heuristic-vs-simulated.png`: estimated vs simulated cycles of every simulated row (log-log),
-  one colour per group, with each group's Spearman correlation in the legend.
+  one colour per group, with each group's Spearman correlation in the legend;
+- `study_chart`: a fusion study: speedup (higher is better) on its own axis, FLOPs and memory
+  relative to the first schedule (lower is better) on another, every bar labelled.
+
+    >>> bar_labels([{"label": "full", "schedule": "full layout=induced order=i,k,j"},
+    ...             {"label": "full", "schedule": "full layout=induced order=k,i,j"},
+    ...             {"label": "unfused", "schedule": "fusion=[t1][t2] layout=induced order.1=j,i"}])
+    ['full  i,k,j', 'full  k,i,j', 'unfused  1:j,i']
 """
 from __future__ import annotations
 
@@ -12,6 +21,8 @@ import os
 import re
 
 from .analysis import groups
+
+PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7"]
 
 
 def _pyplot():
@@ -28,19 +39,40 @@ def _short(schedule: str, width: int = 48) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
+def bar_labels(rows: list[dict]) -> list[str]:
+    """Bar names: the row's granularity label (else its schedule, shortened) and its dataflow
+    orders (`1:j,i` is group 1's); a name two rows share gets the schedule added."""
+    names = []
+    for row in rows:
+        found = re.findall(r"order(?:\.(\d+))?=(\S+)", row["schedule"])
+        orders = " ".join((f"{g}:" if g else "") + o for g, o in found)
+        label = row.get("label") or _short(re.sub(r"\s*order(\.\d+)?=\S+", "", row["schedule"]))
+        names.append(f"{label}  {orders}" if orders else label)
+    seen = {n: names.count(n) for n in names}
+    return [n if seen[n] == 1 else f"{n}  [{_short(r['schedule'], 36)}]" for n, r in zip(names, rows)]
+
+
 def cycles_chart(group, path: str) -> str:
     plt = _pyplot()
     rows = sorted((r for r in group.rows if r.get("status") == "ok" and r.get("cycles") is not None),
                   key=lambda r: r["cycles"])
     failed = [r for r in group.rows if r.get("status") == "error"]
-    labels = [_short(r["schedule"]) for r in rows] + [_short(r["schedule"]) + " (failed)" for r in failed]
+    labels = bar_labels(rows) + [n + " (failed)" for n in bar_labels(failed)]
     values = [r["cycles"] for r in rows] + [0 for _ in failed]
     height = max(2.5, 0.28 * len(labels) + 1.2)
     fig, ax = plt.subplots(figsize=(9, height))
-    colors = ["#2b7bba"] * len(rows) + ["#c0392b"] * len(failed)
-    ax.barh(range(len(values)), values, color=colors)
+    kinds = list(dict.fromkeys(r.get("label") or "" for r in rows))
+    colors = [PALETTE[kinds.index(r.get("label") or "") % len(PALETTE)] for r in rows] + ["#c0392b"] * len(failed)
+    bars = ax.barh(range(len(values)), values, color=colors)
+    if len(kinds) > 1:  # one colour per granularity
+        from matplotlib.patches import Patch  # noqa: PLC0415 - matplotlib is slow to import; only plots need it
+
+        ax.legend([Patch(color=PALETTE[k % len(PALETTE)]) for k in range(len(kinds))], kinds, fontsize=7,
+                  loc="upper left", bbox_to_anchor=(1.0, 1.0), title="granularity", title_fontsize=7)
+    ax.bar_label(bars, [f"{v:,}" if v else "failed" for v in values], padding=3, fontsize=7)
     ax.set_yticks(range(len(values)), labels, fontsize=7)
     ax.invert_yaxis()
+    ax.margins(x=0.12)  # room for the value labels
     ax.set_xlabel("simulated cycles")
     rho = group.spearman
     title = f"{group.program}  {group.data}  seed {group.seed}"
@@ -91,3 +123,68 @@ def draw(rows: list[dict], out_dir: str, max_bar_charts: int = 40) -> list[str]:
     if any(g.simulated for g in all_groups):
         paths.append(scatter_chart(all_groups, os.path.join(out_dir, "heuristic-vs-simulated.png")))
     return paths
+
+
+def _ratio_axis(ax, values: list[float]) -> None:
+    """Log scale when the ratios span more than 20x, so small and large bars both show."""
+    positive = [v for v in values if v and v > 0 and math.isfinite(v)]
+    if positive and max(positive) / min(positive) > 20:
+        ax.set_yscale("log")
+    ax.axhline(1.0, color="grey", linewidth=0.8, zorder=0)
+
+
+def study_figure(rows: list[dict]):
+    """A fusion study (`study.fusion_study` rows) in two panels: speedup over the first schedule
+    (higher is better; slowdowns red) and FLOPs and memory relative to it (lower is better). Bars
+    carry their values; estimated rows (not simulated) are hatched and marked `~`, failed ones
+    say so."""
+    plt = _pyplot()
+    names = [r["schedule"] if len(r["schedule"]) <= 18 else r["schedule"][:17] + "…" for r in rows]
+    first = rows[0]["schedule"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 1.6]})
+    x = list(range(len(rows)))
+
+    def bars(ax, offsets, key, width, color, label=None):
+        values = [r.get(key) for r in rows]
+        heights = [v if v is not None and math.isfinite(v) else 0.0 for v in values]
+        drawn = ax.bar([i + offsets for i in x], heights, width, color=color, label=label,
+                       hatch=None, edgecolor="white")
+        for bar, row in zip(drawn, rows):
+            if row.get("skipped"):
+                bar.set_hatch("///")
+                bar.set_alpha(0.6)
+        texts = [("failed" if r.get("error") else "-") if v is None else
+                 ("~" if r.get("skipped") else "") + f"{v:.2f}x" for r, v in zip(rows, values)]
+        ax.bar_label(drawn, texts, padding=2, fontsize=8)
+        return heights
+
+    speedups = bars(left, 0.0, "speedup", 0.6, "#4e79a7")
+    for bar, value in zip(left.patches, speedups):
+        if 0 < value < 1:  # a slowdown
+            bar.set_facecolor("#e15759")
+    left.set_title(f"speedup over {first} (higher is better)", fontsize=10)
+    _ratio_axis(left, speedups)
+    left.set_xticks(x, names, fontsize=9)
+    ratios = bars(right, -0.2, "flops_ratio", 0.38, "#f28e2b", "FLOPs")
+    ratios += bars(right, 0.2, "mem_ratio", 0.38, "#59a14f", "memory traffic")
+    right.set_title(f"FLOPs and memory relative to {first} (lower is better)", fontsize=10)
+    _ratio_axis(right, ratios)
+    right.set_xticks(x, names, fontsize=9)
+    right.legend(fontsize=8, loc="upper left")
+    for ax in (left, right):
+        ax.margins(y=0.15)
+        ax.spines[["top", "right"]].set_visible(False)
+    title = f"{rows[0].get('model', '')} on {rows[0].get('dataset', '')}"
+    if any(r.get("skipped") for r in rows):
+        title += "   (~ hatched: heuristic estimate, not simulated)"
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def study_chart(rows: list[dict], path: str) -> str:
+    """`study_figure` saved to `path` (PNG, SVG or PDF by the suffix)."""
+    fig = study_figure(rows)
+    fig.savefig(path, dpi=120)
+    _pyplot().close(fig)
+    return path

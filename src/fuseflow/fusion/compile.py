@@ -19,6 +19,7 @@ from ..ir.canonicalize import prepare
 from ..ir.formats import LEVEL_FORMATS, TensorFormat
 from ..ir.program import IndexOp, Program, op_output
 from ..ir.verify import infer_shapes
+from ..report.notebook import compiled_html
 from ..sam.graph import SamGraph
 from ..sam.parallel import apply_pars
 from ..schedule.schedule import OrderChoice, Schedule
@@ -59,6 +60,9 @@ class Compiled:
     schedule: Schedule
     kernels: list[Kernel]
     formats: dict[str, TensorFormat]  # storage of every tensor a kernel writes or reads
+
+    def _repr_html_(self) -> str:  # Jupyter shows the kernels and their picture (report.notebook)
+        return compiled_html(self)
 
 
 DEFAULT_SCHEDULES = ("full", "full layout=induced", "unfused", "unfused layout=induced")

@@ -53,6 +53,11 @@ class _Lowering:
         self.order_only = order_only
         self.g = SamGraph("+".join(self.r.outputs) or "region")
         self.root = self.g.add("root").out("ref")
+        self.op = ""  # the instance being lowered: new nodes are tagged with it (for pictures)
+        copies = [inst.tensor for inst in self.r.instances]
+        self.op_names = {inst.id: inst.tensor if copies.count(inst.tensor) == 1 else f"{inst.tensor}#{inst.id}"
+                         for inst in self.r.instances}
+        self.g.ops = {self.op_names[inst.id]: str(inst) for inst in self.r.instances}
         self.env: dict = {LeafRef(leaf.id): self.root for leaf in self.r.leaves}
         self.box_parent: dict = {}
         self.box_value: dict = {}
@@ -99,7 +104,11 @@ class _Lowering:
 
     # -- helpers ----------------------------------------------------------------------------
     def add(self, kind, params=None, arity=0, label="", var="", **inputs):
-        return self.g.add(kind, params, arity, label, var=var, **inputs)
+        return self.g.add(kind, params, arity, label, var=var, op=self.op, **inputs)
+
+    def lowering(self, inst) -> None:
+        """Tag the nodes created from now on with `inst`'s op."""
+        self.op = self.op_names[inst.id]
 
     def repeat(self, stream: Stream, signal: Stream) -> Stream:
         sig = self.add("repsig", crd=signal).out("repsig")
@@ -240,6 +249,7 @@ class _Lowering:
 
     # -- the three steps per variable -----------------------------------------------------------
     def merge(self, inst, v: str) -> None:
+        self.lowering(inst)
         touched: list = []
         coord = self.build(inst, v, self.t.merge(inst, v), touched)
         self.set_box(Iteration(inst.id, v), coord.crd, coord.universe)
@@ -251,6 +261,7 @@ class _Lowering:
                 self.env[key] = self.repeat(self.env[key], coord.crd)
 
     def nest(self, inst, v: str) -> None:
+        self.lowering(inst)
         consumer = next(c for c, _ in inst.consumers if v in self.n.nest[c])
         self.alias(Iteration(inst.id, v), Iteration(consumer, v))
         signal = self.crd(consumer, v)
@@ -284,6 +295,7 @@ class _Lowering:
     def finish(self, inst) -> None:
         """The instance's values once its last variable is merged: ALUs over its operands'
         values, then its reduction (`reduce`, or an accumulator whose output boxes consumers see)."""
+        self.lowering(inst)
         final = self.tiling.axes(inst.out_indices)
         values = [self.leaf_value(inst, k, final) if isinstance(x, LeafInput) else self.producer_value(inst, k)
                   for k, x in enumerate(inst.operands)]
@@ -396,6 +408,7 @@ class _Lowering:
     # -- outputs --------------------------------------------------------------------------------
     def write(self, name: str) -> None:
         inst = self.r.instance(self.r.output_instance[name])
+        self.lowering(inst)
         out = inst.out_indices
         level_vars = sorted((v for v in out if isinstance(v, str)), key=self.n.pos.get)
         mode_order = [out.index(v) for v in level_vars] + [d for d, v in enumerate(out) if not isinstance(v, str)]

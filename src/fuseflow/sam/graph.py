@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from .draw import svg
 from .primitives import ANY, PAYLOAD, PRIMITIVES
 
 
@@ -43,6 +44,7 @@ class Node:
     arity: int = 0
     label: str = ""
     var: str = ""  # the index variable a scan iterates (lowering metadata, not printed)
+    op: str = ""  # the source op whose lowering created the node ("" when shared or structural)
 
     def out(self, port: str) -> Stream:
         outs = PRIMITIVES[self.kind].ports(self.arity)[1]
@@ -73,23 +75,28 @@ class SamGraph:
         self.name = name
         self.nodes: list[Node] = []
         self.tensors: dict[str, dict] = {}  # tensor metadata for scanners, arrays and writers
+        self.ops: dict[str, str] = {}  # source op (node.op) -> its statement, for pictures
         self._cse: dict = {}
 
     # -- construction ------------------------------------------------------------
     def add(self, kind: str, params: dict | None = None, arity: int = 0, label: str = "",
-            cse: bool = True, var: str = "", **inputs: Stream) -> Node:
-        """Add a node (or return an identical existing one: same kind, params and inputs)."""
+            cse: bool = True, var: str = "", op: str = "", **inputs: Stream) -> Node:
+        """Add a node (or return an identical existing one: same kind, params and inputs; a node
+        reused by another source op than the one that created it belongs to none)."""
         if kind not in PRIMITIVES:
             raise GraphError(f"unknown primitive {kind!r}")
         params = dict(params or {})
         key = (kind, json.dumps(params, sort_keys=True, default=str), arity,
                tuple(sorted((k, str(v)) for k, v in inputs.items())))
         if cse and kind not in ("root", "level_write", "value_write") and key in self._cse:
-            return self.nodes[self._cse[key]]
+            found = self.nodes[self._cse[key]]
+            if found.op != op:
+                found.op = ""
+            return found
         for port, stream in inputs.items():
             if not isinstance(stream, Stream) or stream.node >= len(self.nodes):
                 raise GraphError(f"{kind} input {port} is not an existing stream: {stream!r}")
-        node = Node(len(self.nodes), kind, params, dict(inputs), arity, label, var)
+        node = Node(len(self.nodes), kind, params, dict(inputs), arity, label, var, op)
         self.nodes.append(node)
         self._cse[key] = node.id
         return node
@@ -121,19 +128,20 @@ class SamGraph:
         """Give every stream with several consumers an explicit broadcast node."""
         uses = self.consumers()
         new = SamGraph(self.name)
-        new.tensors = self.tensors
+        new.tensors, new.ops = self.tensors, self.ops
         pending: dict[Stream, list[Stream]] = {}
         for node in self.nodes:
             inputs = {}
             for port, stream in node.inputs.items():
                 copies = pending[stream]
                 inputs[port] = copies.pop(0) if len(copies) > 1 else copies[0]
-            clone = new.add(node.kind, node.params, node.arity, node.label, cse=False, var=node.var, **inputs)
+            clone = new.add(node.kind, node.params, node.arity, node.label, cse=False, var=node.var, op=node.op,
+                            **inputs)
             for port in PRIMITIVES[node.kind].ports(node.arity)[1]:
                 s = Stream(clone.id, port)
                 n_uses = len(uses.get(Stream(node.id, port), []))
                 if n_uses > 1:
-                    b = new.add("broadcast", arity=n_uses, cse=False, **{"in": s})
+                    b = new.add("broadcast", arity=n_uses, cse=False, op=node.op, **{"in": s})
                     pending[Stream(node.id, port)] = [b.out(f"out{k}") for k in range(n_uses)]
                 else:
                     pending[Stream(node.id, port)] = [s]
@@ -176,21 +184,32 @@ class SamGraph:
                 raise GraphError(f"stream {stream} has {len(users)} consumers and no broadcast")
 
     # -- exporters -----------------------------------------------------------------
+    def _repr_svg_(self) -> str:  # Jupyter shows the picture (sam.draw)
+        return svg(self)
+
     def to_text(self) -> str:
         return "\n".join([f"graph {self.name}"] + [n.describe() for n in self.nodes])
 
     def to_json(self) -> dict:
-        return {"name": self.name, "tensors": self.tensors,
-                "nodes": [{"id": n.id, "kind": n.kind, "params": n.params, "arity": n.arity,
-                           "label": n.label, "inputs": {p: str(s) for p, s in n.inputs.items()}}
-                          for n in self.nodes]}
+        """Nodes with their parameters and inputs; lowering metadata (`var`, `op`, `ops`) only
+        where it is set."""
+        nodes = []
+        for n in self.nodes:
+            item = {"id": n.id, "kind": n.kind, "params": n.params, "arity": n.arity, "label": n.label,
+                    "inputs": {p: str(s) for p, s in n.inputs.items()}}
+            item.update({key: getattr(n, key) for key in ("var", "op") if getattr(n, key)})
+            nodes.append(item)
+        return {"name": self.name, "tensors": self.tensors, **({"ops": self.ops} if self.ops else {}),
+                "nodes": nodes}
 
     @staticmethod
     def from_json(data: dict) -> "SamGraph":
         g = SamGraph(data["name"])
         g.tensors = data.get("tensors", {})
+        g.ops = data.get("ops", {})
         for item in data["nodes"]:
             node = g.add(item["kind"], item["params"], item.get("arity", 0), item.get("label", ""), cse=False,
+                         var=item.get("var", ""), op=item.get("op", ""),
                          **{p: Stream.parse(s) for p, s in item["inputs"].items()})
             if node.id != item["id"]:
                 raise GraphError(f"node ids must be 0..n-1 in order (found {item['id']} at {node.id})")

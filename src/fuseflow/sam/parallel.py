@@ -106,7 +106,7 @@ def parallelize(g: SamGraph, v: str, lanes: int) -> SamGraph:
     vars_of = stream_vars(g)
     region = parallel_region(g, v, vars_of)
     new = SamGraph(g.name)
-    new.tensors = g.tensors
+    new.tensors, new.ops = g.tensors, g.ops
     serial: dict[Stream, Stream] = {}
     lane_of: list[dict[Stream, Stream]] = [{} for _ in range(lanes)]
 
@@ -132,7 +132,8 @@ def parallelize(g: SamGraph, v: str, lanes: int) -> SamGraph:
                 for k in range(lanes):
                     copies[k][port] = streams[k]
             for k in range(lanes):
-                clone = new.add(node.kind, node.params, node.arity, node.label, cse=False, var=node.var, **copies[k])
+                clone = new.add(node.kind, node.params, node.arity, node.label, cse=False, var=node.var,
+                                op=node.op, **copies[k])
                 for s in _outs(node):
                     lane_of[k][s] = Stream(clone.id, s.port)
             continue
@@ -146,7 +147,8 @@ def parallelize(g: SamGraph, v: str, lanes: int) -> SamGraph:
             join = new.add("join", {"lanes": lanes, "depth": depth}, arity=lanes, cse=False,
                            **{f"in{k}": lane_of[k][s] for k in range(lanes)})
             inputs[port] = join.out("out")
-        clone = new.add(node.kind, node.params, node.arity, node.label, cse=False, var=node.var, **inputs)
+        clone = new.add(node.kind, node.params, node.arity, node.label, cse=False, var=node.var, op=node.op,
+                        **inputs)
         for s in _outs(node):
             serial[s] = Stream(clone.id, s.port)
     new.verify()

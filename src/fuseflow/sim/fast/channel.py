@@ -11,13 +11,16 @@ every reader consumed and counted, so memory follows the buffer size, not the st
 Occupancy (the most tokens waiting in the modelled FIFO at once) merges the send times with the
 consume times in time order (`sync`). A consume can be counted only once a send at or after its
 time is known, and in the unbounded-FIFO model a slow reader consumes long after a fast producer
-sent: those consume times wait in a queue per reader, kept as arithmetic runs (start, step,
-count), which a reader taking a token every II cycles fills with one run however long it lags.
+sent: those consume times wait in a queue per reader until the sends catch up. The queue holds
+what the modelled FIFO holds, so it is kept small: runs of times with one difference (a reader
+taking a token every cycle makes one run however long it lags), each run as two variable-length
+integers of one to three bytes. This is the one part of the engine's memory that follows the
+model rather than the buffers: a FIFO that the model fills with millions of tokens at irregular
+times costs a few megabytes here.
 
-The numbers kernels need live in shared tables that numba updates in place: `CH[c] = (base, n,
-final)` per channel and `RD[r] = (cursor, k, j, best, head, runs, offset)` per reader: k sends
-and j consumes merged so far, the most waiting so far, and the reader's queue of runs in
-`QT[r]` (a ring: first run, number of runs, consumes already taken from the first run).
+The numbers kernels need live in a shared table that numba updates in place: `CH[c] = (base, n,
+final)` per channel; `RD[r]` per reader: its cursor, the sends (k) and consumes (j) merged so
+far, the most waiting so far, and its queue (see `_pop` and `_push`).
 
     >>> tables = Tables(1, 1)
     >>> ch = Channel(tables, 0, np.int64, capacity=4)
@@ -25,7 +28,7 @@ and j consumes merged so far, the most waiting so far, and the reader's queue of
     >>> ch.append([0, 0, 1], [5, 6, 0], [0, 1, 2])  # sent at times 0, 1, 2
     >>> tables.RD[r, 0] = 2                         # the reader consumed two, at times 2 and 3
     >>> ch.readers[0].cons[:2] = [2, 3]
-    >>> int(sync(tables.CH, tables.RD, tables.QT, 0, r, 0, ch.sent, ch.readers[0].cons, False))
+    >>> int(sync(tables.CH, tables.RD, 0, r, 0, ch.sent, ch.readers[0].cons, False, ch.readers[0].queue))
     -1
     >>> tables.RD[r, :4].tolist()  # cursor, sends merged, consumes merged, most waiting so far
     [2, 3, 1, 2]
@@ -39,9 +42,10 @@ from numba import njit
 
 # CH columns
 BASE, COUNT, FINAL = 0, 1, 2
-# RD columns
-CURSOR, MK, MJ, BEST, QHEAD, QRUNS, QOFF = range(7)
-QUEUE_RUNS = 16  # runs each reader's queue starts with
+# RD columns: cursor, merge state, then the queue: first byte, bytes used, times queued, the first
+# time, the last one, the run being read (difference, times left) and the run being written
+CURSOR, MK, MJ, BEST, QHEAD, QUSED, QN, QFIRST, QLAST, QHD, QHC, QTD, QTC = range(13)
+QUEUE_BYTES = 256  # each reader's queue starts this size and doubles when full
 
 
 class Tables:
@@ -49,28 +53,28 @@ class Tables:
 
     def __init__(self, channels: int, readers: int):
         self.CH = np.zeros((max(channels, 1), 3), dtype=np.int64)
-        self.RD = np.zeros((max(readers, 1), 7), dtype=np.int64)
-        self.QT = np.zeros((max(readers, 1), QUEUE_RUNS, 3), dtype=np.int64)
-
-    def grow_queues(self) -> None:
-        """Twice the runs per reader, each queue moved to the front of its ring."""
-        RD, QT = self.RD, self.QT
-        cap = QT.shape[1]
-        new = np.zeros((QT.shape[0], 2 * cap, 3), dtype=np.int64)
-        for r in range(QT.shape[0]):
-            n = int(RD[r, QRUNS])
-            idx = (RD[r, QHEAD] + np.arange(n)) % cap
-            new[r, :n] = QT[r, idx]
-            RD[r, QHEAD] = 0
-        self.QT = new
+        self.RD = np.zeros((max(readers, 1), 13), dtype=np.int64)
 
 
 class Reader:
-    __slots__ = ("index", "cons", "node", "port")
+    __slots__ = ("index", "cons", "node", "port", "queue")
 
     def __init__(self, index: int, capacity: int, node: int = -1, port: str = ""):
         self.index, self.node, self.port = index, node, port
         self.cons = np.empty(capacity, dtype=np.int64)
+        self.queue = np.zeros(QUEUE_BYTES, dtype=np.uint8)  # waiting consume times (see sync)
+
+    def grow_queue(self, RD) -> int:
+        """Twice the queue, its bytes moved to the front; returns the bytes added."""
+        r, q = self.index, self.queue
+        size = q.shape[0]
+        used, head = int(RD[r, QUSED]), int(RD[r, QHEAD])
+        first = min(used, size - head)  # the bytes up to the ring's end, then those from its start
+        self.queue = np.zeros(2 * size, dtype=np.uint8)
+        self.queue[:first] = q[head:head + first]
+        self.queue[first:used] = q[:used - first]
+        RD[r, QHEAD] = 0
+        return size
 
 
 class Channel:
@@ -83,6 +87,7 @@ class Channel:
         self.tile_shape, self.lat = tile_shape, int(lat)
         self.readers: list[Reader] = []
         self.kept: list | None = [] if keep else None  # every token, for keep_streams
+        self.limit = capacity  # the chunk: the size the buffer may grow to before its producer waits
         self._alloc(capacity)
 
     def _alloc(self, capacity: int) -> None:
@@ -186,47 +191,114 @@ class Channel:
                                   self.sent[start:n].copy(), tiles))
 
 
+@njit(inline="always")
+def _varint(q, pos, size):
+    """(value, bytes) of the variable-length integer at `pos` of ring `q`."""
+    value = 0
+    shift = 0
+    used = 0
+    while True:
+        b = q[(pos + used) % size]
+        used += 1
+        value |= (np.int64(b) & 127) << shift
+        shift += 7
+        if b < 128:
+            return value, used
+
+
+@njit(inline="always")
+def _write(q, pos, size, value):
+    """Write a variable-length integer at `pos`; returns the bytes written."""
+    used = 0
+    while True:
+        b = value & 127
+        value >>= 7
+        q[(pos + used) % size] = b | 128 if value else b
+        used += 1
+        if not value:
+            return used
+
+
+@njit(inline="always")
+def _pop(RD, r, q, t):
+    """Drop the queued times at or before t; returns how many. The queue is its first time
+    (QFIRST), the rest of the run it starts (QHD, QHC: difference, times left), the runs in the
+    bytes, and the run still being written (QTD, QTC)."""
+    taken = 0
+    while RD[r, 6] > 0 and RD[r, 7] <= t:
+        if RD[r, 6] == 1:  # the last time
+            RD[r, 6] = 0
+            return taken + 1
+        if RD[r, 10] == 0:  # the next run: from the bytes, or the one still being written
+            if RD[r, 5] > 0:
+                size = q.shape[0]
+                d, u1 = _varint(q, RD[r, 4], size)
+                c, u2 = _varint(q, (RD[r, 4] + u1) % size, size)
+                RD[r, 4] = (RD[r, 4] + u1 + u2) % size
+                RD[r, 5] -= u1 + u2
+            else:
+                d, c = RD[r, 11], RD[r, 12]
+                RD[r, 12] = 0
+            RD[r, 9] = d
+            RD[r, 10] = c
+        # drop the first time and the run's next ones up to t, keeping the one after as first
+        d = RD[r, 9]
+        n = RD[r, 10] if d == 0 else min(RD[r, 10], (t - RD[r, 7]) // d)
+        n = max(n, 1)
+        RD[r, 7] += d * n
+        RD[r, 10] -= n
+        RD[r, 6] -= n
+        taken += n
+    return taken
+
+
+@njit(inline="always")
+def _push(RD, r, q, v):
+    """Append time v (not below the last one); False when the bytes may not hold a run more."""
+    n = RD[r, 6]
+    if n == 0:
+        RD[r, 7] = v
+        RD[r, 10] = 0
+    else:
+        d = v - RD[r, 8]
+        if RD[r, 12] > 0 and d == RD[r, 11]:
+            RD[r, 12] += 1
+        else:
+            if RD[r, 12] > 0:  # close the run being written
+                size = q.shape[0]
+                if size - RD[r, 5] < 20:
+                    return False
+                pos = (RD[r, 4] + RD[r, 5]) % size
+                u = _write(q, pos, size, RD[r, 11])
+                u += _write(q, (pos + u) % size, size, RD[r, 12])
+                RD[r, 5] += u
+            RD[r, 11] = d
+            RD[r, 12] = 1
+    RD[r, 8] = v
+    RD[r, 6] = n + 1
+    return True
+
+
 @njit(cache=True)
-def sync(CH, RD, QT, c, r, before, sent, cons, finished):
+def sync(CH, RD, c, r, before, sent, cons, finished, q):
     """Merge channel c's send times with reader r's consume times (queued ones first, then those
     its kernel wrote at window positions before..cursor-1) as far as they are settled: the most
     tokens waiting at once is the largest (sends up to time t) - (consumes up to t) over the send
     times t (a consume and a send at the same time free the slot first), as
     `oracle.channel_occupancy`. A send is settled once a later consume is known, or the reader
-    is finished; consumes not yet counted join the queue. Returns -1, or the window position
-    where the queue ran out of runs (grow it and call again from there)."""
+    is finished; consumes not yet counted join the queue `q`. Returns -1, or the window position
+    where the queue ran out of room (grow it and call again from there)."""
     base = CH[c, 0]
     end = RD[r, 0] - base
     produced = base + CH[c, 1]
-    cap = QT.shape[1]
     k = RD[r, 1]
     j = RD[r, 2]
     best = RD[r, 3]
-    head = RD[r, 4]
-    nq = RD[r, 5]
-    off = RD[r, 6]
     x = before
     while k < produced:
         t = sent[k - base]
-        while nq > 0:  # queued consumes at or before t
-            start = QT[r, head, 0]
-            step = QT[r, head, 1]
-            cnt = QT[r, head, 2]
-            v = start + step * off
-            if v > t:
-                break
-            take = cnt - off
-            if step > 0 and (t - v) // step + 1 < take:
-                take = (t - v) // step + 1
-            j += take
-            if off + take == cnt:
-                head = (head + 1) % cap
-                nq -= 1
-                off = 0
-            else:
-                off += take
-                break
-        if nq == 0:  # then this call's consumes
+        j += _pop(RD, r, q, t)  # queued consumes at or before t
+        if RD[r, 6] == 0:  # then this call's consumes
             while x < end and cons[x] <= t:
                 x += 1
                 j += 1
@@ -235,39 +307,11 @@ def sync(CH, RD, QT, c, r, before, sent, cons, finished):
         if k + 1 - j > best:
             best = k + 1 - j
         k += 1
-    stop = -1
-    while x < end:  # what is left waits in the queue, as runs
-        v = cons[x]
-        if nq > 0:
-            tail = (head + nq - 1) % cap
-            cnt = QT[r, tail, 2]
-            if cnt == 1:
-                QT[r, tail, 1] = v - QT[r, tail, 0]
-                cnt = 2
-                x += 1
-            step = QT[r, tail, 1]
-            nxt = QT[r, tail, 0] + step * cnt
-            while x < end and cons[x] == nxt:
-                cnt += 1
-                nxt += step
-                x += 1
-            QT[r, tail, 2] = cnt
-            if x == end:
-                break
-            v = cons[x]
-        if nq == cap:
-            stop = x
-            break
-        tail = (head + nq) % cap
-        QT[r, tail, 0] = v
-        QT[r, tail, 1] = 0
-        QT[r, tail, 2] = 1
-        nq += 1
-        x += 1
     RD[r, 1] = k
     RD[r, 2] = j
     RD[r, 3] = best
-    RD[r, 4] = head
-    RD[r, 5] = nq
-    RD[r, 6] = off
-    return stop
+    while x < end:  # what is left waits in the queue
+        if not _push(RD, r, q, cons[x]):
+            return x
+        x += 1
+    return -1

@@ -41,6 +41,8 @@ from .core import DONE, FAIL, GROW, STEPS, WAIT_IN, WAIT_OUT, NeedOracle, Runner
 from .stream import EMPTY, REPEAT, STOP, VAL
 
 DEFAULT_CHUNK = 1 << 16  # tokens a channel buffers before its producer waits
+FIRST_SIZE = 1 << 10  # a buffer's first size: it doubles up to the chunk while its producer waits
+CHECK_EVERY = 16 << 20  # bytes allocated between two checks against the memory budget
 CHANNEL_BYTES = 256 << 20  # what the buffers of one kernel may take before their size is lowered
 TILE_CHANNEL_BYTES = 16 << 20  # one channel of tiles
 MIN_CHUNK = 64
@@ -54,9 +56,15 @@ class KernelFailed(Exception):
         self.runner = runner
 
 
+WHOLE = 0  # chunk=WHOLE: no bounded buffers, every stream is kept whole (as the oracle does)
+WHOLE_START = 1 << 12  # a whole-stream buffer's first size; it doubles when full
+
+
 def chunk_for(channels: int, chunk: int | None) -> int:
     """Buffer size in tokens: `chunk` if given, else the default lowered so that `channels`
     buffers stay within CHANNEL_BYTES."""
+    if chunk == WHOLE:
+        return WHOLE_START
     if chunk is not None:
         return max(1, int(chunk))
     per = CHANNEL_BYTES // max(1, channels) // 33
@@ -77,7 +85,8 @@ def buffer_bytes(graph: SamGraph, chunk: int | None = None) -> int:
 
 class Engine:
     """One run of a graph. `chunk`: tokens per channel buffer (None: a default that fits the
-    memory budget; an int, or a callable (stream) -> int for per-channel sizes in tests);
+    memory budget; an int, or a callable (stream) -> int for per-channel sizes in tests; WHOLE
+    (0): streams kept whole, the engine without its bound, for comparison);
     `on_events(done)`: called about twice a second with the token events so far."""
 
     def __init__(self, graph: SamGraph, tensors: dict, hw: HwConfig | None = None, *, chunk=None,
@@ -87,8 +96,9 @@ class Engine:
 
         self.graph, self.tensors, self.hw = graph, tensors, hw or HwConfig()
         self.budget, self.on_events = budget, on_events
+        self.whole = chunk == WHOLE
         self.what = what or f"graph {graph.name}"
-        self.reserved = 0
+        self.reserved = self.unchecked = 0
         self.record_consumed = record_consumed
         self.consumed: dict = {}
         cache: dict = {}
@@ -120,8 +130,9 @@ class Engine:
                 cap = size(s)
                 if tile is not None and chunk is None:
                     cap = max(16, min(cap, TILE_CHANNEL_BYTES // (8 * int(np.prod(tile)))))
-                ch = Channel(self.tables, len(self.channels), runner.out_dtype(port), cap, tile, runner.lat,
-                             keep_streams)
+                ch = Channel(self.tables, len(self.channels), runner.out_dtype(port), min(cap, FIRST_SIZE), tile,
+                             runner.lat, keep_streams)
+                ch.limit = cap
                 self.reserve(ch.capacity * ch.bytes_per_slot(), runner)
                 self.channels[s] = ch
             runner.attach_outputs([self.channels[Stream(node.id, p)] for p in runner.outs])
@@ -158,11 +169,14 @@ class Engine:
 
     # -- memory ----------------------------------------------------------------------------------------
     def reserve(self, nbytes: int, runner: Runner) -> None:
-        """Account for `nbytes` more; MemoryLimitError when the budget does not allow it."""
+        """Account for `nbytes` more; MemoryLimitError when the budget does not allow what was
+        allocated since the last check (checks come every CHECK_EVERY bytes)."""
         self.reserved += nbytes
-        if self.budget is not None and nbytes > (1 << 20):
-            self.budget.check(nbytes, f"{self.what} n{runner.id} {runner.kind} (engine buffers "
-                                      f"{format_bytes(self.reserved)} so far)")
+        self.unchecked += nbytes
+        if self.budget is not None and self.unchecked > CHECK_EVERY:
+            self.budget.check(self.unchecked, f"{self.what} n{runner.id} {runner.kind} (engine buffers "
+                                              f"{format_bytes(self.reserved)} so far)")
+            self.unchecked = 0
 
     def enlarge(self, arr: np.ndarray, runner: Runner, need: int | None = None) -> np.ndarray:
         """A copy of `arr` at least twice (and at least `need`) as long."""
@@ -173,7 +187,7 @@ class Engine:
         return out
 
     def _grow_channel(self, ch: Channel, runner: Runner, need: int = 0) -> None:
-        size = max(2 * ch.capacity, need)
+        size = need or 2 * ch.capacity
         self.reserve((size - ch.capacity) * ch.bytes_per_slot(), runner)
         ch.grow(size)
         for r in self.runners:
@@ -195,7 +209,7 @@ class Engine:
         moved_status = r.status
         while True:
             for ch in r.out_ch:
-                if ch.capacity - ch.count < (ch.capacity + 1) // 2:
+                if not self.whole and ch.capacity - ch.count < (ch.capacity + 1) // 2:
                     ch.compact()
             before_in = [ch.cursor(x) for ch, x in zip(r.in_ch, r.readers)]
             before_out = [ch.count for ch in r.out_ch]
@@ -204,7 +218,13 @@ class Engine:
             if status == GROW:
                 r.grow()
                 continue
-            if status == WAIT_OUT and any(ch.count == ch.capacity and ch.droppable() for ch in r.out_ch):
+            full = [ch for ch in r.out_ch if ch.count == ch.capacity] if status == WAIT_OUT else []
+            growing = [ch for ch in full if self.whole or (ch.capacity < ch.limit and not ch.droppable())]
+            if growing:  # a buffer below its chunk (or of a whole stream) grows at once
+                for ch in growing:
+                    self._grow_channel(ch, r, 0 if self.whole else min(2 * ch.capacity, ch.limit))
+                continue
+            if any(ch.droppable() for ch in full):  # room once the buffer is compacted
                 continue
             if status >= 6:  # YIELD: the runner emptied a log
                 continue
@@ -234,14 +254,14 @@ class Engine:
     def count_consumed(self, r: Runner, before_in, finished: bool) -> None:
         t = self.tables
         for ch, x, b in zip(r.in_ch, r.readers, before_in):
-            cons = r.cons_of(ch, x)
+            reader = next(y for y in ch.readers if y.index == x)
             if self.record_consumed:
-                self.consumed.setdefault(x, []).extend(cons[b:ch.cursor(x)].tolist())
+                self.consumed.setdefault(x, []).extend(reader.cons[b:ch.cursor(x)].tolist())
             while True:
-                stop = sync(t.CH, t.RD, t.QT, ch.index, x, b, ch.sent, cons, finished)
+                stop = sync(t.CH, t.RD, ch.index, x, b, ch.sent, reader.cons, finished, reader.queue)
                 if stop < 0:
                     break
-                t.grow_queues()
+                self.reserve(reader.grow_queue(t.RD), r)
                 b = int(stop)
 
     def _unstick(self) -> None:

@@ -1,0 +1,168 @@
+"""Files the reference tools read: Comal graphs with their tensor files, and SAM `.gv` graphs.
+
+`emit_comal(compiled, data, DIR)` writes one directory per kernel, ready for
+`comal.run_graph("DIR/k0/graph.bin", "DIR/k0")`:
+
+- `graph.bin`: the `tortilla.ComalGraph` protobuf (`sam.comal`), `graph.txt` the same as text;
+- for every tensor the kernel reads, the files Comal reads, one number per line:
+  `tensor_<T>_mode_shape` (the size of each stored level, outermost first),
+  `tensor_<T>_mode_<k>_seg` and `tensor_<T>_mode_<k>_crd` for each compressed level k, and
+  `tensor_<T>_mode_vals` (the values in position order; a tile's values row by row). A universe
+  scan's tensor only has a shape. Inputs hold the given (or generated) data; a tensor an earlier
+  kernel wrote holds the numpy reference's values;
+- `expected/`: the same files for what the kernel writes, from the numpy reference;
+- `notes.txt`: the nodes Comal has no exact equivalent for.
+
+`DIR/manifest.json` lists the kernels in the order to run them. `emit_sam_gv(compiled, DIR)`
+writes `k<N>.gv` per kernel (`sam.samgv`).
+
+    >>> import tempfile, fuseflow
+    >>> from fuseflow.fusion.compile import compile_schedule
+    >>> c = compile_schedule(fuseflow.from_mlir("tests/mlir/spmv.mlir"), "full")
+    >>> out = tempfile.mkdtemp()
+    >>> summary = emit_comal(c, fuseflow.random_inputs(c.program, seed=1), out)
+    >>> sorted(os.listdir(os.path.join(out, "k0")))[:5]
+    ['expected', 'graph.bin', 'graph.txt', 'notes.txt', 'tensor_A_mode_1_crd']
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+from google.protobuf import text_format
+
+from .errors import UserError
+from .ir.formats import LEVEL_FORMATS, TensorFormat
+from .ir.reference import bind_inputs, reference
+from .sam.comal import comal_name, to_comal
+from .sam.samgv import to_samgv
+from .sim.storage import Level, StoredTensor
+
+FORMATS = ("comal", "sam-gv")
+
+
+def _format(meta: dict) -> TensorFormat:
+    block = tuple(meta["block"]) if meta.get("block") else None
+    return TensorFormat(tuple(LEVEL_FORMATS[x] for x in meta["levels"]), tuple(meta["mode_order"]), block)
+
+
+def _write_numbers(path: str, values, integer: bool) -> None:
+    np.savetxt(path, np.asarray(values).reshape(-1), fmt="%d" if integer else "%.17g")
+
+
+def write_tensor_files(stored: StoredTensor, name: str, directory: str) -> list[str]:
+    """The files Comal reads for one stored tensor (see the module docstring); returns their names."""
+    prefix = os.path.join(directory, f"tensor_{name}_mode_")
+    _write_numbers(prefix + "shape", [level.dim for level in stored.levels], True)
+    written = [f"tensor_{name}_mode_shape"]
+    for k, level in enumerate(stored.levels):
+        if level.is_compressed:
+            _write_numbers(f"{prefix}{k}_seg", level.seg, True)
+            _write_numbers(f"{prefix}{k}_crd", level.crd, True)
+            written += [f"tensor_{name}_mode_{k}_seg", f"tensor_{name}_mode_{k}_crd"]
+    _write_numbers(prefix + "vals", stored.vals, False)
+    return written + [f"tensor_{name}_mode_vals"]
+
+
+def _read_numbers(path: str, integer: bool) -> np.ndarray:
+    return np.atleast_1d(np.loadtxt(path, dtype=np.int64 if integer else np.float64, ndmin=1))
+
+
+def read_tensor_files(name: str, directory: str, fmt: TensorFormat, shape, fill: float = 0.0) -> StoredTensor:
+    """The inverse of `write_tensor_files`: the stored tensor `name` in format `fmt`."""
+    prefix = os.path.join(directory, f"tensor_{name}_mode_")
+    dims = _read_numbers(prefix + "shape", True)
+    levels = []
+    for k, lf in enumerate(fmt.levels):
+        if lf.is_compressed:
+            levels.append(Level("compressed", int(dims[k]), _read_numbers(f"{prefix}{k}_seg", True),
+                                _read_numbers(f"{prefix}{k}_crd", True)))
+        else:
+            levels.append(Level("dense", int(dims[k])))
+    vals = _read_numbers(prefix + "vals", False)
+    if fmt.block:
+        vals = vals.reshape((-1,) + tuple(fmt.block))
+    return StoredTensor(levels, vals, tuple(shape), fmt, fill)
+
+
+def _values(compiled, data: dict) -> dict[str, np.ndarray]:
+    """Every tensor of the program, dense: the inputs and the numpy reference's results."""
+    program = compiled.program
+    inputs = bind_inputs(program, {n: v for n, v in data.items() if n in program.inputs})
+    return {**inputs, **reference(program, inputs, keep_intermediates=True)}
+
+
+def _kernel_dir(directory: str, kernel) -> str:
+    path = os.path.join(directory, f"k{kernel.index}")
+    os.makedirs(os.path.join(path, "expected"), exist_ok=True)
+    return path
+
+
+def emit_comal(compiled, data: dict, directory: str) -> dict:
+    """Write every kernel's Comal graph and tensor files under `directory`; returns the manifest."""
+    values = _values(compiled, data)
+    manifest = {"schedule": str(compiled.schedule), "program": compiled.program.name,
+                "run": "in order: comal.run_graph(<kernel>/graph.bin, <kernel>)", "kernels": []}
+    for kernel in compiled.kernels:
+        if kernel.is_reshape:
+            manifest["kernels"].append({"index": kernel.index, "reshape": kernel.group[0],
+                                        "note": "a reshape of dense data: no graph"})
+            continue
+        graph, path = kernel.graph, _kernel_dir(directory, kernel)
+        export = to_comal(graph)
+        with open(os.path.join(path, "graph.bin"), "wb") as handle:
+            handle.write(export.message.SerializeToString())
+        with open(os.path.join(path, "graph.txt"), "w") as handle:
+            handle.write(text_format.MessageToString(export.message))
+        with open(os.path.join(path, "notes.txt"), "w") as handle:
+            handle.write("".join(n + "\n" for n in export.notes))
+        files: dict[str, list[str]] = {}
+        for name, meta in graph.tensors.items():
+            source = meta.get("source", name)
+            stored = StoredTensor.from_dense(values[source], _format(meta), meta.get("fill", 0.0))
+            where = path if meta["role"] == "input" else os.path.join(path, "expected")
+            files[comal_name(name)] = write_tensor_files(stored, comal_name(name), where)
+        for name, dim in export.universes.items():
+            _write_numbers(os.path.join(path, f"tensor_{name}_mode_shape"), [dim], True)
+            files[name] = [f"tensor_{name}_mode_shape"]
+        manifest["kernels"].append({
+            "index": kernel.index, "name": graph.name, "ops": kernel.group, "order": kernel.order,
+            "graph": f"k{kernel.index}/graph.bin", "data": f"k{kernel.index}",
+            "reads": {comal_name(n): m.get("source", n) for n, m in graph.tensors.items() if m["role"] == "input"},
+            "writes": [comal_name(n) for n, m in graph.tensors.items() if m["role"] == "output"],
+            "files": files, "notes": export.notes})
+    with open(os.path.join(directory, "manifest.json"), "w") as handle:
+        json.dump(manifest, handle, indent=1)
+    return manifest
+
+
+def emit_sam_gv(compiled, directory: str) -> list[str]:
+    """Write `k<N>.gv` (SAM's Graphviz form) for every kernel with a graph; returns the paths."""
+    paths = []
+    for kernel in compiled.kernels:
+        if kernel.is_reshape:
+            continue
+        path = os.path.join(directory, f"k{kernel.index}.gv")
+        with open(path, "w") as handle:
+            handle.write(to_samgv(kernel.graph))
+        paths.append(path)
+    return paths
+
+
+def emit(compiled, fmt: str, directory: str, data: dict) -> str:
+    """Write `fmt` (comal or sam-gv) files of every kernel into `directory`; a one-line summary."""
+    if fmt not in FORMATS:
+        raise UserError(f"unknown export format {fmt!r}", "--emit", f"use one of {', '.join(FORMATS)}")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as err:
+        raise UserError(f"cannot create {directory}: {err.strerror}", "--emit") from None
+    if fmt == "sam-gv":
+        count = len(emit_sam_gv(compiled, directory))
+        return f"wrote {count} SAM graph{'s' * (count != 1)} to {directory}/"
+    manifest = emit_comal(compiled, data, directory)
+    graphs = [k for k in manifest["kernels"] if "graph" in k]
+    notes = sum(len(k["notes"]) for k in graphs)
+    return (f"wrote {len(graphs)} Comal graph{'s' * (len(graphs) != 1)} with their tensor files to {directory}/"
+            + (f" ({notes} nodes without an exact Comal equivalent: see the notes.txt files)" if notes else ""))

@@ -1,0 +1,153 @@
+"""Pictures: graph labels and layout choices, the overview of kernels, notebook display, study and sweep charts."""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+import fuseflow
+from fuseflow import cli
+from fuseflow.explore.plot import bar_labels, study_figure
+from fuseflow.fusion.compile import compile_schedule
+from fuseflow.models.registry import build
+from fuseflow.pipeline import simulate
+from fuseflow.report.overview import kernel_io, overview_dot
+from fuseflow.sam.draw import fit_scale, hidden, svg, to_dot
+from fuseflow.sam.labels import node_label
+from fuseflow.study import StudyTable, fusion_study
+
+MLIR = Path(__file__).parent / "mlir"
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+
+
+def _graph(name="softmax_sparse.mlir", schedule="full"):
+    return compile_schedule(fuseflow.from_mlir(MLIR / name), schedule).kernels[0].graph
+
+
+def test_labels_name_primitive_variable_tensor_mode_and_format():
+    graph = _graph("matmul_chain.mlir")
+    labels = {n.id: node_label(graph, n) for n in graph.nodes}
+    for node in graph.nodes:
+        if node.kind == "scan" and node.params["tensor"]:
+            meta = graph.tensors[node.params["tensor"]]
+            want = meta["mode_order"][node.params["level"]]
+            assert (labels[node.id].var, labels[node.id].mode, labels[node.id].format) == \
+                (node.var, want, node.params["format"])
+        if node.kind == "repeat":  # the variable it repeats along is the one its signal's coordinates carry
+            assert labels[node.id].var in "ijkl" and labels[node.id].var
+        if node.kind == "level_write":
+            assert labels[node.id].var and labels[node.id].tensor == "O"
+
+
+def test_compact_picture_keeps_what_informs():
+    graph = _graph()
+    dot = to_dot(graph, rankdir="TB")
+    left_out = hidden(graph)
+    kinds = {graph.nodes[n].kind for n in left_out}
+    assert kinds <= {"broadcast", "repsig", "root"}
+    for node in graph.nodes:
+        drawn = re.search(rf"\bn{node.id} \[", dot) is not None
+        assert drawn == (node.id not in left_out), node.describe()
+    # joiners show their index variable (the text form's `union [k]`)
+    for node in graph.nodes:
+        if node.kind in ("union", "intersect"):
+            assert f"<b>{node.kind} {node.label}</b>" in dot
+    # one box per source op, labelled with its statement; the legend names every stream kind
+    for op, statement in graph.ops.items():
+        if any(n.op == op and n.id not in left_out for n in graph.nodes):
+            assert statement in dot
+    assert all(f"{kind}: " in dot for kind in ("crd", "ref", "val", "repsig"))
+    full = to_dot(graph, rankdir="TB", compact=False)
+    assert all(re.search(rf"\bn{n.id} \[", full) for n in graph.nodes)
+
+
+@needs_dot
+def test_deep_graphs_wrap_into_columns_joined_by_connectors():
+    case = build("gcn", "karate")
+    graph = compile_schedule(case.program, case.presets["full"]).kernels[0].graph
+    one, two = (svg(graph, rankdir="TB", columns=k) for k in (1, 2))
+    assert fit_scale(two) > 1.3 * fit_scale(one)  # the fully fused GCN is deep: two columns show it larger
+    # every edge between the columns becomes a pair of connectors naming the nodes at each end
+    dot = to_dot(graph, rankdir="TB", columns=2)
+    outs = re.findall(r'(to_\d+_1_\w+) \[.*?label="to ([^"]+)"', dot)
+    assert outs and all(re.search(rf"\bfrom_{o[3:]} \[", dot) for o, _ in outs)
+    assert max(fit_scale(svg(graph)), 0) >= fit_scale(two)  # the chosen layout is at least as large
+
+
+def test_overview_shows_kernels_and_the_tensors_between_them():
+    compiled = compile_schedule(fuseflow.from_mlir(MLIR / "softmax_sparse.mlir"), "unfused")
+    dot = overview_dot(compiled)
+    for kernel in compiled.kernels:
+        reads, writes = kernel_io(compiled, kernel)
+        assert f"k{kernel.index} [" in dot
+        assert all(f"t_{t} -> k{kernel.index};" in dot for t in reads)
+        assert all(f"k{kernel.index} -> t_{t};" in dot for t in writes)
+    assert "order " in dot and "nodes" in dot
+
+
+@needs_dot
+def test_notebook_display():
+    program = fuseflow.from_mlir(MLIR / "matmul_chain.mlir")
+    graph = compile_schedule(program, "full").kernels[0].graph
+    assert graph._repr_svg_().lstrip().startswith("<?xml") and "scan i" in graph._repr_svg_()
+    unfused = compile_schedule(program, "unfused")
+    page = unfused._repr_html_()
+    assert "<svg" in page and ">k1</td>" in page and "kernel 1" in page  # the overview and the table
+    result = simulate(program, "unfused", seed=2)
+    page = result._repr_html_()
+    assert f"{result.cycles:,} cycles" in page and "outputs verified" in page
+    assert page.count("<tr>") == len(result.kernels) + 2  # header, one row per kernel, total
+
+
+def test_study_table_and_chart(tmp_path):
+    rows = fusion_study(build("gcn", "karate"), ["unfused", "partial"], engine="fast")
+    assert isinstance(rows, StudyTable) and isinstance(rows, list)
+    page = rows._repr_html_()
+    assert ">partial</td>" in page and f">{rows[1]['speedup']:.2f}x</td>" in page
+    figure = study_figure(rows)
+    speed, ratios = figure.axes
+    assert "higher is better" in speed.get_title() and "lower is better" in ratios.get_title()
+    labels = [t.get_text() for t in speed.texts]
+    assert labels == [f"{r['speedup']:.2f}x" for r in rows]  # each bar says its value
+    assert len(ratios.texts) == 2 * len(rows)
+    path = rows.plot(str(tmp_path / "study.png"))
+    assert Path(path).stat().st_size > 10_000
+
+
+def test_sweep_bars_are_named_by_granularity_and_order():
+    rows = [{"label": "partial", "schedule": "fusion=[t1][t2] layout=induced order.0=i,j order.1=j,i"},
+            {"label": None, "schedule": "fusion=[t1,t2] layout=induced"},
+            {"label": "full", "schedule": "full layout=induced"},
+            {"label": "full", "schedule": "full layout=induced format.T=dense,dense"}]
+    names = bar_labels(rows)
+    assert names[0] == "partial  0:i,j 1:j,i" and names[1] == "fusion=[t1,t2] +ind"
+    assert names[2] != names[3] and names[2].startswith("full")  # the same label: told apart by schedule
+
+
+@needs_dot
+def test_cli_pictures(tmp_path, capsys):
+    out = tmp_path / "g.svg"
+    assert cli.main(["compile", str(MLIR / "softmax_sparse.mlir"), "--schedule", "unfused", "--svg", str(out),
+                     "--overview", str(tmp_path / "over.png"), "--html", str(tmp_path / "r.html")]) == 0
+    text = capsys.readouterr().out
+    assert "wrote" in text and (tmp_path / "over.png").stat().st_size > 5000
+    assert (tmp_path / "g.k0.svg").read_text().count('class="node"') > 3
+    assert (tmp_path / "r.html").read_text().count('class="pane"') == 5  # the overview and four kernels
+    assert cli.main(["compile", str(MLIR / "spmv.mlir"), "--overview", str(tmp_path / "x.gif")]) == 2
+    assert "cannot draw to" in capsys.readouterr().err
+
+
+def test_reports_link_the_nodes_an_error_names():
+    from fuseflow.report.html import _linked
+    from fuseflow.report.runs import Problem
+
+    compiled = compile_schedule(fuseflow.from_mlir(MLIR / "matmul_chain.mlir"), "unfused")
+    writers = [n.id for n in compiled.kernels[1].graph.nodes if n.kind in ("level_write", "value_write")]
+    text = _linked(Problem("simulated O differs from the reference at (1, 2): 3 vs 4", None, "mismatch"), compiled)
+    assert "written in kernel 1 by" in text
+    assert all(f'data-kernel="1" data-node="{w}">n{w}</a>' in text for w in writers)
+    text = _linked(Problem("deadlock at cycle 9: n4 repsig waits for data on crd; full channels: n2.crd (depth 1)",
+                           0, "deadlock"), compiled)
+    assert text.count('class="node-link" data-kernel="0"') == 2 and ">n2</a>.crd" in text
