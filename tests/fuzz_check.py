@@ -5,7 +5,8 @@ must agree bit for bit (outputs, cycles and counters of every kernel).
 Schedules: `full` (it must compile, or the compiler must prove that no valid order exists),
 no schedule at all (the compiler's default, which must compile), then drawn ones: unfused,
 partial, full or random contiguous groupings, each with random valid orders (`order.N=#k`),
-sometimes `layout=induced`, a `par` item, or `block=B` where B divides an extent.
+sometimes `layout=induced`, a compressed format for an intermediate (`format.T=`), a `par` item,
+or `block=B` where B divides an extent.
 
     >>> from fuzz_programs import RandomChooser, random_program
     >>> outcomes = check_program(random_program(RandomChooser(5)), RandomChooser(6))
@@ -67,6 +68,8 @@ def draw_schedules(c: Chooser, program, count: int = 2, stats=None, shapes=None)
         items = [kind]
         if c.chance(40):
             items.append("layout=induced")
+        if c.chance(20) and len(names) > 1:  # storage of a tensor written between kernels
+            items.append(f"format.{c.choice(names[:-1])}=compressed,compressed" + c.choice(("", ";order=1,0")))
         extents = {d for t in program.tensors.values() for d in t.shape if d and d > 1}
         blocks = [b for b in (2, 3, 4) if any(d % b == 0 for d in extents)]
         if blocks and c.chance(15):

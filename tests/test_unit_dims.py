@@ -144,4 +144,31 @@ def test_unit_levels_are_read_dense():
     graph = compile_schedule(fuseflow.from_mlir(text), "full").kernels[0].graph
     meta = graph.tensors["a0[cd]"]
     assert meta["source"] == "a0" and meta["levels"] == ["compressed", "dense"]
-    assert str(TensorFormat.parse("dense,compressed").unit_levels_dense((1, 4))) == "dense,compressed"
+    assert str(TensorFormat.parse("dense,compressed").constant_levels_dense({0})) == "dense,compressed"
+
+
+@pytest.mark.parametrize("schedule", ["unfused format.t0=dense,compressed",
+                                      "fusion=[t0][t1] format.t0=dense,compressed;order=1,0"])
+def test_declared_formats_of_unit_intermediates(schedule):
+    """t0 = relu(a) of a CSR 3x1 column, written between kernels in a declared CSR (its unit level
+    compressed) or CSC (the unit dimension outermost): the writer stores the unit level dense and
+    innermost, filtering on the row level instead, as readers do."""
+    a, w = np.array([[1.0], [0.0], [-2.0]]), np.array([[1.0, -1, 0, 2]])
+    text = ENCODINGS + """
+func.func @f(%a: tensor<3x1xf32, #CSR>, %w: tensor<1x4xf32, #CSC>) -> tensor<3x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x1xf32>
+  %t0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<3x1xf32, #CSR>) outs(%e : tensor<3x1xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %q = arith.maximumf %x, %z : f32
+    linalg.yield %q : f32
+  } -> tensor<3x1xf32>
+  %e2 = tensor.empty() : tensor<3x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e2 : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %t1 = linalg.matmul ins(%t0, %w : tensor<3x1xf32>, tensor<1x4xf32, #CSC>)
+                      outs(%f : tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %t1 : tensor<3x4xf32>
+}"""
+    result = simulate(fuseflow.from_mlir(text), schedule, {"a": a, "w": w})
+    assert result.verified and np.allclose(result.outputs["t1"], np.maximum(a, 0) @ w)

@@ -38,8 +38,8 @@ class ProducerInput:
 @dataclass
 class Leaf:
     """One access of a tensor that the region reads from memory. Its `format` is the declared
-    one (`declared`) with the levels of unit dimensions dense (`TensorFormat.unit_levels_dense`):
-    the region indexes those with the constant 0 and never scans them."""
+    one (`declared`) with the levels of the dimensions it indexes with the constant 0 (unit
+    dimensions) dense (`TensorFormat.constant_levels_dense`): those levels are never scanned."""
 
     id: int
     tensor: str
@@ -57,7 +57,7 @@ class Leaf:
     def _settle(self, mode_order: tuple, name: str) -> None:
         """Levels of `declared` in `mode_order`, unit levels dense, and the stored copy's name."""
         fmt = TensorFormat(self.declared.levels, tuple(mode_order), self.declared.block)
-        self.format = fmt.unit_levels_dense(self.shape)
+        self.format = fmt.constant_levels_dense({d for d, i in enumerate(self.indices) if not isinstance(i, str)})
         self.storage = name
         if self.format.levels != fmt.levels:
             self.storage += "[" + "".join("c" if lv.is_compressed else "d" for lv in self.format.levels) + "]"

@@ -420,7 +420,9 @@ class _Lowering:
             crds.append(self.box(key))
             universe.append(self.key_universe(key))
         declared = self.formats.get(name)
-        if declared is not None:
+        if declared is not None:  # unit dimensions' levels: dense, innermost (as `mode_order` has them)
+            constant = {d for d, v in enumerate(out) if not isinstance(v, str)}
+            declared = declared.constant_levels_dense(constant).dims_last(constant)
             if list(declared.mode_order) != mode_order:
                 raise NotSupported(f"{name} is produced in mode order {mode_order}, declared "
                                    f"{list(declared.mode_order)}")

@@ -140,7 +140,7 @@ class _RegionBuilder:
         """Bind the ops; while some use filters a producer that another reader shares, give that
         use its own producer (and, if that makes no progress, every use of those producers)."""
         v = self.variant
-        covered = covered_dims(self.program, set(self.group), self.formats, self.background, self.free, self.shapes)
+        covered = covered_dims(self.program, set(self.group), self.formats, self.background, self.free)
         options = BindingOptions(v.separate_reductions, v.buffered, v.share_covered, v.isolated, covered)
         while True:
             binding = Binding(self.program, self.group, self.outputs, options)
