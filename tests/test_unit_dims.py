@@ -172,3 +172,12 @@ func.func @f(%a: tensor<3x1xf32, #CSR>, %w: tensor<1x4xf32, #CSC>) -> tensor<3x4
 }"""
     result = simulate(fuseflow.from_mlir(text), schedule, {"a": a, "w": w})
     assert result.verified and np.allclose(result.outputs["t1"], np.maximum(a, 0) @ w)
+
+
+def test_a_declared_column_major_format_of_a_1x1_intermediate():
+    """Both dimensions unit (fuzz program 341 of seed 5): the declared order=1,0 is the natural one."""
+    a, b = np.array([[3.0]]), np.array([[-1.0]])
+    text = elementwise("sub", ["tensor<1x1xf32, #DCSR>", "tensor<1x1xf32, #CSR>"], "tensor<1x1xf32>",
+                       "%m = arith.subf %x0, %x1 : f32\n    linalg.yield %m : f32")
+    result = simulate(fuseflow.from_mlir(text), "unfused format.r=compressed,compressed;order=1,0", {"a0": a, "a1": b})
+    assert result.verified and np.allclose(result.outputs["r"], a - b)

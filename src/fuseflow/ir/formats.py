@@ -88,15 +88,17 @@ class TensorFormat:
         return TensorFormat(tuple(levels), self.mode_order, self.block)
 
     def dims_last(self, dims) -> "TensorFormat":
-        """The levels of `dims` (dense: see `constant_levels_dense`) moved innermost, in order;
-        where a unit dimension's dense level sits changes no position.
+        """The levels of `dims` (dense: see `constant_levels_dense`) moved innermost, in the
+        order of the dimensions; where a unit dimension's dense level sits changes no position.
 
             >>> str(TensorFormat.parse("dense,compressed;order=1,0").dims_last({1}))
             'compressed,dense'
+            >>> str(TensorFormat.parse("dense,dense;order=1,0").dims_last({0, 1}))
+            'dense,dense'
         """
         pairs = list(zip(self.mode_order, self.levels))
         assert all(not level.is_compressed for d, level in pairs if d in dims), "unit levels are dense"
-        moved = [p for p in pairs if p[0] not in dims] + [p for p in pairs if p[0] in dims]
+        moved = [p for p in pairs if p[0] not in dims] + sorted(p for p in pairs if p[0] in dims)
         return TensorFormat(tuple(lv for _, lv in moved), tuple(d for d, _ in moved), self.block)
 
     def __str__(self) -> str:
