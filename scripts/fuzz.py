@@ -38,6 +38,7 @@ def main() -> int:
         return 0
     verdicts = collections.Counter()
     kinds = collections.Counter()
+    defaults = collections.Counter()  # the schedule the compiler picked without one
     failed_programs = 0
     full_compiled = 0
     start = time.perf_counter()
@@ -47,6 +48,8 @@ def main() -> int:
         outcomes = check_program(p, RandomChooser(seed + 500_000_017), seed, args.schedules)
         for o in outcomes:
             verdicts[o.verdict] += 1
+            if o.schedule == "default" and o.verdict == "ok":
+                defaults[o.detail] += 1
         if outcomes[0].schedule == "full" and outcomes[0].verdict == "ok":
             full_compiled += 1
         bad = [o for o in outcomes if o.failed]
@@ -59,8 +62,9 @@ def main() -> int:
     seconds = time.perf_counter() - start
     print(f"{args.programs} programs (seed {args.seed}, from {args.start}, up to {args.max_ops} ops, "
           f"{args.schedules} drawn schedules each) in {seconds:.0f} s")
-    print(f"schedules: {dict(verdicts)}; default `full` compiled and verified for {full_compiled}; "
+    print(f"schedules: {dict(verdicts)}; `full` compiled and verified for {full_compiled}; "
           f"programs with a failure: {failed_programs}")
+    print(f"without a schedule the compiler picked: {dict(defaults.most_common())}")
     for (verdict, detail), n in kinds.most_common(30):
         print(f"  {n:5d} {verdict}: {detail}")
     return 1 if failed_programs else 0

@@ -43,7 +43,7 @@ MAX_LISTED = 24  # valid orders counted when drawing `order.N=#k`
 class Outcome:
     """A schedule's verdict: ok, proven (no valid order, with the compiler's proof), wrong (an
     output differs from numpy), engines (fast and oracle differ), refused (a one-line error) or
-    internal (any other exception); `detail` says what."""
+    internal (any other exception); `detail` says what (for ok, the schedule compiled)."""
 
     schedule: str
     verdict: str
@@ -149,7 +149,7 @@ def _check(program, schedule: str | None, data: dict, want: dict) -> Outcome:
             return Outcome(schedule, "engines", f"{name}: fast and oracle outputs differ")
     if [vars(k) for k in got.kernels] != [vars(k) for k in ref.kernels]:
         return Outcome(schedule, "engines", "fast and oracle kernels differ (cycles or counters)")
-    return Outcome(schedule, "ok")
+    return Outcome(schedule, "ok", str(compiled.schedule))
 
 
 def _shapes(data: dict) -> dict:
