@@ -1,60 +1,60 @@
-"""Speed of the fast simulation engine (fuseflow.sim.fast) against the oracle and scipy.
+"""Speed and memory of the streaming engine (fuseflow.sim.fast), measured in one run against scipy,
+the oracle, and the same engine keeping whole streams (chunking off).
 
-    python bench/sim_speed.py             # SpMM, SpMV, and a GCN layer on Cora if the data is there
-    python bench/sim_speed.py --cold      # numba compiles from scratch (a fresh cache directory)
-    python bench/sim_speed.py --quick     # smaller problems
+    python bench/sim_speed.py                  # every case, each in a child process (its own peak memory)
+    python bench/sim_speed.py --case spgemm    # one case
+    python bench/sim_speed.py --quick          # smaller problems
 
-Token events = tokens over all streams of a run (sum of GraphRun.stream_tokens). Simulation time
-is the time spent in run_graph (storage conversion and compilation excluded); "first" runs include
-loading (or, with --cold, compiling) the numba kernels. The oracle runs on the full problem when
-it has at most --oracle-events events, otherwise on a scaled-down problem of the same shape
-(said in the output); the fast/oracle ratio is measured on whichever problem the oracle ran.
+Token events = tokens over all streams of a run (sum of GraphRun.stream_tokens). Engine time is
+the time in run_graph (storage and compilation excluded), best of two runs after a warm-up that
+loads the numba kernels. "whole/chunked" is the same engine with every stream kept whole
+(`chunk=WHOLE`) over the default bounded buffers: above 1 means chunking costs nothing. The
+oracle runs the same problem when it has at most --oracle-events events, else a scaled-down one
+(said in the output). Peak memory is the child process's peak resident set (what
+`/usr/bin/time -f %M` reports), so it includes Python, numpy, numba and the data.
+
+The `gcn-study` case is a whole `fuseflow study fusion --model gcn --dataset cora` (three
+presets: compile, encode, simulate, reference, verify), timed end to end.
 Not a test: pytest does not collect this directory.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
+import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORA = os.path.join(ROOT, "..", "shared", "data", "cora.npz")
+CASES = ("spmm-rowwise-1", "spmm-inner-1", "spmm-rowwise-5", "spmm-inner-5", "spmv-csr", "spmv-dcsr",
+         "spgemm-outer", "gcn-layer", "gcn-study")
 
-
-def _setup_numba_cache(cold: bool) -> None:
-    if cold:  # must happen before numba is imported
-        os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="fuseflow-numba-")
-
-
-def spmm_mlir(n: int, f: int, encoding: str) -> str:
-    """Y = A·X with A n×n sparse (`encoding` CSR or DCSR), X n×f dense."""
-    levels = {"CSR": "i : dense, k : compressed", "DCSR": "i : compressed, k : compressed"}[encoding]
-    return f"""
+SPMM = """
 #SP = #sparse_tensor.encoding<{{ map = (i, k) -> ({levels}) }}>
 #mapA = affine_map<(i, k, j) -> (i, k)>
 #mapX = affine_map<(i, k, j) -> (k, j)>
 #mapY = affine_map<(i, k, j) -> (i, j)>
-func.func @spmm(%A: tensor<{n}x{n}xf32, #SP>, %X: tensor<{n}x{f}xf32>) -> tensor<{n}x{f}xf32> {{
+func.func @spmm(%A: tensor<{n}x{n}xf32, #SP>, %X: tensor<{n}x{f}xf32{xenc}>) -> tensor<{n}x{f}xf32{yenc}> {{
   %zero = arith.constant 0.0 : f32
-  %empty = tensor.empty() : tensor<{n}x{f}xf32>
-  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<{n}x{f}xf32>) -> tensor<{n}x{f}xf32>
+  %empty = tensor.empty() : tensor<{n}x{f}xf32{yenc}>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<{n}x{f}xf32{yenc}>) -> tensor<{n}x{f}xf32{yenc}>
   %Y = linalg.generic {{indexing_maps = [#mapA, #mapX, #mapY],
                        iterator_types = ["parallel", "reduction", "parallel"]}}
-      ins(%A, %X : tensor<{n}x{n}xf32, #SP>, tensor<{n}x{f}xf32>) outs(%init : tensor<{n}x{f}xf32>) {{
+      ins(%A, %X : tensor<{n}x{n}xf32, #SP>, tensor<{n}x{f}xf32{xenc}>) outs(%init : tensor<{n}x{f}xf32{yenc}>) {{
   ^bb0(%a: f32, %x: f32, %acc: f32):
     %p = arith.mulf %a, %x : f32
     %s = arith.addf %acc, %p : f32
     linalg.yield %s : f32
-  }} -> tensor<{n}x{f}xf32>
-  return %Y : tensor<{n}x{f}xf32>
+  }} -> tensor<{n}x{f}xf32{yenc}>
+  return %Y : tensor<{n}x{f}xf32{yenc}>
 }}
 """
+LEVELS = {"CSR": "i : dense, k : compressed", "DCSR": "i : compressed, k : compressed"}
 
-
-def spmv_mlir(n: int, encoding: str) -> str:
-    levels = {"CSR": "i : dense, j : compressed", "DCSR": "i : compressed, j : compressed"}[encoding]
-    return f"""
+SPMV = """
 #SP = #sparse_tensor.encoding<{{ map = (i, j) -> ({levels}) }}>
 func.func @spmv(%A: tensor<{n}x{n}xf32, #SP>, %x: tensor<{n}xf32>) -> tensor<{n}xf32> {{
   %zero = arith.constant 0.0 : f32
@@ -66,10 +66,7 @@ func.func @spmv(%A: tensor<{n}x{n}xf32, #SP>, %x: tensor<{n}xf32>) -> tensor<{n}
 }}
 """
 
-
-def gcn_mlir(n: int, f: int, h: int) -> str:
-    """One GCN layer ReLU((A·X)·W + b): A n×n and X n×f CSR, W f×h dense, b h."""
-    return f"""
+GCN_LAYER = """
 #CSR = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed) }}>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #bias = affine_map<(d0, d1) -> (d1)>
@@ -97,176 +94,251 @@ func.func @gcn_layer(%A: tensor<{n}x{n}xf32, #CSR>, %X: tensor<{n}x{f}xf32, #CSR
 """
 
 
-class Timed:
-    """A run_graph_fn for execute() that times the engine and counts token events."""
-
-    def __init__(self, fn):
-        self.fn, self.seconds, self.events, self.cycles = fn, 0.0, 0, 0
-
-    def __call__(self, graph, tensors, hw=None):
-        start = time.perf_counter()
-        run = self.fn(graph, tensors, hw)
-        self.seconds += time.perf_counter() - start
-        self.events += sum(run.stream_tokens.values())
-        self.cycles += run.cycles
-        return run
+def spmm(n, f, enc="CSR", xenc="", yenc=""):
+    return SPMM.format(n=n, f=f, levels=LEVELS[enc], xenc=xenc, yenc=yenc)
 
 
-def simulate(compiled, data, fn):
+def _problem(case: str, quick: bool, scale: float = 1.0):
+    """(label, program text, schedule, data maker, scipy product maker) of a case."""
+    import scipy.sparse as sp
+
+    import fuseflow
+
+    n = max(16, int((300 if quick else 1000) * scale))
+    if case.startswith("spmm"):
+        _, order, pct = case.split("-")
+        density = int(pct) / 100
+        # the program names the generic's variables i (rows, d0), j (the reduction, d1), k (columns, d2)
+        sched = {"rowwise": "i,j,k", "inner": "i,k,j"}[order]
+        what = {"rowwise": "Gustavson: rows, reduction, columns (a sparse accumulator)",
+                "inner": "inner products: rows, columns, reduction (an intersection per output)"}[order]
+
+        def data(program):
+            return fuseflow.random_inputs(program, density=density, seed=1)
+
+        return (f"SpMM {n}x{n} CSR at {density:.0%} x dense {n}x16, order {sched}: {what}",
+                spmm(n, 16), f"full layout=induced order={sched}", data,
+                lambda d: _product(d["A"], d["X"]))
+    if case.startswith("spmv"):
+        enc = case.split("-")[1].upper()
+
+        def data(program):
+            return fuseflow.random_inputs(program, density=0.05, seed=1)
+
+        return (f"SpMV {n}x{n} {enc} at 5% x dense {n}", SPMV.format(n=n, levels=LEVELS[enc].replace("k :", "j :")),
+                "full layout=induced", data, lambda d: _product(d["A"], d["x"]))
+    if case == "spgemm-outer":
+        dcsr = ", #SP"
+
+        def data(program):
+            return fuseflow.random_inputs(program, density=0.05, seed=1)
+
+        return (f"SpGEMM {n}x{n} DCSR at 5% x {n}x{n} DCSR at 5% into DCSR, order j,i,k (outer products: the "
+                "reduction j outermost, an order-2 accumulator)",
+                spmm(n, n, "DCSR", dcsr, dcsr), "full layout=induced order=j,i,k", data,
+                lambda d: _product(d["A"], sp.csr_matrix(d["X"])))
+    raise SystemExit(f"unknown case {case}")
+
+
+def _product(left, right):
+    """scipy's product of the operands, converted beforehand (left to CSR)."""
+    import scipy.sparse as sp
+
+    a = sp.csr_matrix(left)
+    return lambda: a @ right
+
+
+def _engine_runs(compiled, data, chunk):
+    """(GraphRun list, engine seconds) of one execution of every kernel."""
     from fuseflow.execute import execute
+    from fuseflow.sim import fast
 
-    timer = Timed(fn)
-    start = time.perf_counter()
-    result = execute(compiled, data, run_graph_fn=timer)
-    return result, timer, time.perf_counter() - start
+    runs, seconds = [], [0.0]
 
-
-def best_of(fn, repeat=5):
-    best = float("inf")
-    for _ in range(repeat):
+    def run(graph, tensors, hw=None):
         start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+        r = fast.run_graph(graph, tensors, hw, chunk=chunk)
+        seconds[0] += time.perf_counter() - start
+        runs.append(r)
+        return r
+
+    result = execute(compiled, data, run_graph_fn=run)
+    return result, runs, seconds[0]
 
 
-def fmt_rate(events, seconds):
-    return f"{events / seconds / 1e6:7.1f} M events/s" if seconds > 0 else "-"
+def _oracle_seconds(compiled, data) -> float:
+    from fuseflow.execute import execute
+    from fuseflow.sim import oracle
+
+    start = time.perf_counter()
+    execute(compiled, data, run_graph_fn=oracle.run_graph)
+    return time.perf_counter() - start
 
 
-def bench_case(label, make_program, schedule, make_data, scipy_fn, args, small_program=None):
+def _events(runs) -> int:
+    return sum(sum(r.stream_tokens.values()) for r in runs)
+
+
+def _best(fn, repeat=2):
+    return min(fn() for _ in range(repeat))
+
+
+def _kernel_case(case: str, args) -> dict:
     import numpy as np
 
+    import fuseflow
     from fuseflow.fusion.compile import compile_schedule
-    from fuseflow.sim import fast, oracle
+    from fuseflow.sim.fast.engine import WHOLE
 
-    program = make_program()
+    label, text, schedule, make_data, scipy_of = _problem(case, args.quick)
+    program = fuseflow.from_mlir(text)
     data = make_data(program)
     compiled = compile_schedule(program, schedule)
-    result, first, _ = simulate(compiled, data, fast.run_graph)
-    _, second, _ = simulate(compiled, data, fast.run_graph)
-    product = scipy_fn(data)  # the scipy product on operands converted beforehand
+    result, runs, _ = _engine_runs(compiled, data, None)  # warm: numba kernels loaded
+    chunked = _best(lambda: _engine_runs(compiled, data, None)[2])
+    whole = _best(lambda: _engine_runs(compiled, data, WHOLE)[2])
+    product = scipy_of(data)
     want = product()
+    want = want.toarray() if hasattr(want, "toarray") else want
     got = result.outputs[program.outputs[0]]
-    assert np.allclose(got, want, rtol=1e-9, atol=1e-9), f"{label}: the simulation is wrong"
-    scipy_s = best_of(product)
-    print(f"{label}")
-    print(f"  {second.events:,} token events, {second.cycles:,} cycles")
-    print(f"  fast   first {first.seconds:8.3f} s   second {second.seconds:8.3f} s   "
-          f"{fmt_rate(second.events, second.seconds)}")
-    print(f"  scipy  {scipy_s * 1e3:8.3f} ms   simulation/scipy = {second.seconds / scipy_s:,.0f}x "
-          "(scipy.sparse CSR product, operands converted beforehand)")
-    # the oracle: the same problem if small enough, otherwise a scaled-down one
-    if second.events <= args.oracle_events:
-        o_compiled, o_data, o_fast, note = compiled, data, second, "same problem"
-    elif small_program is not None:
-        o_program = small_program()
-        o_data = make_data(o_program)
-        o_compiled = compile_schedule(o_program, schedule)
-        _, o_fast, _ = simulate(o_compiled, o_data, fast.run_graph)
-        note = f"scaled down to {o_fast.events:,} events: the full problem is too slow for the oracle"
+    got = got.toarray() if hasattr(got, "toarray") else got
+    assert np.allclose(got, want, rtol=1e-9, atol=1e-9), f"{case}: the simulation is wrong"
+    scipy_s = _best(lambda: _timed(product), repeat=5)
+    events = _events(runs)
+    out = {"case": case, "label": label, "events": events, "cycles": sum(r.cycles for r in runs),
+           "engine_s": chunked, "whole_s": whole, "scipy_s": scipy_s}
+    if events <= args.oracle_events:
+        out["oracle_s"], out["oracle_note"] = _oracle_seconds(compiled, data), "same problem"
+        out["oracle_fast_s"] = chunked
     else:
-        print("  oracle skipped (too slow for this size)")
-        return
-    o_result, o_timer, _ = simulate(o_compiled, o_data, oracle.run_graph)
-    print(f"  oracle {o_timer.seconds:8.3f} s   {fmt_rate(o_timer.events, o_timer.seconds)}   "
-          f"fast/oracle speed = {o_timer.seconds / o_fast.seconds:,.0f}x  ({note})")
+        small_label, small_text, _, _, _ = _problem(case, args.quick, scale=0.2)
+        small = fuseflow.from_mlir(small_text)
+        small_data = make_data(small)
+        small_compiled = compile_schedule(small, schedule)
+        _engine_runs(small_compiled, small_data, None)
+        out["oracle_fast_s"] = _best(lambda: _engine_runs(small_compiled, small_data, None)[2])
+        out["oracle_s"] = _oracle_seconds(small_compiled, small_data)
+        out["oracle_note"] = "scaled down to a fifth of the size"
+    return out
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cold", action="store_true", help="compile the numba kernels from scratch")
-    parser.add_argument("--quick", action="store_true", help="smaller problems")
-    parser.add_argument("--oracle-events", type=int, default=4_000_000,
-                        help="largest run (token events) the oracle simulates in full")
-    parser.add_argument("--cora", default=os.path.join(ROOT, "..", "shared", "data", "cora.npz"))
-    args = parser.parse_args(argv)
-    _setup_numba_cache(args.cold)
-    sys.path.insert(0, os.path.join(ROOT, "src"))
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
+
+def _gcn_layer(args) -> dict:
     import numpy as np
     import scipy.sparse as sp
 
     import fuseflow
-    from fuseflow.sim import fast
-
-    # numba: load (or compile) every kernel once, on a tiny problem that uses most of them
-    start = time.perf_counter()
-    warm = fuseflow.from_mlir(spmm_mlir(8, 2, "CSR"))
-    warm_data = fuseflow.random_inputs(warm, density=0.5, seed=0)
     from fuseflow.fusion.compile import compile_schedule
-    for order in ("i,j,k", "i,k,j"):
-        simulate(compile_schedule(warm, f"full layout=induced order={order}"), warm_data, fast.run_graph)
-    jit = time.perf_counter() - start
-    print(f"numba kernels {'compiled (cold cache)' if args.cold else 'loaded from the cache'} "
-          f"on a tiny SpMM: {jit:.2f} s\n")
-
-    n, f = (300, 16) if args.quick else (1000, 16)
-    small = 200
-
-    def spmm_data(density):
-        def make(program):
-            return fuseflow.random_inputs(program, density=density, seed=1)
-        return make
-
-    def spmm_scipy(data):
-        A, X = sp.csr_matrix(data["A"]), data["X"]
-        return lambda: A @ X
-
-    def spmv_scipy(data):
-        A, x = sp.csr_matrix(data["A"]), data["x"]
-        return lambda: A @ x
-
-    # orders name the variables of the generic: i (rows), j (the reduction, d1), k (columns, d2)
-    orders = {"i,j,k": "row-wise (Gustavson: i, reduction, column; a sparse accumulator)",
-              "i,k,j": "inner product (i, column, reduction; an intersection per output)"}
-    for density in (0.01, 0.05):
-        for order, what in orders.items():
-            bench_case(f"SpMM {n}x{n} CSR at {density:.0%} x dense {n}x{f}, order {order}: {what}",
-                       lambda: fuseflow.from_mlir(spmm_mlir(n, f, "CSR")),
-                       f"full layout=induced order={order}", spmm_data(density), spmm_scipy, args,
-                       small_program=lambda: fuseflow.from_mlir(spmm_mlir(small, f, "CSR")))
-            print()
-
-    for enc in ("CSR", "DCSR"):
-        bench_case(f"SpMV {n}x{n} {enc} at 5% x dense {n}",
-                   lambda: fuseflow.from_mlir(spmv_mlir(n, enc)), "full layout=induced", spmm_data(0.05),
-                   spmv_scipy, args,
-                   small_program=lambda: fuseflow.from_mlir(spmv_mlir(small, enc)))
-        print()
+    from fuseflow.sim.fast.engine import WHOLE
 
     if not os.path.exists(args.cora):
-        print(f"GCN on Cora: skipped ({args.cora} not found)")
-        return 0
+        return {"case": "gcn-layer", "skipped": f"{args.cora} not found"}
     z = np.load(args.cora, allow_pickle=False)
-    nodes = len(z["adj_indptr"]) - 1
-    features = int(z["x_shape"][1])
-    hidden = 16
+    nodes, features, hidden = len(z["adj_indptr"]) - 1, int(z["x_shape"][1]), 16
     A = sp.csr_matrix((np.ones(len(z["adj_indices"])), z["adj_indices"], z["adj_indptr"]), shape=(nodes, nodes))
-    X = sp.csr_matrix((z["x_data"].astype(np.float64), z["x_indices"], z["x_indptr"]),
-                      shape=(int(z["x_shape"][0]), features))
+    X = sp.csr_matrix((z["x_data"].astype(np.float64), z["x_indices"], z["x_indptr"]), shape=(nodes, features))
     rng = np.random.default_rng(0)
     W, b = rng.normal(size=(features, hidden)), rng.normal(size=hidden)
-    start = time.perf_counter()
-    program = fuseflow.from_mlir(gcn_mlir(nodes, features, hidden))
+    program = fuseflow.from_mlir(GCN_LAYER.format(n=nodes, f=features, h=hidden))
     compiled = compile_schedule(program, "full")
-    data = {"A": A.toarray(), "X": X.toarray(), "W": W, "b": b}
-    result, first, first_wall = simulate(compiled, data, fast.run_graph)
-    total_first = time.perf_counter() - start
-    _, second, second_wall = simulate(compiled, data, fast.run_graph)
+    data = {"A": A, "X": X, "W": W, "b": b}
+    result, runs, _ = _engine_runs(compiled, data, None)
     gold = np.maximum(A @ X @ W + b, 0.0)
     assert np.allclose(result.outputs[program.outputs[0]], gold, rtol=1e-9, atol=1e-9), "GCN is wrong"
-    scipy_s = best_of(lambda: np.maximum(A @ X @ W + b, 0.0))
-    orders = "; ".join(",".join(k.order) for k in compiled.kernels if k.order)
-    print(f"GCN layer ReLU((A·X)·W + b) on Cora ({nodes} nodes, {A.nnz:,} edges, {features} features, "
-          f"{X.nnz:,} nonzeros; W {features}x{hidden}), schedule full, order {orders}")
-    print(f"  {second.events:,} token events, {second.cycles:,} cycles")
-    print(f"  wall, first run (parse, compile, store, simulate): {total_first:.2f} s   target < 30 s")
-    print(f"  fast   first {first.seconds:8.3f} s (execute {first_wall:.2f} s)   second {second.seconds:8.3f} s "
-          f"(execute {second_wall:.2f} s)   {fmt_rate(second.events, second.seconds)}   target >= 20 M/s")
-    print(f"  scipy  {scipy_s * 1e3:8.3f} ms   simulation/scipy = {second.seconds / scipy_s:,.0f}x "
-          "(ReLU((A@X)@W + b) with A, X scipy CSR)")
-    print("  oracle skipped (minutes at this size; see the SpMM ratios)")
+    return {"case": "gcn-layer", "label": f"GCN layer ReLU((A·X)·W + b) on Cora ({nodes} nodes, {A.nnz:,} edges, "
+            f"{features} features), fully fused", "events": _events(runs), "cycles": sum(r.cycles for r in runs),
+            "engine_s": _best(lambda: _engine_runs(compiled, data, None)[2]),
+            "whole_s": _best(lambda: _engine_runs(compiled, data, WHOLE)[2]),
+            "scipy_s": _best(lambda: _timed(lambda: np.maximum(A @ X @ W + b, 0.0)), repeat=5)}
+
+
+def _gcn_study(args) -> dict:
+    from fuseflow.models.registry import build
+    from fuseflow.study import fusion_study
+
+    if not os.path.exists(args.cora):
+        return {"case": "gcn-study", "skipped": f"{args.cora} not found"}
+    build("gcn", dataset="karate")
+    fusion_study(build("gcn", dataset="karate"), ["unfused", "partial", "full"])  # numba kernels loaded
+    start = time.perf_counter()
+    case = build("gcn", dataset=args.cora)
+    rows = fusion_study(case, ["unfused", "partial", "full"])
+    wall = time.perf_counter() - start
+    assert all(r["verified"] is True for r in rows), rows
+    from fuseflow.pipeline import simulate
+
+    events = 0
+    for row in rows:  # token events of each preset, counted by one more (untimed) run
+        events += simulate(case.program, case.presets[row["schedule"]], case.inputs).tokens
+    return {"case": "gcn-study", "label": "fuseflow study fusion --model gcn --dataset cora (unfused, partial, "
+            "full: compile, encode, simulate, reference, verify)", "events": events, "wall_s": wall,
+            "speedups": [round(r["speedup"], 2) for r in rows]}
+
+
+def child(case: str, args) -> None:
+    sys.path.insert(0, os.path.join(ROOT, "src"))
+    if case == "gcn-layer":
+        out = _gcn_layer(args)
+    elif case == "gcn-study":
+        out = _gcn_study(args)
+    else:
+        out = _kernel_case(case, args)
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+
+
+def _rate(events, seconds):
+    return f"{events / seconds / 1e6:7.1f} M events/s" if seconds else "-"
+
+
+def report(out: dict) -> None:
+    if "skipped" in out:
+        print(f"{out['case']}: skipped ({out['skipped']})\n")
+        return
+    print(out["label"])
+    if out["case"] == "gcn-study":
+        print(f"  {out['events']:,} token events in {out['wall_s']:.1f} s end to end: "
+              f"{_rate(out['events'], out['wall_s'])}   target >= 50 M/s   speedups {out['speedups']}")
+    else:
+        print(f"  {out['events']:,} token events, {out['cycles']:,} cycles")
+        print(f"  engine {out['engine_s']:8.3f} s   {_rate(out['events'], out['engine_s'])}   target >= 100 M/s")
+        print(f"  whole streams {out['whole_s']:8.3f} s   whole/chunked = {out['whole_s'] / out['engine_s']:.2f}")
+        print(f"  scipy {out['scipy_s'] * 1e3:8.3f} ms   simulation/scipy = {out['engine_s'] / out['scipy_s']:,.0f}x")
+        if "oracle_s" in out:
+            print(f"  oracle {out['oracle_s']:8.3f} s   fast/oracle speed = "
+                  f"{out['oracle_s'] / out['oracle_fast_s']:,.0f}x ({out['oracle_note']})")
+    print(f"  peak memory {out['peak_mb']:,.0f} MB (the whole process)\n")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", choices=CASES, action="append", help="run only these cases")
+    parser.add_argument("--quick", action="store_true", help="smaller problems")
+    parser.add_argument("--oracle-events", type=int, default=3_000_000,
+                        help="largest run (token events) the oracle simulates in full")
+    parser.add_argument("--cora", default=CORA)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true", help="print the measurements as JSON lines")
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.case[0], args)
+        return 0
+    for case in args.case or CASES:
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", "--case", case, "--cora", args.cora,
+               "--oracle-events", str(args.oracle_events)] + (["--quick"] if args.quick else [])
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode:
+            print(f"{case}: failed\n{done.stderr[-2000:]}")
+            continue
+        out = json.loads(done.stdout.strip().splitlines()[-1])
+        print(json.dumps(out) if args.json else "", end="\n" if args.json else "")
+        if not args.json:
+            report(out)
     return 0
 
 

@@ -18,6 +18,7 @@ from .explore.progress import Progress
 from .fusion.compile import compile_schedule
 from .fusion.search import NoValidOrder
 from .memory import MemoryLimitError
+from .models.gpt3 import model_cycles
 from .pipeline import simulate
 from .report.notebook import table_html
 
@@ -25,6 +26,7 @@ COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycle
            ("speedup", "speedup", "{:.2f}x"), ("flops_ratio", "FLOPs/unf", "{:.2f}"),
            ("mem_ratio", "mem/unf", "{:.2f}"), ("max_occupancy", "max fifo", "{:,}"),
            ("verified", "verified", "{}"), ("wall", "wall s", "{:.1f}")]
+MODEL_CYCLES = ("model_cycles", "model cycles", "{:,}")  # a few decoders scaled to the whole model
 
 
 # token events a study simulates by default: about five minutes of the fast engine on this
@@ -82,6 +84,58 @@ def _compiled(case, schedule: str, model):
         return err.induced
 
 
+def _result_row(case, name: str, result, wall: float) -> dict:
+    row = {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": result.schedule,
+           "kernels": len(result.kernels), "cycles": result.cycles, "flops": result.flops,
+           "mem": result.mem_reads + result.mem_writes, "max_occupancy": result.max_occupancy,
+           "verified": result.verified, "max_abs_error": result.max_abs_error, "wall": wall}
+    if case.layers:  # a few decoders standing for the whole model
+        row["model_cycles"] = model_cycles(name, [k.cycles for k in result.kernels], *case.layers)
+    return row
+
+
+def _simulated_row(case, name: str, schedule: str, compiled, est, model, engine, budget, progress, start):
+    """The row of one schedule: simulated, or estimated when it would not fit in memory, or
+    failed (a FuseflowError of the first schedule propagates: nothing to compare with)."""
+    on_kernel, bar = _kernel_progress(f"{case.name} {name} kernels")
+    if progress:
+        print(f"  simulating {case.name} on {case.dataset}: {name} ...", file=sys.stderr, flush=True)
+    try:
+        result = simulate(case.program, compiled, case.inputs, engine=engine, budget=budget,
+                          on_kernel=on_kernel if progress else None)
+    except MemoryLimitError as err:  # estimated instead, with the guard's reason
+        if est is None:
+            raise
+        return _skipped_row(case, name, compiled, est, f"would not fit in memory: {err.one_line()}",
+                            time.perf_counter() - start)
+    except FuseflowError as err:
+        if est is None:
+            raise
+        return _failed_row(case, name, schedule, err.one_line(), time.perf_counter() - start)
+    finally:
+        for b in bar:
+            b.close()
+    return _result_row(case, name, result, time.perf_counter() - start)
+
+
+def _ratios(rows: list[dict], base_est) -> None:
+    """Speedup, FLOPs and memory of every row relative to the first (estimates to the first's
+    estimate); whole-model cycles where a case stands for a larger model."""
+    base = rows[0]
+    key = "model_cycles" if "model_cycles" in base else "cycles"
+    for row in rows:
+        if row.get("error"):
+            row["speedup"] = row["flops_ratio"] = row["mem_ratio"] = None
+        elif row.get("skipped"):
+            row["speedup"] = base_est.cycles / row["est_cycles"] if row["est_cycles"] else float("nan")
+            row["flops_ratio"] = row["est_flops"] / base_est.flops if base_est.flops else float("nan")
+            row["mem_ratio"] = row["est_mem"] / (base_est.reads + base_est.writes)
+        else:
+            row["speedup"] = base[key] / row[key] if row[key] else float("nan")
+            row["flops_ratio"] = row["flops"] / base["flops"] if base["flops"] else float("nan")
+            row["mem_ratio"] = row["mem"] / base["mem"] if base["mem"] else float("nan")
+
+
 def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
                  max_tokens: float = MAX_TOKENS, budget=None) -> list[dict]:
     """One row per preset (or schedule string), normalised to the first one (unfused). Each
@@ -90,7 +144,9 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
     fit in memory (`budget`, a `fuseflow.memory.Budget`; default: what is available), is not
     simulated: its row holds the heuristic's estimates (`est_*`, ratios to the first row's
     estimate) and says why; one that fails says why, and one whose declared layouts admit no
-    valid order runs with `layout=induced` (its `schedule_text` says so)."""
+    valid order runs with `layout=induced` (its `schedule_text` says so). A case that simulates
+    a few decoders of a larger model (`case.layers`) also gets the whole model's cycles
+    (`model_cycles`), and its speedups are on those."""
     model = CostModel(case.program, case.inputs)
     rows, first = [], None
     for name in schedules:
@@ -111,62 +167,33 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
                       f"(estimated {load:.2g} token events)", file=sys.stderr)
             rows.append(_skipped_row(case, name, compiled, est, _too_long(compiled, est, max_tokens)))
             continue
-        on_kernel, bar = _kernel_progress(f"{case.name} {name} kernels")
-        if progress:
-            print(f"  simulating {case.name} on {case.dataset}: {name} ...", file=sys.stderr, flush=True)
-        try:
-            result = simulate(case.program, compiled, case.inputs, engine=engine, budget=budget,
-                              on_kernel=on_kernel if progress else None)
-        except MemoryLimitError as err:  # estimated instead, with the guard's reason
-            if not rows:
-                raise
-            rows.append(_skipped_row(case, name, compiled, est or model.estimate(compiled),
-                                     f"would not fit in memory: {err.one_line()}", time.perf_counter() - start))
-            continue
-        except FuseflowError as err:
-            if not rows:
-                raise
-            rows.append(_failed_row(case, name, schedule, err.one_line(), time.perf_counter() - start))
-            continue
-        finally:
-            for b in bar:
-                b.close()
+        rows.append(_simulated_row(case, name, schedule, compiled, est, model, engine, budget, progress, start))
         first = first or compiled
-        rows.append({"model": case.name, "dataset": case.dataset, "schedule": name,
-                     "schedule_text": result.schedule, "kernels": len(result.kernels), "cycles": result.cycles,
-                     "flops": result.flops, "mem": result.mem_reads + result.mem_writes,
-                     "max_occupancy": result.max_occupancy, "verified": result.verified,
-                     "max_abs_error": result.max_abs_error, "wall": time.perf_counter() - start})
     if not rows:
         raise UserError("no schedules to study", "--schedules")
-    base = rows[0]
-    base_est = None
-    for row in rows:
-        if row.get("error"):
-            row["speedup"] = row["flops_ratio"] = row["mem_ratio"] = None
-            continue
-        if row.get("skipped"):
-            base_est = base_est or model.estimate(first)
-            row["speedup"] = base_est.cycles / row["est_cycles"] if row["est_cycles"] else float("nan")
-            row["flops_ratio"] = row["est_flops"] / base_est.flops if base_est.flops else float("nan")
-            row["mem_ratio"] = row["est_mem"] / (base_est.reads + base_est.writes)
-            continue
-        row["speedup"] = base["cycles"] / row["cycles"] if row["cycles"] else float("nan")
-        row["flops_ratio"] = row["flops"] / base["flops"] if base["flops"] else float("nan")
-        row["mem_ratio"] = row["mem"] / base["mem"] if base["mem"] else float("nan")
+    _ratios(rows, model.estimate(first) if any(r.get("skipped") for r in rows) else None)
     return StudyTable(rows)
 
 
-def _cells(row: dict) -> list[str]:
-    """A row's cells in COLUMNS' order: `-` where it has no value, `~` before estimated ratios."""
+def _columns(rows: list[dict]) -> list[tuple]:
+    """COLUMNS, with the whole model's cycles after the cycles when the rows have them."""
+    if not any(row.get("model_cycles") for row in rows):
+        return COLUMNS
+    at = [key for key, _, _ in COLUMNS].index("cycles") + 1
+    return COLUMNS[:at] + [MODEL_CYCLES] + COLUMNS[at:]
+
+
+def _cells(row: dict, columns=COLUMNS) -> list[str]:
+    """A row's cells in the columns' order: `-` where it has no value, `~` before estimated ratios."""
     return [("~" if row.get("skipped") and key in ("speedup", "flops_ratio", "mem_ratio") else "")
-            + (fmt.format(row[key]) if row.get(key) is not None else "-") for key, _, fmt in COLUMNS]
+            + (fmt.format(row[key]) if row.get(key) is not None else "-") for key, _, fmt in columns]
 
 
 def format_table(rows: list[dict]) -> str:
     """The study as a text table; a skipped schedule shows its estimated ratios marked `~`."""
-    cells = [_cells(row) for row in rows]
-    headers = [title for _, title, _ in COLUMNS]
+    columns = _columns(rows)
+    cells = [_cells(row, columns) for row in rows]
+    headers = [title for _, title, _ in columns]
     widths = [max(len(h), *(len(c[k]) for c in cells)) for k, h in enumerate(headers)]
     lines = ["  ".join(h.rjust(w) if k else h.ljust(w) for k, (h, w) in enumerate(zip(headers, widths)))]
     for c in cells:
@@ -195,9 +222,10 @@ class StudyTable(list):
 
     def _repr_html_(self) -> str:
         text = format_table(list(self)).splitlines()
-        cells = [[html.escape(c) for c in _cells(row)] for row in self]
+        columns = _columns(list(self))
+        cells = [[html.escape(c) for c in _cells(row, columns)] for row in self]
         notes = "".join(f"<div>{html.escape(n)}</div>" for n in text[len(self) + 1:])
-        return f"<div>{table_html([title for _, title, _ in COLUMNS], cells)}{notes}</div>"
+        return f"<div>{table_html([title for _, title, _ in columns], cells)}{notes}</div>"
 
     def plot(self, path: str) -> str:
         """Draw the study's chart (speedup, FLOPs and memory relative to the first row) to `path`."""

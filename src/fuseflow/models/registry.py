@@ -20,7 +20,7 @@ from ..ir.canonicalize import prepare
 from ..ir.program import Program
 from ..schedule.schedule import statement_groups
 from .gcn import GCN
-from .gpt3 import GPT3_DEEP, GPT3_MINI, GPT3_SMALL, GPT3_TINY, GPT3_WIDE, GPT3BigBird, bigbird_mask
+from .gpt3 import GPT3_DEEP, GPT3_MINI, GPT3_SMALL, GPT3_SMALL2, GPT3_TINY, GPT3_WIDE, GPT3BigBird, bigbird_mask
 from .graphsage import GraphSAGE
 from .presets import as_schedule, cross_layer, reference_unfused
 from .sae import BATCH, SAE_SIZES, SparseAutoencoder
@@ -37,6 +37,7 @@ class ModelCase:
     inputs: dict[str, np.ndarray]
     presets: dict[str, str] = field(default_factory=dict)
     note: str = ""
+    layers: tuple[int, int] | None = None  # (decoders simulated, decoders of the model they stand for)
 
 
 # graph models' weights: the reference generates them with 60% zeros and stores them compressed,
@@ -85,9 +86,11 @@ def _sae_case(size: str, seed: int, density: float) -> ModelCase:
 
 
 def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
-    cfg = {"tiny": GPT3_TINY, "mini": GPT3_MINI, "wide": GPT3_WIDE, "deep": GPT3_DEEP, "small": GPT3_SMALL}.get(config)
+    cfg = {"tiny": GPT3_TINY, "mini": GPT3_MINI, "wide": GPT3_WIDE, "deep": GPT3_DEEP, "small": GPT3_SMALL,
+           "small2": GPT3_SMALL2}.get(config)
     if cfg is None:
-        raise UserError(f"unknown GPT-3 config {config!r}", "--dataset", "use tiny, mini, wide, deep or small")
+        raise UserError(f"unknown GPT-3 config {config!r}", "--dataset",
+                        "use tiny, mini, wide, deep, small or small2")
     model = GPT3BigBird(**cfg, seed=seed).eval()
     if not isinstance(block, int) or block < 1 or cfg["seq"] % block:
         raise UserError(f"BigBird block {block} does not divide the sequence length {cfg['seq']}", "--block",
@@ -100,7 +103,8 @@ def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
                                      torch.tensor(mask, dtype=torch.float32).to_sparse_csr(),
                                      formats={"M": "compressed,compressed"}))
     case = ModelCase("gpt3-bigbird", f"{config}-b{block}", program, {"x": x, "M": mask},
-                     note=f"mask density {mask.mean():.3f}")
+                     note=f"mask density {mask.mean():.3f}",
+                     layers=(cfg["layers"], GPT3_SMALL["layers"]) if config == "small2" else None)
     lines, first = inspect.getsourcelines(GPT3BigBird.forward)
     line_of = {key: f"gpt3.py:{first + k}" for k, text in enumerate(lines)
                for key in ("block.qkv(", "block.tail(") if key in text}
