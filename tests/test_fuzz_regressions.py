@@ -24,6 +24,25 @@ def test_a_fused_transpose_of_blocked_values():
         assert result.verified and np.allclose(result.outputs["t1"], np.exp(data["a0"]).T), schedule
 
 
+def test_a_fused_chain_whose_only_valid_orders_lie_deep():
+    """Fuzz program 3346 of seed 18: softmax, a difference, a contraction over a transposed operand,
+    softmax again, fully fused. Only the region whose reductions keep their variables has valid
+    orders (16 variables); the walk used to spend its prefixes below prefixes whose accumulators'
+    producers still had loops to place, and `full` was refused. Such a prefix is dropped now."""
+    a0, a1, a2 = Value("a0", (9, 4), "csr"), Value("a1", (9, 4), "csr"), Value("a2", (9, 8), "csc")
+    t0, t2, t3, t4 = Value("t0", (9, 4)), Value("t2", (9, 4)), Value("t3", (4, 8)), Value("t4", (4, 8))
+    steps = [Step("softmax", (a0,), t0), Step("sub", (t0, a1), t2), Step("contract", (t2, a2), t3, ("ki", "kj")),
+             Step("softmax", (t3,), t4)]
+    p = RandomProgram([a0, a1, a2], steps, [t4], {"a0": 0.5, "a1": 0.5, "a2": 0.5})
+    data = p.data(1)
+    result = simulate(fuseflow.from_mlir(p.mlir()), "full", data)
+    a = np.where(data["a0"] != 0, data["a0"], 0.0)
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    u = (e / e.sum(axis=1, keepdims=True) - data["a1"]).T @ data["a2"]
+    want = np.exp(u - u.max(axis=1, keepdims=True))
+    assert result.verified and np.allclose(result.outputs["t4"], want / want.sum(axis=1, keepdims=True))
+
+
 NOTHING_RETURNED = """
 func.func @f(%a: tensor<3xf32>, %out: tensor<3xf32>) {
   %r = linalg.exp ins(%a : tensor<3xf32>) outs(%out : tensor<3xf32>) -> tensor<3xf32>

@@ -13,7 +13,8 @@ import itertools
 
 from ..errors import UserError
 from .cost import prefix_bound
-from .nesting import Nesting, OrderWalk, part_orders
+from .nesting import Nesting, part_orders
+from .proof import settle
 from .region import Region
 
 
@@ -25,7 +26,7 @@ class NoValidOrder(UserError):
 
 
 SEARCH_WORK = 2_000_000_000  # (instances x variables) x prefixes an order search may spend
-PROOF_WORK = 100_000  # prefixes the walk that finds any valid order (or proves there is none) may visit
+PROOF_WORK = 20_000  # prefixes the walk that finds any valid order (or proves there is none) may visit
 
 
 def greedy_orders(region: Region) -> list[list[str]]:
@@ -144,7 +145,7 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
 def default_order(region: Region, budget: int = 5000, proof_work: int = PROOF_WORK) -> list[str] | None:
     """The valid order with the least `nest_cost` (`search_order` on each independent part,
     concatenated), else the first valid producer-by-producer order, else the first valid order
-    at all (`nesting.OrderWalk`, within `proof_work` prefixes); None if none is found."""
+    at all (`proof.settle`, walking at most `proof_work` prefixes); None if none is found."""
     parts = [search_order(region, names, budget) for names in independent_parts(region)]
     if all(part is not None for part in parts):
         order = [v for part in parts for v in part]
@@ -153,13 +154,12 @@ def default_order(region: Region, budget: int = 5000, proof_work: int = PROOF_WO
     for order in greedy_orders(region):
         if Nesting(region, order).valid:
             return order
-    return OrderWalk(region, proof_work).first() if proof_work else None
+    return settle(region, proof_work).order if proof_work else None
 
 
 def no_order_proof(region: Region) -> tuple[str, bool]:
-    """(why the region has no valid order, whether the walk proving it visited every prefix it
-    had to) for a region whose `default_order` is None."""
-    walk = OrderWalk(region, PROOF_WORK)
-    found = walk.first()
-    assert found is None, f"{region.group} has the valid order {found}"
-    return walk.why_none(), walk.finished
+    """(why the region has no valid order, whether that is proven: `proof.settle`) for a region
+    whose `default_order` is None."""
+    settled = settle(region, PROOF_WORK)
+    assert settled.order is None, f"{region.group} has the valid order {settled.order}"
+    return settled.why, settled.proven
