@@ -141,8 +141,9 @@ def _engine_options(run_graph_fn, budget, on_events) -> dict:
 
 
 def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run_graph,
-            on_kernel=None, *, budget=None, on_events=None) -> ScheduleRun:
-    """Run every kernel in order; `on_kernel(done, total)` is called after each one. With a
+            on_kernel=None, *, budget=None, on_events=None, on_run=None) -> ScheduleRun:
+    """Run every kernel in order; `on_kernel(done, total)` is called after each one, and
+    `on_run(graph, graph_run)` with each kernel's whole result (per-node statistics). With a
     `budget` (`fuseflow.memory.Budget`), a kernel estimated beyond it stops before it runs
     (MemoryLimitError naming it) and the engine checks what it allocates as it runs;
     `on_events(done)` reports token events within a kernel."""
@@ -163,6 +164,8 @@ def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run
             if budget is not None:
                 budget.check(footprint(graph), f"kernel k{kernel.index} ({graph.name})")
             run = run_graph_fn(graph, stored, hw, **options)
+            if on_run is not None:
+                on_run(graph, run)
             if hw is not None and hw.channel_depth is not None:
                 from .sim.bounded import bounded_cycles
 

@@ -119,10 +119,11 @@ def first_mismatch(name: str, got, want, rtol: float, atol: float) -> str | None
 def simulate(program: Program, schedule="full", inputs: dict | None = None, *, seed: int = 0,
              density: float = 0.1, hw: HwConfig | None = None, engine: str = "fast", check: bool = True,
              rtol: float = 1e-6, atol: float = 1e-9, on_kernel=None, budget=None,
-             on_events=None) -> SimResult:
+             on_events=None, on_run=None) -> SimResult:
     """Compile (unless `schedule` is already a `Compiled` of `program`), simulate every kernel,
     and compare the outputs with `fuseflow.reference`; `on_kernel(done, total)` reports progress
-    after each kernel, `on_events(done)` the token events within one. A `budget`
+    after each kernel, `on_events(done)` the token events within one, `on_run(graph, graph_run)`
+    each kernel's whole result (per-node statistics). A `budget`
     (`fuseflow.memory.Budget`) bounds the memory every kernel may take (MemoryLimitError)."""
     from .execute import execute
 
@@ -139,7 +140,8 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
 
         compiled = compile_schedule(program, schedule, {n: shape_of(v) for n, v in data.items()},
                                     stats=stats_for(program, bind_inputs(program, data)))
-    run = execute(compiled, data, hw, _engine(engine), on_kernel, budget=budget or Budget(), on_events=on_events)
+    run = execute(compiled, data, hw, _engine(engine), on_kernel, budget=budget or Budget(), on_events=on_events,
+                  on_run=on_run)
     error, verified = 0.0, False
     if check:
         if not program.outputs:  # verified means at least one output was compared

@@ -31,11 +31,15 @@ class Recorder:
 
     def __call__(self, graph, tensors, hw=None):
         run = self.run_graph(graph, tensors, hw)
+        self.record(graph, run)
+        return run
+
+    def record(self, graph, run) -> None:
+        """Keep a graph run's statistics (an `on_run` callback of `simulate` and `execute`)."""
         self.stats[graph.name] = GraphStats(
             int(run.cycles), {int(k): int(v) for k, v in run.node_steps.items()},
             {str(s): int(n) for s, n in run.stream_tokens.items()},
             {str(s): int(n) for s, n in (run.max_occupancy or {}).items()})
-        return run
 
 
 @dataclass

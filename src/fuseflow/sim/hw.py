@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..sam.primitives import PRIMITIVES
+from .tiles import tile_class
 
 DEFAULT_LATENCY = 1  # cycles from a step to the visibility of its outputs
 MEMORY_KINDS = ("scan", "array", "level_write", "value_write")  # nodes that touch memory
@@ -102,8 +103,6 @@ class HwConfig:
 
     def timing(self, kind: str, params: dict | None = None) -> tuple[int, int]:
         """(latency, II) of a node: its tile class's block-mode cost when its values are tiles."""
-        from .tiles import tile_class
-
         spec = tile_class(kind, params or {})
         if spec is None:
             return self.latency_of(kind), self.interval_of(kind)

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..ir.formats import TensorFormat
+from ..ir.values import entries, is_sparse
 
 
 @dataclass
@@ -194,8 +195,6 @@ class StoredTensor:
     @staticmethod
     def from_value(value, fmt: TensorFormat, fill: float = 0.0) -> "StoredTensor":
         """Storage of a dense array, or of a scipy sparse matrix without making it dense."""
-        from ..ir.values import entries, is_sparse
-
         if not is_sparse(value) or fill != 0.0:
             return StoredTensor.from_dense(np.asarray(value.toarray() if is_sparse(value) else value), fmt, fill)
         coords, vals = entries(value)

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import math
 import re
-
-import numpy as np
 from dataclasses import dataclass
 from typing import Iterable, Union
+
+import numpy as np
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,30 +27,17 @@ import numpy as np
 
 from ...sam.graph import Node, SamGraph, Stream
 from ..hw import HwConfig
-from ..oracle import GraphRun, NodeRun
+from ..oracle import GraphRun, MisalignedStreams, NodeRun
 from ..oracle import run_graph as oracle_run_graph
 from ..oracle.node import _run_node
-from .alu import ALU_CODES, Alu
-from .drop import CrdDrop
+from .alu import ALU_CODES
 from .engine import Engine, KernelFailed, times_of, tokens_of
-from .join import Joiner
-from .lanes import Copy, Join
-from .read import Array, Locate, Root, Scan
-from .reduce import REDUCE_CODES, Reduce
-from .repeat import Repeat, Repsig
-from .spacc import Spacc, Spacc2
+from .reduce import REDUCE_CODES
+from .runners import RUNNERS
 from .stream import DONE, EMPTY, REPEAT, STOP, VAL, Arr, from_tokens, to_tokens
-from .write import LevelWrite, ValueWrite
 
 __all__ = ["run_graph", "apply", "Arr", "from_tokens", "to_tokens", "VAL", "STOP", "EMPTY", "DONE", "REPEAT",
            "RUNNERS", "ALU_CODES", "REDUCE_CODES"]
-
-RUNNERS = {
-    "root": Root, "scan": Scan, "locate": Locate, "repsig": Repsig, "repeat": Repeat,
-    "intersect": lambda *a: Joiner(*a, is_union=False), "union": lambda *a: Joiner(*a, is_union=True),
-    "array": Array, "alu": Alu, "reduce": Reduce, "spacc": Spacc, "spacc2": Spacc2, "crd_drop": CrdDrop,
-    "level_write": LevelWrite, "value_write": ValueWrite, "broadcast": Copy, "fork": Copy, "join": Join,
-}
 
 ORACLE_RERUN_TOKENS = 5_000_000  # malformed input in a graph this small is re-run on the oracle for its message
 
@@ -69,8 +56,6 @@ def run_graph(graph: SamGraph, tensors: dict, hw: HwConfig | None = None, keep_s
     except KernelFailed as failed:
         events = engine.events()
         if events > ORACLE_RERUN_TOKENS:
-            from ..oracle import MisalignedStreams
-
             r = failed.runner
             raise MisalignedStreams(f"n{r.id} {r.kind}: its input streams do not fit the primitive "
                                     f"(found after {events:,} token events; the oracle engine on a smaller "

@@ -14,10 +14,28 @@ import numpy as np
 from numba import njit
 
 from ..oracle.alu import _alu_signature
-from .core import (DONE, FAIL, FLOPS, II, INF, NANV, PORT, STEPS, WAIT_OUT, NeedOracle, Runner, T, enter, leave,
-                   missing, out_at, out_leave)
-from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
+from . import tiles
+from .core import (
+    DONE,
+    FAIL,
+    FLOPS,
+    II,
+    INF,
+    NANV,
+    PORT,
+    STEPS,
+    WAIT_OUT,
+    NeedOracle,
+    Runner,
+    T,
+    enter,
+    leave,
+    missing,
+    out_at,
+    out_leave,
+)
 from .stream import DONE as D_TOK
+from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
 
 ALU_CODES = {"neg": 0, "exp": 1, "sqrt": 2, "rsqrt": 3, "tanh": 4, "erf": 5, "abs": 6, "const": 7,
              "add": 8, "sub": 9, "mul": 10, "div": 11, "max": 12, "min": 13, "gt": 14, "ge": 15,
@@ -210,7 +228,7 @@ class Alu(Runner):
         try:
             op, ports, _fn, scalar, pos = _alu_signature(
                 f"n{self.id} alu", self.params, [p for p in "abc" if p in self.node.inputs])
-        except Exception:
+        except Exception:  # noqa: BLE001 - whatever fails here, the oracle reports it exactly
             raise NeedOracle() from None
         if op not in ALU_CODES or set(self.node.inputs) != set(ports) or not 1 <= len(ports) <= 3:
             raise NeedOracle()
@@ -244,6 +262,4 @@ class Alu(Runner):
 
     def after(self, before_in, before_out):
         if self.tile is not None:
-            from . import tiles
-
             tiles.alu(self, before_in, before_out)

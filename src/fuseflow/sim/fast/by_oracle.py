@@ -16,7 +16,7 @@ import numpy as np
 from ...sam.primitives import ANY, PAYLOAD, PRIMITIVES
 from ..oracle.node import _run_node
 from .core import DONE, FLOPS, PORT, READS, STEPS, WAIT_IN, WRITES, Runner, T
-from .stream import VAL, from_tokens
+from .stream import VAL, from_tokens, token_list
 
 _INT_KINDS = ("crd", "ref", "repsig")
 
@@ -100,7 +100,5 @@ class OracleRunner(Runner):
 
 def _tokens(ch, start: int, end: int) -> list:
     """The oracle's tokens of window positions start..end-1."""
-    from .engine import token_list
-
     return token_list(ch.kind[start:end], ch.data[start:end],
                       None if ch.tile_shape is None else ch.tiles[start:end])

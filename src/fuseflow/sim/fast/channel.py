@@ -191,94 +191,6 @@ class Channel:
                                   self.sent[start:n].copy(), tiles))
 
 
-@njit(inline="always")
-def _varint(q, pos, size):
-    """(value, bytes) of the variable-length integer at `pos` of ring `q`."""
-    value = 0
-    shift = 0
-    used = 0
-    while True:
-        b = q[(pos + used) % size]
-        used += 1
-        value |= (np.int64(b) & 127) << shift
-        shift += 7
-        if b < 128:
-            return value, used
-
-
-@njit(inline="always")
-def _write(q, pos, size, value):
-    """Write a variable-length integer at `pos`; returns the bytes written."""
-    used = 0
-    while True:
-        b = value & 127
-        value >>= 7
-        q[(pos + used) % size] = b | 128 if value else b
-        used += 1
-        if not value:
-            return used
-
-
-@njit(inline="always")
-def _pop(RD, r, q, t):
-    """Drop the queued times at or before t; returns how many. The queue is its first time
-    (QFIRST), the rest of the run it starts (QHD, QHC: difference, times left), the runs in the
-    bytes, and the run still being written (QTD, QTC)."""
-    taken = 0
-    while RD[r, 6] > 0 and RD[r, 7] <= t:
-        if RD[r, 6] == 1:  # the last time
-            RD[r, 6] = 0
-            return taken + 1
-        if RD[r, 10] == 0:  # the next run: from the bytes, or the one still being written
-            if RD[r, 5] > 0:
-                size = q.shape[0]
-                d, u1 = _varint(q, RD[r, 4], size)
-                c, u2 = _varint(q, (RD[r, 4] + u1) % size, size)
-                RD[r, 4] = (RD[r, 4] + u1 + u2) % size
-                RD[r, 5] -= u1 + u2
-            else:
-                d, c = RD[r, 11], RD[r, 12]
-                RD[r, 12] = 0
-            RD[r, 9] = d
-            RD[r, 10] = c
-        # drop the first time and the run's next ones up to t, keeping the one after as first
-        d = RD[r, 9]
-        n = RD[r, 10] if d == 0 else min(RD[r, 10], (t - RD[r, 7]) // d)
-        n = max(n, 1)
-        RD[r, 7] += d * n
-        RD[r, 10] -= n
-        RD[r, 6] -= n
-        taken += n
-    return taken
-
-
-@njit(inline="always")
-def _push(RD, r, q, v):
-    """Append time v (not below the last one); False when the bytes may not hold a run more."""
-    n = RD[r, 6]
-    if n == 0:
-        RD[r, 7] = v
-        RD[r, 10] = 0
-    else:
-        d = v - RD[r, 8]
-        if RD[r, 12] > 0 and d == RD[r, 11]:
-            RD[r, 12] += 1
-        else:
-            if RD[r, 12] > 0:  # close the run being written
-                size = q.shape[0]
-                if size - RD[r, 5] < 20:
-                    return False
-                pos = (RD[r, 4] + RD[r, 5]) % size
-                u = _write(q, pos, size, RD[r, 11])
-                u += _write(q, (pos + u) % size, size, RD[r, 12])
-                RD[r, 5] += u
-            RD[r, 11] = d
-            RD[r, 12] = 1
-    RD[r, 8] = v
-    RD[r, 6] = n + 1
-    return True
-
-
 @njit(cache=True)
 def sync(CH, RD, c, r, before, sent, cons, finished, q):
     """Merge channel c's send times with reader r's consume times (queued ones first, then those
@@ -286,19 +198,61 @@ def sync(CH, RD, c, r, before, sent, cons, finished, q):
     tokens waiting at once is the largest (sends up to time t) - (consumes up to t) over the send
     times t (a consume and a send at the same time free the slot first), as
     `oracle.channel_occupancy`. A send is settled once a later consume is known, or the reader
-    is finished; consumes not yet counted join the queue `q`. Returns -1, or the window position
-    where the queue ran out of room (grow it and call again from there)."""
+    is finished; consumes not yet counted join the queue `q` (a ring of a power-of-two size).
+    Returns -1, or the window position where the queue ran out of room (grow it and call again
+    from there).
+
+    The queue is its first time `first`, the rest of the run it starts (`hd`, `hc`: difference,
+    times left), runs in the bytes (two variable-length integers each: difference, count; `head`,
+    `used`), and the run still being written (`td`, `tc`); `n` times in all, `last` the latest."""
     base = CH[c, 0]
     end = RD[r, 0] - base
     produced = base + CH[c, 1]
-    k = RD[r, 1]
-    j = RD[r, 2]
-    best = RD[r, 3]
+    k, j, best = RD[r, 1], RD[r, 2], RD[r, 3]
+    head, used, n, first, last = RD[r, 4], RD[r, 5], RD[r, 6], RD[r, 7], RD[r, 8]
+    hd, hc, td, tc = RD[r, 9], RD[r, 10], RD[r, 11], RD[r, 12]
+    mask = q.shape[0] - 1
     x = before
     while k < produced:
         t = sent[k - base]
-        j += _pop(RD, r, q, t)  # queued consumes at or before t
-        if RD[r, 6] == 0:  # then this call's consumes
+        while n > 0 and first <= t:  # queued consumes at or before t
+            if n == 1:
+                n = 0
+                j += 1
+                break
+            if hc == 0:  # the next run: from the bytes, or the one still being written
+                if used > 0:
+                    hd = 0
+                    shift = 0
+                    while True:
+                        byte = q[head]
+                        head = (head + 1) & mask
+                        used -= 1
+                        hd |= (np.int64(byte) & 127) << shift
+                        shift += 7
+                        if byte < 128:
+                            break
+                    hc = 0
+                    shift = 0
+                    while True:
+                        byte = q[head]
+                        head = (head + 1) & mask
+                        used -= 1
+                        hc |= (np.int64(byte) & 127) << shift
+                        shift += 7
+                        if byte < 128:
+                            break
+                else:
+                    hd, hc, tc = td, tc, 0
+            # drop the first time and the run's next ones up to t; the one after becomes first
+            m = hc if hd == 0 else min(hc, (t - first) // hd)
+            if m < 1:
+                m = 1
+            first += hd * m
+            hc -= m
+            n -= m
+            j += m
+        if n == 0:  # then this call's consumes
             while x < end and cons[x] <= t:
                 x += 1
                 j += 1
@@ -307,11 +261,35 @@ def sync(CH, RD, c, r, before, sent, cons, finished, q):
         if k + 1 - j > best:
             best = k + 1 - j
         k += 1
-    RD[r, 1] = k
-    RD[r, 2] = j
-    RD[r, 3] = best
+    stop = -1
     while x < end:  # what is left waits in the queue
-        if not _push(RD, r, q, cons[x]):
-            return x
+        v = cons[x]
+        if n == 0:
+            first = v
+            hc = 0
+        elif tc > 0 and v - last == td:
+            tc += 1
+        else:
+            if tc > 0:  # close the run being written: at most twenty bytes
+                if mask + 1 - used < 20:
+                    stop = x
+                    break
+                for value in (td, tc):
+                    pos = (head + used) & mask
+                    while True:
+                        byte = value & 127
+                        value >>= 7
+                        q[pos] = byte | 128 if value else byte
+                        pos = (pos + 1) & mask
+                        used += 1
+                        if not value:
+                            break
+            td = v - last
+            tc = 1
+        last = v
+        n += 1
         x += 1
-    return -1
+    RD[r, 1], RD[r, 2], RD[r, 3] = k, j, best
+    RD[r, 4], RD[r, 5], RD[r, 6], RD[r, 7], RD[r, 8] = head, used, n, first, last
+    RD[r, 9], RD[r, 10], RD[r, 11], RD[r, 12] = hd, hc, td, tc
+    return stop

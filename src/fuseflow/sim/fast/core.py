@@ -33,8 +33,9 @@ from ..oracle.arith import NAN
 from ..oracle.context import _Ctx
 from ..tiles import TileSpec
 
-# status of a kernel call
-WAIT_IN, WAIT_OUT, DONE, FAIL, GROW = 1, 2, 3, 4, 5
+# status of a kernel call (YIELD: an accumulator's event log is full; the runner empties it)
+WAIT_IN, WAIT_OUT, DONE, FAIL, GROW, YIELD = 1, 2, 3, 4, 5, 6
+ACC, EMIT = 0, 1  # kinds of an accumulator's logged events (tiles.accumulate replays them)
 # state slots
 T, II, STEPS, FLOPS, READS, WRITES, WORDS, PORT, NEED, FREE = range(10)
 STATE_SLOTS = 24
@@ -205,6 +206,13 @@ class Runner:
     def cons_of(ch, reader: int) -> np.ndarray:
         """The consume-time array of reader number `reader` of channel `ch`."""
         return next(x.cons for x in ch.readers if x.index == reader)
+
+    def reader_objects(self) -> list:
+        """The `channel.Reader` of each input (looked up once)."""
+        if getattr(self, "_reader_objects", None) is None:
+            self._reader_objects = [next(x for x in ch.readers if x.index == r)
+                                    for ch, r in zip(self.in_ch, self.readers)]
+        return self._reader_objects
 
     def args(self) -> tuple:
         if self._args is None:

@@ -12,10 +12,25 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .core import (DONE, FAIL, FREE, II, PORT, STEPS, WAIT_OUT, NeedOracle, Runner, T, enter, leave, missing,
-                   out_at, out_leave)
-from .stream import STOP, VAL
+from .core import (
+    DONE,
+    FAIL,
+    FREE,
+    II,
+    PORT,
+    STEPS,
+    WAIT_OUT,
+    NeedOracle,
+    Runner,
+    T,
+    enter,
+    leave,
+    missing,
+    out_at,
+    out_leave,
+)
 from .stream import DONE as D_TOK
+from .stream import STOP, VAL
 
 _STARTED = FREE  # the current inner fiber emitted its outer coordinate
 

@@ -33,17 +33,16 @@ from ...sam.primitives import PRIMITIVES
 from ..hw import HwConfig
 from ..oracle import WRITERS, GraphRun
 from ..storage import WrittenTensor
-from ..tiles import Tile
-from ..tokens import Done, Empty, Repeat, Stop, Val
 from .by_oracle import OracleRunner
 from .channel import Channel, Tables, sync
-from .core import DONE, FAIL, GROW, STEPS, WAIT_IN, WAIT_OUT, NeedOracle, Runner, T
-from .stream import EMPTY, REPEAT, STOP, VAL
+from .core import DONE, FAIL, GROW, STEPS, WAIT_IN, WAIT_OUT, YIELD, NeedOracle, Runner, T
+from .runners import RUNNERS
+from .stream import token_list
 
-DEFAULT_CHUNK = 1 << 16  # tokens a channel buffers before its producer waits
+DEFAULT_CHUNK = 1 << 18  # tokens a channel buffers before its producer waits
 FIRST_SIZE = 1 << 10  # a buffer's first size: it doubles up to the chunk while its producer waits
 CHECK_EVERY = 16 << 20  # bytes allocated between two checks against the memory budget
-CHANNEL_BYTES = 256 << 20  # what the buffers of one kernel may take before their size is lowered
+CHANNEL_BYTES = 1 << 30  # what the buffers of one kernel may take before their size is lowered
 TILE_CHANNEL_BYTES = 16 << 20  # one channel of tiles
 MIN_CHUNK = 64
 
@@ -92,8 +91,6 @@ class Engine:
     def __init__(self, graph: SamGraph, tensors: dict, hw: HwConfig | None = None, *, chunk=None,
                  budget: Budget | None = None, keep_streams: bool = False, on_events=None,
                  record_consumed: bool = False, what: str | None = None, sources: dict | None = None):
-        from . import RUNNERS
-
         self.graph, self.tensors, self.hw = graph, tensors, hw or HwConfig()
         self.budget, self.on_events = budget, on_events
         self.whole = chunk == WHOLE
@@ -107,7 +104,8 @@ class Engine:
         readers = sum(len(n.inputs) for n in nodes)
         streams = len(sources) + sum(len(PRIMITIVES[n.kind].ports(n.arity)[1]) for n in nodes if n.kind in PRIMITIVES)
         self.tables = Tables(streams, readers)
-        size = chunk if callable(chunk) else (lambda s, c=chunk_for(streams, chunk): c)
+        fixed = chunk_for(streams, None if callable(chunk) else chunk)
+        size = chunk if callable(chunk) else (lambda stream: fixed)
         self.channels: dict[Stream, Channel] = {}
         self.runners: list[Runner] = []
         self._readers = -1
@@ -226,7 +224,7 @@ class Engine:
                 continue
             if any(ch.droppable() for ch in full):  # room once the buffer is compacted
                 continue
-            if status >= 6:  # YIELD: the runner emptied a log
+            if status == YIELD:  # the runner emptied its log
                 continue
             break
         r.status = status
@@ -253,8 +251,7 @@ class Engine:
 
     def count_consumed(self, r: Runner, before_in, finished: bool) -> None:
         t = self.tables
-        for ch, x, b in zip(r.in_ch, r.readers, before_in):
-            reader = next(y for y in ch.readers if y.index == x)
+        for ch, x, b, reader in zip(r.in_ch, r.readers, before_in, r.reader_objects()):
             if self.record_consumed:
                 self.consumed.setdefault(x, []).extend(reader.cons[b:ch.cursor(x)].tolist())
             while True:
@@ -385,22 +382,6 @@ def _kept(ch: Channel):
     return kind, data, sent, tiles
 
 
-_SINGLE = {EMPTY: Empty, 3: Done, REPEAT: Repeat}
-
-
-def token_list(kind: np.ndarray, data: np.ndarray, tiles: np.ndarray | None) -> list:
-    """The oracle's tokens of token arrays (tiles aligned with the tokens, or None)."""
-    out = []
-    for i, (k, x) in enumerate(zip(kind.tolist(), data.tolist())):
-        if k == VAL:
-            out.append(Val(Tile(tiles[i])) if tiles is not None else Val(x))
-        elif k == STOP:
-            out.append(Stop(int(x)))
-        else:
-            out.append(_SINGLE[k])
-    return out
-
-
 def tokens_of(ch: Channel) -> list:
     """Every token a channel carried (kept), as the oracle's tokens."""
     kind, data, _, tiles = _kept(ch)
@@ -412,4 +393,4 @@ def times_of(ch: Channel) -> list:
     return (_kept(ch)[2] + ch.lat).tolist()
 
 
-__all__ = ["Engine", "KernelFailed", "Source", "chunk_for", "token_list", "tokens_of", "times_of"]
+__all__ = ["Engine", "KernelFailed", "Source", "chunk_for", "tokens_of", "times_of"]

@@ -18,9 +18,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import tiles
 from .core import DONE, FAIL, II, PORT, STEPS, WAIT_IN, WAIT_OUT, NeedOracle, Runner, T, enter, leave
-from .stream import EMPTY, STOP, VAL
 from .stream import DONE as D_TOK
+from .stream import EMPTY, STOP, VAL
 
 
 @njit(cache=True)
@@ -258,6 +259,4 @@ class Joiner(Runner):
                            before_out[i + 1]):
                 self.failed = True
             if out.tile_shape is not None:
-                from . import tiles
-
                 tiles.pass_through(pay, out, before_out[i + 1])

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .core import (DONE, FAIL, FREE, II, PORT, STEPS, WAIT_IN, WAIT_OUT, NeedOracle, Runner, T, enter, leave,
-                   missing)
-from .stream import REPEAT, STOP, _is_elem
+from . import tiles
+from .core import DONE, FAIL, FREE, II, PORT, STEPS, WAIT_IN, WAIT_OUT, NeedOracle, Runner, T, enter, leave, missing
 from .stream import DONE as D_TOK
+from .stream import REPEAT, STOP, _is_elem
 
 _LANE = FREE  # fork: the lane of the next element; join: the lane read now
 
@@ -197,8 +197,6 @@ class Copy(Runner):
 
     def after(self, before_in, before_out):
         if self.in_ch[0].tile_shape is not None:
-            from . import tiles
-
             for out, start in zip(self.out_ch, before_out):
                 tiles.pass_through(self.in_ch[0], out, start)
 
@@ -240,6 +238,4 @@ class Join(Runner):
 
     def after(self, before_in, before_out):
         if self.out_ch[0].tile_shape is not None:
-            from . import tiles
-
             tiles.join(self, before_out[0])

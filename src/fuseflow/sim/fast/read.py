@@ -11,10 +11,29 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .core import (DONE, FAIL, FREE, II, PORT, READS, STEPS, WAIT_OUT, WORDS, NeedOracle, Runner, T, enter,
-                   leave, missing, out_at, out_leave, stall)
-from .stream import EMPTY, STOP, VAL, _is_elem
+from . import tiles
+from .core import (
+    DONE,
+    FAIL,
+    FREE,
+    II,
+    PORT,
+    READS,
+    STEPS,
+    WAIT_OUT,
+    WORDS,
+    NeedOracle,
+    Runner,
+    T,
+    enter,
+    leave,
+    missing,
+    out_at,
+    out_leave,
+    stall,
+)
 from .stream import DONE as D_TOK
+from .stream import EMPTY, STOP, VAL, _is_elem
 
 
 @njit(cache=True)
@@ -316,7 +335,7 @@ class Scan(Runner):
     def check(self):
         try:
             level = self.ctx().level()
-        except Exception:
+        except Exception:  # noqa: BLE001 - whatever fails here, the oracle reports it exactly
             raise NeedOracle() from None
         fmt, dim = self.params.get("format", level.format), self.params.get("dim")
         stride = self.params.get("stride") or 0
@@ -356,7 +375,7 @@ class Locate(Runner):
         if dim is None:
             try:
                 dim = self.ctx().level().dim
-            except Exception:
+            except Exception:  # noqa: BLE001 - whatever fails here, the oracle reports it exactly
                 raise NeedOracle() from None
         stride = self.params.get("stride") or 0
         if not isinstance(dim, (int, np.integer)) or not isinstance(stride, (int, np.integer)) or stride < 0:
@@ -376,15 +395,13 @@ class Array(Runner):
     ins, outs = ("ref",), ("val",)
 
     def check(self):
-        from . import tiles
-
         try:
             tensor = self.ctx().tensor()
             vals = self.array(tensor.vals, np.float64)
             if self.tile is not None and vals.ndim == 1:
                 vals = vals.reshape(-1, 1)
             fill = float(self.params.get("fill", getattr(tensor, "fill", 0.0)))
-        except Exception:
+        except Exception:  # noqa: BLE001 - whatever fails here, the oracle reports it exactly
             raise NeedOracle() from None
         if self.tile is None:
             if vals.ndim != 1:
@@ -415,6 +432,4 @@ class Array(Runner):
 
     def after(self, before_in, before_out):
         if self.tile is not None:
-            from . import tiles
-
             tiles.from_table(self.out_ch[0], before_out[0], self.table)

@@ -11,10 +11,29 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .core import (DONE, FAIL, FLOPS, FREE, II, INF, NANV, PORT, STEPS, WAIT_OUT, NeedOracle, Runner, T, enter,
-                   leave, missing, out_at, out_leave)
-from .stream import EMPTY, STOP, VAL
+from . import tiles
+from .core import (
+    DONE,
+    FAIL,
+    FLOPS,
+    FREE,
+    II,
+    INF,
+    NANV,
+    PORT,
+    STEPS,
+    WAIT_OUT,
+    NeedOracle,
+    Runner,
+    T,
+    enter,
+    leave,
+    missing,
+    out_at,
+    out_leave,
+)
 from .stream import DONE as D_TOK
+from .stream import EMPTY, STOP, VAL
 
 REDUCE_CODES = {"sum": 0, "max": 1, "min": 2}
 
@@ -137,6 +156,4 @@ class Reduce(Reducer):
 
     def after(self, before_in, before_out):
         if self.tile is not None:
-            from . import tiles
-
             tiles.reduce(self, before_in, before_out)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from numba import njit
 
-from .core import DONE, FAIL, II, PORT, STEPS, WAIT_OUT, Runner, T, enter, leave, missing, out_at, out_leave
-from .stream import REPEAT, STOP, VAL, _is_elem
+from . import tiles
+from .core import DONE, FAIL, II, PORT, STEPS, WAIT_OUT, NeedOracle, Runner, T, enter, leave, missing, out_at, out_leave
 from .stream import DONE as D_TOK
+from .stream import REPEAT, STOP, VAL, _is_elem
 
 
 @njit(cache=True)
@@ -140,8 +141,6 @@ class Repeat(Runner):
     ins, outs = ("in", "sig"), ("out",)
 
     def check_bound(self):
-        from .core import NeedOracle
-
         if self.in_ch[1].dtype.kind != "i":
             raise NeedOracle()
 
@@ -153,6 +152,4 @@ class Repeat(Runner):
 
     def after(self, before_in, before_out):
         if self.out_ch[0].tile_shape is not None:
-            from . import tiles
-
             tiles.pass_through(self.in_ch[0], self.out_ch[0], before_out[0])

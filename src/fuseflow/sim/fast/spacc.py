@@ -22,15 +22,35 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .core import (DONE, FAIL, FLOPS, FREE, GROW, II, NANV, NEED, PORT, STEPS, WAIT_OUT, NeedOracle, T, enter,
-                   leave, missing, out_at, out_leave)
+from . import tiles
+from .core import (
+    ACC,
+    DONE,
+    EMIT,
+    FAIL,
+    FLOPS,
+    FREE,
+    GROW,
+    II,
+    NANV,
+    NEED,
+    PORT,
+    STEPS,
+    WAIT_OUT,
+    YIELD,
+    NeedOracle,
+    T,
+    enter,
+    leave,
+    missing,
+    out_at,
+    out_leave,
+)
 from .reduce import Reducer, combine, identity
 from .stream import DONE as D_TOK
 from .stream import STOP, VAL, _is_elem
 
 TABLE_LIMIT = 1 << 22  # spacc keys 0..TABLE_LIMIT-1 accumulate in a dense table, others are sorted
-YIELD = 6  # the event log is full: the runner empties it, then calls again
-ACC, EMIT = 0, 1  # event log kinds
 
 # -- order 1 --------------------------------------------------------------------------------------------
 _NT, _M, _DN, _DPOS, _DRAINING, _NEV = range(FREE, FREE + 6)
@@ -612,8 +632,6 @@ class _Accumulator(Reducer):
 
     def after(self, before_in, before_out):
         if self.logging:
-            from . import tiles
-
             tiles.accumulate(self, before_out)
 
 

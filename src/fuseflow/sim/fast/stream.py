@@ -79,6 +79,19 @@ def from_tokens(tokens, times=None, dtype=None, lat: int = 0) -> Arr:
 _SINGLE = {EMPTY: Empty, DONE: Done, REPEAT: Repeat}
 
 
+def token_list(kind: np.ndarray, data: np.ndarray, tiles: np.ndarray | None) -> list:
+    """The oracle's tokens of token arrays (tiles aligned with the tokens, or None)."""
+    out = []
+    for i, (k, x) in enumerate(zip(kind.tolist(), data.tolist())):
+        if k == VAL:
+            out.append(Val(Tile(tiles[i])) if tiles is not None else Val(x))
+        elif k == STOP:
+            out.append(Stop(int(x)))
+        else:
+            out.append(_SINGLE[k])
+    return out
+
+
 def to_tokens(arr: Arr) -> list:
     """The oracle's tokens of a stream (ints for int data, floats for float data)."""
     out = []

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tiles import TileSpec
+from .core import ACC
 from .stream import EMPTY, STOP, VAL
 
 
@@ -141,8 +142,6 @@ def reduce(runner, before_in, before_out) -> None:
 def accumulate(runner, before_out) -> None:
     """Replay an accumulator's event log (ACC: combine the val token at a window position into
     the entry of (mid, inner) coordinate; EMIT: the entry's tile goes out at a position)."""
-    from .spacc import ACC
-
     spec, kind = runner.tile, runner.params.get("kind", "sum")
     val_in, val_out = runner.in_ch[-1], runner.out_ch[-1]
     acc = runner.__dict__.setdefault("entries", {})

@@ -14,10 +14,28 @@ import numpy as np
 from numba import njit
 
 from ..storage import Level
-from .core import (DONE, FAIL, FREE, GROW, II, NEED, PORT, STEPS, WORDS, WRITES, NeedOracle, Runner, T, enter,
-                   leave, missing, stall)
-from .stream import EMPTY, STOP, VAL
+from . import tiles
+from .core import (
+    DONE,
+    FAIL,
+    FREE,
+    GROW,
+    II,
+    NEED,
+    PORT,
+    STEPS,
+    WORDS,
+    WRITES,
+    NeedOracle,
+    Runner,
+    T,
+    enter,
+    leave,
+    missing,
+    stall,
+)
 from .stream import DONE as D_TOK
+from .stream import EMPTY, STOP, VAL
 
 _NC, _NS, _COUNT = FREE, FREE + 1, FREE + 2  # crd entries, seg entries, elements of the open fiber
 
@@ -195,13 +213,9 @@ class ValueWrite(Runner):
 
     def after(self, before_in, before_out):
         if self.tile is not None:
-            from . import tiles
-
             tiles.written(self, before_in)
 
     def finish(self):
         if self.tile is not None:
-            from . import tiles
-
             return {"vals": tiles.stacked(self)}
         return {"vals": self.vals[:self.S[_NC]].copy()}

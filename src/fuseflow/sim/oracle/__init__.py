@@ -101,13 +101,30 @@ from dataclasses import dataclass
 
 from ...sam.graph import GraphError, SamGraph, Stream
 from ..hw import HwConfig
-from .arith import ALU_OPS, INF, NAN, REDUCERS  # INF, NAN: re-exported
-from .context import MisalignedStreams
-from .fns import alu, array, broadcast, crd_drop, fork, intersect, join, level_write, locate, reduce, \
-    repeat, repsig, root, scan, spacc, union, value_write
-from .node import IMPLS, NodeRun, _run_node, apply
 from ..storage import StoredTensor, WrittenTensor
 from ..tokens import Token, format_tokens, parse_tokens
+from .arith import ALU_OPS, INF, NAN, REDUCERS  # noqa: F401 - INF, NAN: re-exported
+from .context import MisalignedStreams
+from .fns import (
+    alu,
+    array,
+    broadcast,
+    crd_drop,
+    fork,
+    intersect,
+    join,
+    level_write,
+    locate,
+    reduce,
+    repeat,
+    repsig,
+    root,
+    scan,
+    spacc,
+    union,
+    value_write,
+)
+from .node import IMPLS, NodeRun, _run_node, apply
 
 __all__ = ["run_graph", "GraphRun", "NodeRun", "apply", "MisalignedStreams", "ALU_OPS", "REDUCERS",
            "root", "scan", "locate", "repsig", "repeat", "intersect", "union", "array", "alu", "reduce",

@@ -9,10 +9,10 @@
 from __future__ import annotations
 
 from ...sam.graph import GraphError
-from .arith import ALU_OPS, _num
-from .context import _Ctx
 from ..tiles import Tile, TileSpec
 from ..tokens import Done, Empty, Stop, Val, is_elem
+from .arith import ALU_OPS, _num
+from .context import _Ctx
 
 
 def _alu_signature(kind_where: str, params: dict, connected: list[str]):

@@ -7,8 +7,8 @@
 """
 from __future__ import annotations
 
-from .context import _Ctx
 from ..tokens import Done, Stop, Val
+from .context import _Ctx
 
 
 def _crd_drop(c: _Ctx) -> None:

@@ -6,9 +6,9 @@
 """
 from __future__ import annotations
 
-from .node import apply
 from ..storage import Level, StoredTensor
 from ..tokens import Token
+from .node import apply
 
 
 def root() -> list[Token]:

@@ -7,8 +7,8 @@
 """
 from __future__ import annotations
 
-from .context import _Ctx
 from ..tokens import Done, Empty, Stop, Val, is_elem
+from .context import _Ctx
 
 
 def _joiner(c: _Ctx, is_union: bool) -> None:

@@ -9,8 +9,8 @@ round-robin to lanes) and join (merges lanes back; fork then join is the identit
 from __future__ import annotations
 
 from ...sam.graph import GraphError
-from .context import _Ctx
 from ..tokens import Done, Stop, is_elem
+from .context import _Ctx
 
 
 def _check_payload(c: _Ctx, tok) -> None:

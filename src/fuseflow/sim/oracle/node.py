@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from ...sam.primitives import PRIMITIVES
 from ..hw import HwConfig
+from ..storage import Level
+from ..tokens import Token, as_tokens
 from .alu import _alu
 from .context import _Chan, _Ctx
 from .drop import _crd_drop
@@ -21,9 +23,6 @@ from .reduce import _reduce
 from .repeat import _repeat, _repsig
 from .spacc import _spacc, _spacc2
 from .write import _level_write, _value_write
-from ..storage import Level
-from ..tokens import Token, as_tokens
-
 
 IMPLS = {
     "root": _root, "scan": _scan, "locate": _locate, "repsig": _repsig, "repeat": _repeat,

@@ -8,9 +8,9 @@
 from __future__ import annotations
 
 from ...sam.graph import GraphError
-from .context import _Ctx
 from ..tiles import Tile, stored_tile
 from ..tokens import Done, Empty, Stop, Val, is_elem
+from .context import _Ctx
 
 
 def _root(c: _Ctx) -> None:

@@ -7,10 +7,10 @@
 from __future__ import annotations
 
 from ...sam.graph import GraphError
-from .arith import REDUCERS, _num
-from .context import _Ctx
 from ..tiles import Tile
 from ..tokens import Done, Empty, Stop, Val, is_elem
+from .arith import REDUCERS, _num
+from .context import _Ctx
 
 
 def _reducer(c: _Ctx):

@@ -9,8 +9,8 @@ element per signal).
 """
 from __future__ import annotations
 
-from .context import _Ctx
 from ..tokens import Done, Repeat, Stop, is_elem
+from .context import _Ctx
 
 
 def _repsig(c: _Ctx) -> None:

@@ -7,9 +7,9 @@
 """
 from __future__ import annotations
 
+from ..tokens import Done, Stop, Val, is_elem
 from .context import _Ctx
 from .reduce import _reducer
-from ..tokens import Done, Stop, Val, is_elem
 
 
 def _spacc(c: _Ctx) -> None:

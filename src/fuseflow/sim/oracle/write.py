@@ -10,10 +10,10 @@
 from __future__ import annotations
 
 from ...sam.graph import GraphError
-from .arith import _num
-from .context import _Ctx
 from ..storage import Level
 from ..tokens import Done, Empty, Stop, Val, is_elem
+from .arith import _num
+from .context import _Ctx
 
 
 def _level_write(c: _Ctx) -> None:
