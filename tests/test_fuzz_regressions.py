@@ -7,6 +7,10 @@ import pytest
 import fuseflow
 from fuseflow.cli import main
 from fuseflow.errors import UserError
+from fuseflow.fusion.compile import compile_schedule
+from fuseflow.fusion.nesting import valid_orders
+from fuseflow.ir.reference import bind_inputs
+from fuseflow.ir.stats import stats_for
 from fuseflow.pipeline import simulate
 
 from fuzz_programs import RandomProgram, Step, Value
@@ -61,3 +65,24 @@ def test_a_function_returning_nothing_has_nothing_to_compare(tmp_path, capsys):
     assert main(["simulate", str(path), "--json"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nothing to compare" in err
+
+
+def test_an_order_picked_by_index_is_the_one_orders_lists(capsys):
+    """Fuzz program 554 of seed 2026, reduced: t4 = t3ᵀ·a4ᵀ reads t3, which group 0 writes in the
+    layout group 1 asks for to save work. Picking group 1's order by index used to skip that
+    negotiation (and weigh layouts by the picked order), so `order.1=#2` indexed another list
+    than `fuseflow orders` shows and was refused. Every listed index now picks its order."""
+    t2, a3, a4 = Value("t2", (2, 8)), Value("a3", (5, 2), "csr"), Value("a4", (3, 8), "dcsr")
+    t3, t4 = Value("t3", (8, 5)), Value("t4", (5, 3))
+    steps = [Step("contract", (t2, a3), t3, ("ki", "jk")), Step("contract", (t3, a4), t4, ("ki", "jk"))]
+    p = RandomProgram([a3, a4, t2], steps, [t4], {"a3": 0.8, "a4": 0.0})
+    program, data = fuseflow.from_mlir(p.mlir()), p.data(2026 * 1_000_003 + 554)
+    stats = stats_for(program, bind_inputs(program, data))
+    shapes = {n: v.shape for n, v in data.items()}
+    listed = compile_schedule(program, "unfused", shapes, stats=stats).kernels[1].listed_region()
+    orders = list(valid_orders(listed))
+    assert len(orders) == 3
+    for k, order in enumerate(orders):
+        result = simulate(program, f"unfused order.1=#{k}", data)
+        assert result.kernels[1].order == order
+        assert result.verified and np.allclose(result.outputs["t4"], data["a3"] @ data["t2"] @ data["a4"].T)

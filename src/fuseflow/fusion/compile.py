@@ -43,6 +43,7 @@ class Kernel:
     table: FusionTable | None = None
     graph: SamGraph | None = None  # None for a reshape kernel (a view of dense data)
     listing: object = field(default=None, repr=False)  # () -> the region whose valid orders `#N` counts
+    weighed: list[str] | None = None  # for an order picked by index: the default order layouts are weighed by
 
     def listed_region(self) -> Region | None:
         """The region whose valid orders `order.N=#k` indexes and `fuseflow orders` lists: the
@@ -132,7 +133,10 @@ def _compile(prog: Program, schedule: Schedule, shapes: dict | None, stats) -> C
 
 
 def _total_cost(compiled: Compiled) -> float:
-    return sum(nest_cost(Nesting(k.region, k.order)) for k in compiled.kernels if k.region is not None)
+    """The kernels' estimated work, a group whose order the schedule picks by index (`#k`)
+    counted with its default order: which layouts win must not depend on the pick, or `#k`
+    would index another list than `fuseflow orders` shows."""
+    return sum(nest_cost(Nesting(k.region, k.weighed or k.order)) for k in compiled.kernels if k.region is not None)
 
 
 def _negotiate(prog: Program, schedule: Schedule, shapes: dict | None, stats,
@@ -260,14 +264,22 @@ class _Compiler:
     def index_kernel(self, k: int, group: list[str]) -> Kernel | LayoutRequest:
         """The kernel of a fused group: region and order, unless it asks for layouts first."""
         choice = self.schedule.orders.get(k)
-        region, best = self.region_and_best(group, choice)
-        request = self.layout_request(region, choice, best)
+        by_index = choice is not None and choice.index is not None
+        # `order.N=#k` indexes what `fuseflow orders` lists for the schedule without it: the
+        # layouts are negotiated as for the default order, then the listed region is indexed
+        region, best = self.region_and_best(group, None if by_index else choice)
+        request = self.layout_request(region, None if by_index else choice, best)
         if request is not None:
             return request
         if choice is None and best is None:
             raise self.no_valid_order(k, group)
+        default = best
+        if by_index:
+            region, best = self.listing(group)(), None
+            region.stats = self.stats  # costs weighed as the default order's are
         order = choose_order(region, choice, k, best)
         kernel = Kernel(k, group, region, order, FusionTable(region, order), listing=self.listing(group))
+        kernel.weighed = default if by_index else None
         self.lower_kernel(kernel)
         for name in region.outputs:
             chosen_here = name not in self.formats or name in self.pinned
@@ -304,8 +316,6 @@ class _Compiler:
         if choice is None:
             return region_with_order(self.prog, group, self.formats, self.region_shapes, self.free, region,
                                      self.stats)
-        if choice.index is not None:
-            return self.listing(group)(), None
         listed = list(choice.vars)
 
         def fixable(r: Region) -> bool:
