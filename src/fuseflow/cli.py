@@ -128,8 +128,10 @@ def _cmd_orders(args) -> int:
         region = kernel.listed_region()
         if region is None or (args.group is not None and kernel.index != args.group):
             continue
+        region.stats = kernel.region.stats  # costs weighed as the compiler weighed them
+        mark = "given" if kernel.index in compiled.schedule.orders else "default"
         for line in order_listing(region, f"group {kernel.index} ({','.join(kernel.group)})", args.limit,
-                                  args.verbose):
+                                  args.verbose, kernel.order, mark, "; cost = estimated loop work"):
             print(line, flush=True)
     return 0
 
