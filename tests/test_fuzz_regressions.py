@@ -86,3 +86,20 @@ def test_an_order_picked_by_index_is_the_one_orders_lists(capsys):
         result = simulate(program, f"unfused order.1=#{k}", data)
         assert result.kernels[1].order == order
         assert result.verified and np.allclose(result.outputs["t4"], data["a3"] @ data["t2"] @ data["a4"].T)
+
+
+@pytest.mark.parametrize("block", ["", " block=3"])
+def test_a_dense_softmax_read_where_its_partner_is_missing(block):
+    """Fuzz program 3219 of seed 2026, reduced: t1 = softmax(a0) is written dense; t2 = t1·a1 with
+    a1 empty, fused with t3 = max(t2, a2). t1's background is +inf (exp(0 - max) of an empty
+    row), so the merges visit every k, and where the loop over j finds no a1 entry t1's
+    reference is missing too: read as inf, times a1's 0, t3 was nan everywhere. A tensor stored
+    dense reads 0 there (its partner is 0)."""
+    a0, a1, a2 = Value("a0", (4, 9), "csr"), Value("a1", (9, 5), "dcsr"), Value("a2", (4, 5))
+    t1, t2, t3 = Value("t1", (4, 9)), Value("t2", (4, 5)), Value("t3", (4, 5))
+    steps = [Step("softmax", (a0,), t1), Step("contract", (t1, a1), t2, ("ik", "kj")), Step("max", (t2, a2), t3)]
+    p = RandomProgram([a0, a1, a2], steps, [t3], {"a0": 0.5, "a1": 0.0})
+    data = p.data(1)
+    result = simulate(fuseflow.from_mlir(p.mlir()), "fusion=[t1_max,t1_exp,t1_sum,t1][t2,t3] layout=induced" + block,
+                      data)
+    assert result.verified and np.array_equal(result.outputs["t3"], np.maximum(0.0, data["a2"]))

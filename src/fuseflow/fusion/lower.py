@@ -315,7 +315,10 @@ class _Lowering:
         self.finished.add(inst.id)
 
     def leaf_value(self, inst, k: int, final: tuple) -> tuple:
-        """(value stream, tile axes) of stored operand k: an array read at its references."""
+        """(value stream, tile axes) of stored operand k: an array read at its references. A
+        missing reference (N) reads the tensor's background, except an infinite one of a tensor
+        stored dense: with an entry everywhere, its N only stands in for a factor whose partner
+        is missing at a position its merges visit, and inf * 0 would be nan there."""
         leaf = self.r.leaves[inst.operands[k].leaf]
         axes = self.tiling.axes(leaf.indices)
         want = axes
@@ -324,7 +327,7 @@ class _Lowering:
         params = {"tensor": leaf.storage, **self.tiling.param([axes], want)}
         bg = self.r.background.get(leaf.tensor) or 0.0
         if bg != 0.0:
-            params["fill"] = bg
+            params["fill"] = bg if math.isfinite(bg) or any(x.is_compressed for x in leaf.format.levels) else 0.0
         return self.add("array", params, ref=self.env[LeafRef(leaf.id)]).out("val"), want
 
     def producer_value(self, inst, k: int) -> tuple:
