@@ -18,11 +18,13 @@ SRC = ROOT / "src" / "fuseflow"
 LAYERS = {
     "errors": set(),
     "memory": {"errors"},
+    "files": {"errors"},  # files users name: regular files only, atomic writes
+    "tables": {"errors"},  # results as rows, DataFrames, CSV (duck-typed)
     "ir": {"errors", "memory"},  # values check the memory a dense array needs
     "sam": {"errors"},
     "report": {"errors", "sam"},  # pictures and pages of graphs, compiled schedules and results (duck-typed)
-    "gpu": {"errors"},
-    "data": {"errors"},
+    "gpu": {"errors", "memory", "files"},  # sizes of a plan search checked against the memory budget
+    "data": {"errors", "memory", "files"},  # files and archives sized against the memory budget
     "frontend": {"errors", "ir"},
     "schedule": {"errors", "ir"},
     "fusion": {"errors", "ir", "sam", "schedule", "report"},
@@ -32,13 +34,18 @@ LAYERS = {
     "pipeline": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "report"},
     "interop": {"errors", "ir", "sam", "sim"},  # Comal and SAM files of a compiled schedule
     "simreport": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "report"},
+    "checks": {"errors", "ir", "memory", "schedule", "fusion", "data"},  # what users hand fuseflow, at the edge
     "explore": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline",
-                "frontend", "data", "models"},
-    "study": {"errors", "ir", "memory", "schedule", "fusion", "pipeline", "explore", "models", "report"},
+                "frontend", "data", "models", "checks", "files", "cmdline.args"},
+    "granularity": {"errors", "ir", "memory", "schedule", "fusion", "pipeline", "explore", "models", "report",
+                    "checks", "tables"},
+    "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "granularity", "models"},
     "demo": {"errors", "ir", "frontend", "data", "models"},
     "": {"errors", "ir", "frontend"},  # fuseflow/__init__: the public names
 }
-LAYERS["cli"] = set(LAYERS) - {""}  # the command sits on top of everything
+LAYERS["cmdline"] = set(LAYERS) - {""}  # the command's shared pieces (cmdline.args, the argument types, sit low)
+LAYERS["cli"] = set(LAYERS)  # the command sits on top of everything (and reads fuseflow.__version__)
+LAYERS["__main__"] = {"cli"}
 
 # functions allowed past MAX_LINES: formula sheets (numba kernels are recognised by their decorator)
 FORMULA_SHEETS = {

@@ -26,9 +26,6 @@ from fuseflow.data import (
 )
 from fuseflow.data.synthetic import scaled_size
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_shared = pytest.mark.skipif(not (SHARED / "cora.npz").is_file(), reason="no ../shared/data")
-
 
 def one_line(fn, *args, **kwargs) -> str:
     with pytest.raises(UserError) as info:
@@ -91,26 +88,19 @@ def test_npz_without_name_is_named_after_the_file(tmp_path):
     assert load_graph(tmp_path / "club.npz").name == "club"
 
 
-@needs_shared
 def test_real_cora_stats():
-    s = load_graph("cora", data_dir=SHARED).describe()
+    s = load_graph("cora").describe()  # the copy shipped with the package
     # reference §5.2: Cora = 2,708 nodes, 10,556 directed edges, 1,433 features, 7 classes
     assert (s.nodes, s.stored_edges, s.feature_dim, s.classes) == (2708, 10556, 1433, 7)
     assert s.symmetric and s.max_degree > 10 * s.mean_degree  # heavy tail the generators copy
 
 
-@needs_shared
 @pytest.mark.parametrize("name,stats", [("citeseer", (3327, 9104, 3703, 6)),
                                         ("cora_ml", (2995, 16316, 2879, 7))])
 def test_real_citation_stats(name, stats):
     # citeseer: PyG Planetoid CiteSeer; cora_ml: reference §5.2 (≈2,995 / 16,316 / 2,879 / 7)
-    s = load_graph(name, data_dir=SHARED).describe()
+    s = load_graph(name).describe()
     assert (s.nodes, s.stored_edges, s.feature_dim, s.classes) == stats
-
-
-@needs_shared
-def test_default_data_dir_is_shared_data_beside_the_repository():
-    assert load_graph("cora").num_nodes == 2708
 
 
 # ---- synthetic generators ----------------------------------------------------------------------
@@ -304,13 +294,9 @@ def test_missing_files(tmp_path):
     assert one_line(load_graph, str(missing)).startswith(f"{missing}: graph file not found")
 
 
-def test_without_shared_data_names_the_missing_directory(monkeypatch):
-    import fuseflow.data.loader as loader
-
-    monkeypatch.setattr(loader, "default_data_dir", lambda: None)  # as on a user's machine
-    message = one_line(load_graph, "cora")
-    assert "no data_dir was given" in message and "synthetic:cora" in message
-    assert load_graph("synthetic:cora", scale=0.01).num_nodes == 27  # needs no files
+def test_a_data_dir_without_the_file_names_it_and_the_shipped_copy(tmp_path):
+    message = one_line(load_graph, "citeseer", data_dir=tmp_path)
+    assert message.startswith(f"{tmp_path}: dataset file citeseer.npz not found") and "drop --data-dir" in message
 
 
 def rewrite(tmp_path: Path, **changes) -> Path:
@@ -351,7 +337,7 @@ def test_unreadable_npz(tmp_path):
     assert "not a readable .npz" in one_line(load_graph, text)
     objects = tmp_path / "objects.npz"
     np.savez(objects, adj_indptr=np.array([{"a": 1}], dtype=object))
-    assert "not a readable .npz" in one_line(load_graph, objects)
+    assert "adj_indptr has dtype object" in one_line(load_graph, objects)
 
 
 def test_save_graph_refuses_self_loops(tmp_path):

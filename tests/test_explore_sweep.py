@@ -57,7 +57,7 @@ def test_sweep_writes_rows_and_resumes(tmp_path, capsys):
         assert r["bytes"] == 4 * (r["mem_reads"] + r["mem_writes"]) and r["est_cycles"] > 0
         assert r["wall_seconds"] > 0 and r["engine"] == "oracle" and r["program"] == os.path.normpath(SPMV)
     err = capsys.readouterr().err
-    assert "8/8 100%" in err
+    assert "8 to simulate" in err and "100%" not in err  # the bar is drawn on a terminal only
     assert sweep(*args, "-q") == 0  # resume: nothing left to do
     assert rows_of(db) == rows
     assert sweep(*args, "--density", "0.5", "-q") == 0  # a new data point adds rows only for it

@@ -2,6 +2,7 @@
 cannot fit stops with the memory guard's one-line message (or, in a study, becomes an estimate)."""
 from __future__ import annotations
 
+import gc
 import tracemalloc
 
 import numpy as np
@@ -11,12 +12,12 @@ import scipy.sparse as sp
 import fuseflow
 from fuseflow.execute import _format, decode
 from fuseflow.fusion.compile import compile_schedule
+from fuseflow.granularity import fusion_study
 from fuseflow.memory import Budget, MemoryLimitError, resident_bytes
 from fuseflow.pipeline import simulate
 from fuseflow.sim import fast
 from fuseflow.sim.fast.engine import WHOLE
 from fuseflow.sim.storage import StoredTensor
-from fuseflow.study import fusion_study
 
 COLUMN_SUMS = """
 #CSR = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed) }}>
@@ -80,6 +81,7 @@ def test_what_grows_is_what_the_modelled_fifo_holds_at_a_few_bytes_a_token():
 
 def test_a_kernel_beyond_the_memory_limit_stops_with_one_line_naming_it():
     program = fuseflow.from_mlir(COLUMN_SUMS.format(n=5000))
+    gc.collect()  # garbage of earlier tests freed later would raise the room the limit leaves
     tight = Budget(resident_bytes() + (1 << 20))  # one megabyte above what the process holds now
     with pytest.raises(MemoryLimitError) as info:
         simulate(program, "full", seed=1, density=0.2, budget=tight)

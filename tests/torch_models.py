@@ -104,3 +104,14 @@ class DataDependent(nn.Module):
 class Scale(nn.Module):
     def forward(self, x, factor):
         return x * factor
+
+
+class LinearRelu(nn.Module):
+    """ReLU(Linear(A · X)): the model the command-line tests load from this file."""
+
+    def __init__(self, features: int = 4, out: int = 3):
+        super().__init__()
+        self.lin = nn.Linear(features, out)
+
+    def forward(self, A, X):
+        return torch.relu(self.lin(A @ X))

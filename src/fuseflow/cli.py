@@ -1,89 +1,102 @@
 """The `fuseflow` command.
 
-    fuseflow inspect model.mlir [--json] [--format A=compressed,compressed]
-    fuseflow inspect --torch models.py:GCN --input 34x34:csr --input 34x34 [--init '{"features": 34}']
-    fuseflow compile model.mlir --schedule "full order=i,k,j" [--table] [-o graph.json] [--svg graph.svg]
-    fuseflow orders model.mlir [--schedule unfused] [--group 1]
-    fuseflow study fusion --model gcn --dataset karate [--plot out.png]
+    fuseflow inspect MODEL [--json]                       a Program in index notation
+    fuseflow orders MODEL [--schedule S] [--group N]      valid dataflow orders, default and cost
+    fuseflow compile MODEL --schedule S [--table] [-o graph.json] [--svg graph.svg]
+    fuseflow simulate MODEL --schedule S [--inputs data.npz] [--json]
+    fuseflow study fusion MODEL [--schedule S ...] [--plot out.png]
     fuseflow sweep ... --db results.sqlite   /   fuseflow plot results.sqlite
-    fuseflow gpu plan --chain G5 [--topk 11] [--json]
-    fuseflow gpu bench
-    fuseflow demo
+    fuseflow gpu plan --chain G5 [--topk 11] [--json]   /   fuseflow gpu bench
+    fuseflow help [schedules | datasets | models | COMMAND]   /   fuseflow demo
 
-Bad input prints one line `fuseflow: error: ...` and exits with status 2.
+MODEL is an .mlir file, FILE.py:Class (or --torch FILE.py:Class --input ...), or a built-in model
+(model:gcn, or --model gcn --dataset cora); see `fuseflow help models`.
+
+Bad input prints one line `fuseflow: error: ...` and exits with status 2; an internal error
+(exit status 3) is a bug in fuseflow.
 """
 from __future__ import annotations
 
-import argparse
 import json
+import linecache
 import os
 import sys
-from functools import partial
 
 import numpy as np
 
-from .data.inputs import read_inputs
+from . import __version__, api
+from .checks import check_schedule
+from .cmdline.args import Parser, count, positive, positive_real, size
+from .cmdline.quiet import quiet
+from .cmdline.source import add_source_arguments, load_source
+from .cmdline.topics import TOPICS, topic_text
 from .demo import run_demo
 from .errors import FuseflowError, UserError
 from .explore.cli import add_commands as add_explore_commands
-from .frontend import from_mlir
-from .frontend.torch_loader import program_from_torch_spec
-from .fusion.compile import compile_schedule
+from .explore.progress import RunProgress, numba_notice
+from .files import atomic_path, check_output, kernel_paths, temporary_beside, write_text
 from .fusion.listing import order_listing
 from .gpu.cli import add_commands as add_gpu_commands
+from .granularity import MAX_TOKENS
 from .interop import emit
-from .ir.canonicalize import prepare
-from .ir.generate import random_inputs
-from .pipeline import simulate
+from .ir.program import op_output
+from .memory import Budget
 from .report.html import compile_report
 from .report.overview import render_overview
 from .sam.draw import render
-from .schedule.schedule import statement_groups
+from .schedule.schedule import Schedule
 from .sim.hw import HwConfig
 from .simreport import simulate_report
-from .study import MAX_TOKENS, format_table, fusion_study, plot
 
 
-def _parse_formats(items: list[str] | None) -> dict:
-    formats = {}
-    for item in items or []:
-        name, sep, fmt = item.partition("=")
-        if not sep or not name or not fmt:
-            raise UserError(f"--format {item!r} is not NAME=LEVELS", "command line",
-                            "write e.g. --format A=dense,compressed")
-        formats[name] = fmt
-    return formats
+def _budget(args):
+    return Budget(args.max_memory) if args.max_memory else None
+
+
+def _data_if_given(source, args):
+    """All inputs when the user gave data (a model's dataset, --inputs), else None: compile and
+    orders then weigh default orders by the data, as simulate does."""
+    return source.data(args.density, args.seed, _budget(args)) if source.given else None
+
+
+def _compile(source, args):
+    return api.compile(source.program, source.schedule(args.schedule), shapes=source.input_shapes(),
+                           data=_data_if_given(source, args))
+
+
+# -- inspect -------------------------------------------------------------------------------------
+def _ops_by_line(program) -> list[str]:
+    """Op names (as schedules use them) grouped by the source line that made them, with the
+    line's text where the file can be read."""
+    lines: dict[tuple[str, int], list[str]] = {}
+    for op in program.ops:
+        path, _, rest = (op.loc or "?").partition(":")
+        number = rest.split(":")[0]
+        lines.setdefault((path, int(number) if number.isdigit() else 0), []).append(op_output(op))
+    rows = [(f"{os.path.basename(path)}:{number}:" if number else f"{path}:", " ".join(names),
+             linecache.getline(path, number).strip() if number else "") for (path, number), names in lines.items()]
+    width = min(48, max(len(where) + 1 + len(names) for where, names, _ in rows))
+    return [f"  {f'{where} {names}':<{width}}   {text}".rstrip() for where, names, text in rows]
 
 
 def _cmd_inspect(args) -> int:
-    if args.torch:
-        program = program_from_torch_spec(args.torch, args.input, args.init, args.density, args.seed,
-                                          _parse_formats(args.format))
-    else:
-        if not args.file:
-            raise UserError("inspect needs an MLIR file or --torch FILE.py:Class", "command line")
-        program = from_mlir(args.file, func=args.func, formats=_parse_formats(args.format))
+    source = load_source(args, _budget(args))
     if args.json:
-        print(program.to_json_text())
-    else:
-        print(program)
+        print(source.program.to_json_text())
+        return 0
+    print(source.program)
+    print("ops by source line (schedules name an op by the tensor it writes; `partial` groups each line):")
+    print("\n".join(_ops_by_line(source.canonical())))
     return 0
 
 
-def _load_program(args):
-    return from_mlir(args.file, func=args.func, formats=_parse_formats(args.format))
-
-
-def _cmd_compile(args) -> int:
-    compiled = compile_schedule(_load_program(args), args.schedule)
-    if args.schedule is None:
-        print(f"schedule: {compiled.schedule} (the default)")
-    graphs = [k.graph for k in compiled.kernels if k.graph is not None]
+# -- compile -------------------------------------------------------------------------------------
+def _print_kernels(compiled, args) -> None:
     for kernel in compiled.kernels:
         if kernel.graph is None:
             print(f"kernel {kernel.index}: reshape {kernel.group[0]} (a view, no graph)")
             continue
-        counts = {}
+        counts: dict[str, int] = {}
         for node in kernel.graph.nodes:
             counts[node.kind] = counts.get(node.kind, 0) + 1
         summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
@@ -93,37 +106,56 @@ def _cmd_compile(args) -> int:
             print(kernel.table.dump())
         if args.text:
             print(kernel.graph.to_text())
+
+
+def _write_svgs(graphs, path: str) -> None:
+    for target, graph in zip(kernel_paths(path, len(graphs)), graphs):
+        with atomic_path(target, "--svg") as temp:
+            render(graph, temp)
+        print(f"wrote {target}")
+
+
+PICTURES = (".svg", ".png", ".pdf")
+
+
+def _cmd_compile(args) -> int:
+    for path, flag, suffixes in ((args.output, "-o", ()), (args.svg, "--svg", PICTURES),
+                                 (args.overview, "--overview", ()), (args.html, "--html", ())):
+        if path:
+            check_output(path, flag, suffixes)
+    source = load_source(args, _budget(args))
+    compiled = _compile(source, args)
+    if args.schedule is None:
+        print(f"schedule: {compiled.schedule} (the default)")
+    _print_kernels(compiled, args)
+    graphs = [k.graph for k in compiled.kernels if k.graph is not None]
     if args.output:
         data = {"schedule": str(compiled.schedule), "kernels": [g.to_json() for g in graphs]}
-        with open(args.output, "w") as handle:
-            json.dump(data if len(graphs) != 1 else graphs[0].to_json(), handle, indent=1)
+        write_text(args.output, json.dumps(data if len(graphs) != 1 else graphs[0].to_json(), indent=1), "-o")
         print(f"wrote {args.output}")
     if args.svg:
-        for k, graph in enumerate(graphs):
-            path = args.svg if len(graphs) == 1 else args.svg.replace(".", f".k{k}.", 1)
-            print(f"wrote {render(graph, path)}")
-    _compile_extras(args, compiled)
+        _write_svgs(graphs, args.svg)
+    _compile_extras(args, compiled, source)
     return 0
 
 
-def _compile_extras(args, compiled) -> None:
+def _compile_extras(args, compiled, source) -> None:
     """--overview, --html and --emit of `fuseflow compile`."""
-    if args.overview:
-        print(f"wrote {render_overview(compiled, args.overview)}")
-    if args.html:
-        print(f"wrote {compile_report(compiled, args.html)}")
+    for path, flag, write in ((args.overview, "--overview", render_overview), (args.html, "--html", compile_report)):
+        if path:
+            with atomic_path(path, flag) as temp:
+                write(compiled, temp)
+            print(f"wrote {path}")
     for fmt, directory in args.emit or []:
-        print(emit(compiled, fmt, directory, _emit_data(args, compiled.program) if fmt == "comal" else {}))
+        data = source.data(args.density, args.seed, _budget(args)) if fmt == "comal" else {}
+        print(emit(compiled, fmt, directory, data))
 
 
-def _emit_data(args, program) -> dict:
-    given = _read_inputs(args.inputs, program)
-    shapes = {n: v.shape for n, v in given.items()}
-    return {**random_inputs(program, density=args.density, seed=args.seed, shapes=shapes), **given}
-
-
+# -- orders --------------------------------------------------------------------------------------
 def _cmd_orders(args) -> int:
-    compiled = compile_schedule(_load_program(args), args.schedule)
+    compiled = _compile(load_source(args, _budget(args)), args)
+    weighed = "weighed by the data's densities" if compiled.kernels and any(
+        k.region is not None and k.region.stats is not None for k in compiled.kernels) else "by sizes alone"
     for kernel in compiled.kernels:
         region = kernel.listed_region()
         if region is None or (args.group is not None and kernel.index != args.group):
@@ -131,29 +163,20 @@ def _cmd_orders(args) -> int:
         region.stats = kernel.region.stats  # costs weighed as the compiler weighed them
         mark = "given" if kernel.index in compiled.schedule.orders else "default"
         for line in order_listing(region, f"group {kernel.index} ({','.join(kernel.group)})", args.limit,
-                                  args.verbose, kernel.order, mark, "; cost = estimated loop work"):
+                                  args.verbose, kernel.order, mark, f"; cost = estimated loop work, {weighed}"):
             print(line, flush=True)
     return 0
 
 
-def _read_inputs(path: str | None, program) -> dict:
-    """Inputs from an .npz keyed arg0, arg1, ... in argument order (or by input name)."""
-    return read_inputs(path, program, "--inputs") if path else {}
+# -- simulate ------------------------------------------------------------------------------------
+def _save_outputs(path: str, program, result) -> None:
+    with atomic_path(path, "--save-outputs") as temp:
+        with open(temp, "wb") as handle:
+            np.savez(handle, **{f"out{k}": result.outputs[n] for k, n in enumerate(program.outputs)})
+    print(f"wrote {path}", file=sys.stderr)
 
 
-def _cmd_simulate(args) -> int:
-    program = _load_program(args)
-    hw = HwConfig(hbm=args.hbm, channel_depth=args.depth)
-    run = simulate
-    if args.html:  # the report is written also when the simulation fails; then the error is raised
-        run = partial(simulate_report, path=args.html, on_written=lambda p: print(f"wrote {p}", file=sys.stderr))
-    result = run(program, args.schedule, _read_inputs(args.inputs, program), seed=args.seed,
-                      density=args.density, hw=hw, engine=args.engine)
-    if args.save_outputs:
-        np.savez(args.save_outputs, **{f"out{k}": result.outputs[n] for k, n in enumerate(program.outputs)})
-    if args.json:
-        print(json.dumps(result.to_json(), indent=1))
-        return 0
+def _print_result(result) -> None:
     print(f"program {result.program}  schedule: {result.schedule}")
     print(f"{'kernel':<28} {'order':<14} {'cycles':>12} {'flops':>10} {'reads':>10} {'writes':>10} "
           f"{'tokens':>11} {'max fifo':>8}")
@@ -164,150 +187,210 @@ def _cmd_simulate(args) -> int:
           f"{result.mem_writes:>10,} {result.tokens:>11,} {result.max_occupancy:>8,}")
     print(f"outputs verified against the numpy reference (max abs error {result.max_abs_error:.2e}); "
           f"{result.wall_seconds:.2f} s")
+
+
+def _simulate_with_report(source, args, data, hw):
+    """`simulate_report`: the HTML report is written (atomically) also when the simulation fails,
+    then the failure is raised."""
+    check_schedule(source.program, source.schedule(args.schedule), source.input_shapes())
+    temp = temporary_beside(args.html, "--html")
+
+    def written(path: str) -> None:
+        os.replace(path, args.html)
+        print(f"wrote {args.html}", file=sys.stderr)
+
+    try:
+        return simulate_report(source.program, source.schedule(args.schedule), data, path=temp, seed=args.seed,
+                               density=args.density, hw=hw, engine=args.engine, on_written=written)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+
+def _cmd_simulate(args) -> int:
+    for path, flag, suffixes in ((args.save_outputs, "--save-outputs", (".npz",)), (args.html, "--html", ())):
+        if path:
+            check_output(path, flag, suffixes)
+    budget = _budget(args)
+    source = load_source(args, budget)
+    data = source.data(args.density, args.seed, budget)
+    hw = HwConfig(hbm=args.hbm, channel_depth=args.depth)
+    label = f"{source.program.name} {args.schedule or '(default schedule)'}"
+    with RunProgress(label, enabled=None if not args.json else False) as bar, \
+            numba_notice():
+        if args.html:
+            result = _simulate_with_report(source, args, data, hw)
+        else:
+            result = api.simulate(source.program, source.schedule(args.schedule), data, seed=args.seed,
+                                  density=args.density, hw=hw, engine=args.engine, budget=budget,
+                                  on_kernel=bar.on_kernel, on_events=bar.on_events)
+    if args.save_outputs:
+        _save_outputs(args.save_outputs, source.program, result)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=1))
+    else:
+        _print_result(result)
     return 0
 
 
-def _study_case(args):
-    from .models.registry import MODELS, build  # noqa: PLC0415 - models load torch (slow); only model studies need them
-
-    if args.model in MODELS:
-        return build(args.model, args.dataset, scale=args.scale, seed=args.seed, block=args.block)
-    from .models.presets import as_schedule, reference_unfused  # noqa: PLC0415 - models load torch (slow); only model studies need them
-    from .models.registry import ModelCase  # noqa: PLC0415 - models load torch (slow); only model studies need them
-    if args.model.endswith(".mlir"):
-        program = from_mlir(args.model)
-    elif ":" in args.model:
-        program = program_from_torch_spec(args.model, args.input, None, args.density, args.seed, {})
-    else:
-        raise UserError(f"unknown model {args.model!r}", "--model",
-                        f"use one of {', '.join(MODELS)}, a .mlir file or FILE.py:Class")
-    program = prepare(program)
-    case = ModelCase(program.name, "generated", program, random_inputs(program, density=args.density, seed=args.seed))
-    case.presets = {"unfused": as_schedule(reference_unfused(program)),
-                    "partial": as_schedule(statement_groups(program)), "full": "full layout=induced"}
-    return case
+# -- study ---------------------------------------------------------------------------------------
+def _study_schedules(args, source) -> list[str]:
+    names = list(args.schedule or [])
+    if args.schedules or not names:
+        for item in (args.schedules or "unfused,partial,full").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            if item not in source.presets:
+                try:
+                    Schedule.parse(item)
+                except UserError:
+                    raise UserError(f"--schedules {item!r} is not a preset of {source.label} "
+                                    f"({', '.join(source.presets)})", "--schedules",
+                                    "give schedule strings with --schedule S (repeatable), e.g. "
+                                    "--schedule 'fusion=[t2,t5][t6,t7,t8]'") from None
+            names.append(item)
+    return names
 
 
 def _cmd_study(args) -> int:
-    case = _study_case(args)
-    schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]
-    rows = fusion_study(case, schedules, engine=args.engine, progress=not args.json, max_tokens=args.max_tokens)
-    if args.json:
-        print(json.dumps(rows, indent=1))
-    else:
-        print(f"fusion study: {case.name} on {case.dataset}" + (f" ({case.note})" if case.note else ""))
-        print(format_table(rows))
     if args.plot:
-        print(f"wrote {plot(rows, args.plot)}", file=sys.stderr)
+        check_output(args.plot, "--plot", (".png", ".svg", ".pdf"))
+    budget = _budget(args)
+    source = load_source(args, budget)
+    case = source.as_case(args.density, args.seed, budget)
+    result = api.study(case, schedules=_study_schedules(args, source), engine=args.engine, progress=not args.json,
+                       max_tokens=args.max_tokens, budget=budget)
+    print(json.dumps(result.to_json(), indent=1) if args.json else result)
+    if args.plot:
+        with atomic_path(args.plot, "--plot") as temp:
+            result.plot(temp)
+        print(f"wrote {args.plot}", file=sys.stderr)
     return 0
+
+
+# -- help and demo -------------------------------------------------------------------------------
+def _cmd_help(args) -> int:
+    if not args.topic:
+        print(__doc__.strip())
+        print(f"\nhelp topics: {', '.join(TOPICS)} (fuseflow help TOPIC); fuseflow COMMAND --help for a command")
+        return 0
+    if args.topic in TOPICS:
+        print(topic_text(args.topic))
+        return 0
+    commands = args.subcommands
+    if args.topic in commands:
+        commands[args.topic].print_help()
+        return 0
+    raise UserError(f"no help topic or command {args.topic!r}", "help",
+                    f"topics: {', '.join(TOPICS)}; commands: {', '.join(sorted(commands))}")
 
 
 def _cmd_demo(args) -> int:
     return run_demo(seed=args.seed)
 
 
-def _add_study_command(sub) -> None:
-    """`fuseflow study fusion`: simulate fusion granularities of a model."""
-    p = sub.add_parser("study", help="studies over schedules: `study fusion` compares granularities")
-    studies = p.add_subparsers(dest="study", required=True)
-    p = studies.add_parser("fusion", help="simulate unfused, partial and full fusion of a model")
-    p.add_argument("--model", default="gcn", help="gcn, graphsage, sae, gpt3-bigbird, a .mlir file or FILE.py:Class")
-    p.add_argument("--dataset", help="graph (karate, cora, cora_ml, synthetic:dblp, a .npz), sae size "
-                   "(small, imagenet, ...) or gpt3 config (tiny, small)")
-    p.add_argument("--schedules", default="unfused,partial,full", help="presets or schedule strings, comma-separated")
-    p.add_argument("--scale", type=float, default=1.0, help="size factor for synthetic graphs")
-    p.add_argument("--block", type=int, default=16,
-                   help="BigBird block size; gpt3-bigbird presets run blocked with tiles of this size")
-    p.add_argument("--input", action="append", metavar="SHAPE[:LAYOUT]", help="inputs of a FILE.py:Class model")
-    p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
-    p.add_argument("--max-tokens", type=float, default=MAX_TOKENS, metavar="N",
-                   help="estimate, not simulate, schedules the heuristic puts above N token events "
-                        f"(default {MAX_TOKENS:.0e}, about five minutes of simulation)")
-    p.set_defaults(run=_cmd_study)
+# -- the parser ----------------------------------------------------------------------------------
+def _model_command(sub, name: str, help_text: str, run, default_model=None):
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    add_source_arguments(p, default_model)
+    p.set_defaults(run=run)
+    return p
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fuseflow", description=__doc__.split("\n")[0])
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _schedule_option(p) -> None:
+    p.add_argument("--schedule", help='a preset (unfused, partial, full) or a schedule string, '
+                   'e.g. "full order=i,k,j", "fusion=[t1,t2][t3] order.1=#2 layout=induced" '
+                   "(fuseflow help schedules; default: the first of full, full layout=induced, unfused, "
+                   "unfused layout=induced that compiles)")
 
-    p = sub.add_parser("inspect", help="print the tensor program of an MLIR file or PyTorch model")
-    p.add_argument("file", nargs="?", help="an .mlir file (linalg + sparse_tensor)")
-    p.add_argument("--func", help="function to import when the module has several")
-    p.add_argument("--torch", metavar="FILE.py:CLASS", help="import a PyTorch module class instead")
-    p.add_argument("--input", action="append", metavar="SHAPE[:LAYOUT]",
-                   help="example input for --torch, in forward() order, e.g. 34x34:csr (layouts: "
-                        "dense, csr, csc, coo, bsrB); default: the file's example_inputs()")
-    p.add_argument("--init", metavar="JSON", help="keyword arguments for the model constructor")
-    p.add_argument("--format", action="append", metavar="NAME=LEVELS",
-                   help="declare an input's storage, e.g. W=compressed,compressed (repeatable)")
-    p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs")
-    p.add_argument("--seed", type=int, default=0)
+
+def _add_model_commands(sub) -> None:
+    p = _model_command(sub, "inspect", "print the tensor program of a model", _cmd_inspect)
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(run=_cmd_inspect)
 
-    def mlir_command(name, help_text, run):
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("file", help="an .mlir file (linalg + sparse_tensor)")
-        p.add_argument("--func", help="function to import when the module has several")
-        p.add_argument("--format", action="append", metavar="NAME=LEVELS", help="declare an input's storage")
-        p.add_argument("--schedule", help='e.g. "unfused", "full order=i,k,j", '
-                       '"fusion=[t1,t2][t3] order.1=#2 layout=induced" (default: the first of full, '
-                       '"full layout=induced", unfused, "unfused layout=induced" that compiles)')
-        p.set_defaults(run=run)
-        return p
-
-    p = mlir_command("compile", "lower a schedule to dataflow graphs", _cmd_compile)
+    p = _model_command(sub, "compile", "lower a schedule to dataflow graphs", _cmd_compile)
+    _schedule_option(p)
     p.add_argument("--table", action="store_true", help="print each group's fusion table")
     p.add_argument("--text", action="store_true", help="print each graph as text")
-    p.add_argument("-o", "--output", help="write the graph(s) as JSON")
-    p.add_argument("--svg", help="draw the graph(s) (needs Graphviz)")
+    p.add_argument("-o", "--output", metavar="FILE.json", help="write the graph(s) as JSON")
+    p.add_argument("--svg", metavar="FILE.svg", help="draw the graph(s); several kernels give FILE.k0.svg, ... "
+                                                    "(needs Graphviz)")
     p.add_argument("--overview", metavar="OUT.svg", help="draw the kernels and the tensors between them")
     p.add_argument("--html", metavar="OUT.html", help="write an interactive report (one self-contained file)")
     p.add_argument("--emit", nargs=2, action="append", metavar=("FORMAT", "DIR"),
                    help="write the graphs for the reference tools: comal (protobuf graphs with the tensor "
-                        "files Comal reads) or sam-gv (SAM's .gv graphs); repeatable")
-    p.add_argument("--inputs", help="data for --emit comal, as .npz keyed arg0, arg1, ... (missing ones are generated)")
-    p.add_argument("--seed", type=int, default=0, help="seed for generated inputs (--emit comal)")
-    p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs (--emit comal)")
-    p = mlir_command("simulate", "simulate a schedule cycle by cycle and verify its outputs", _cmd_simulate)
-    p.add_argument("--inputs", help="dense inputs as .npz keyed arg0, arg1, ... (missing ones are generated)")
+                        "files Comal reads; data from --inputs, else generated) or sam-gv (SAM's .gv graphs); "
+                        "repeatable")
+
+    p = _model_command(sub, "orders", "count and list the valid dataflow orders of each group (as order.N=#k "
+                       "names them), the default marked", _cmd_orders)
+    _schedule_option(p)
+    p.add_argument("--group", type=count, help="only this group")
+    p.add_argument("--limit", type=count, default=50, metavar="N", help="list at most N orders per group (0: all)")
+    p.add_argument("-v", "--verbose", action="store_true", help="also list unsupported orders and why")
+
+    p = _model_command(sub, "simulate", "simulate a schedule cycle by cycle and verify its outputs", _cmd_simulate)
+    _schedule_option(p)
     p.add_argument("--save-outputs", metavar="OUT.npz", help="save the outputs keyed out0, out1, ...")
-    p.add_argument("--seed", type=int, default=0, help="seed for generated inputs")
-    p.add_argument("--density", type=float, default=0.1, help="density of generated sparse inputs")
     p.add_argument("--hbm", action="store_true", help="model memory channels for scans, arrays and writers")
-    p.add_argument("--depth", type=int, help="bound every channel to this many tokens (detects deadlock)")
+    p.add_argument("--depth", type=positive, help="bound every channel to this many tokens (detects deadlock)")
     p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
     p.add_argument("--json", action="store_true", help="machine-readable result")
     p.add_argument("--html", metavar="OUT.html", help="also write an interactive report (one self-contained file), "
                    "even when the simulation deadlocks or fails verification")
-    p = mlir_command("orders", "count and list the valid dataflow orders of each group (as order.N=#k names them)",
-                     _cmd_orders)
-    p.add_argument("--group", type=int, help="only this group")
-    p.add_argument("--limit", type=int, default=50, metavar="N", help="list at most N orders per group (0: all)")
-    p.add_argument("-v", "--verbose", action="store_true", help="also list unsupported orders and why")
 
-    _add_study_command(sub)
+    p = sub.add_parser("study", help="studies over schedules: `study fusion` compares granularities")
+    studies = p.add_subparsers(dest="study", required=True)
+    p = _model_command(studies, "fusion", "simulate unfused, partial and full fusion of a model", _cmd_study,
+                       default_model="gcn")
+    p.add_argument("--schedule", action="append", metavar="S",
+                   help="a schedule to study (repeatable; a preset name or any schedule string)")
+    p.add_argument("--schedules", metavar="P,P,...",
+                   help="comma-separated preset names (default unfused,partial,full when no --schedule)")
+    p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
+    p.add_argument("--max-tokens", type=positive_real, default=MAX_TOKENS, metavar="N",
+                   help="estimate, not simulate, schedules the heuristic puts above N token events "
+                        f"(default {MAX_TOKENS:.0e}, about five minutes of simulation)")
 
+
+def build_parser() -> Parser:
+    parser = Parser(prog="fuseflow", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"fuseflow {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show library warnings and log lines, and tracebacks of internal errors")
+    parser.add_argument("--max-memory", type=size, metavar="SIZE",
+                        help="memory a run may take, e.g. 4G (default: what the machine has available)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    _add_model_commands(sub)
     add_explore_commands(sub)
-
     add_gpu_commands(sub)
 
+    p = sub.add_parser("help", help="help topics (schedules, datasets, models) or a command's help")
+    p.add_argument("topic", nargs="?", help="a topic or a command name")
+    p.set_defaults(run=_cmd_help, subcommands=sub.choices)
     p = sub.add_parser("demo", help="import the built-in GCN on the karate club and check the reference")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=count, default=0)
     p.set_defaults(run=_cmd_demo)
     return parser
 
 
+def _internal(err: BaseException) -> str:
+    text = str(err).splitlines()[0] if str(err) else ""
+    return f"fuseflow: internal error: {type(err).__name__}: {text} (rerun with --debug for the traceback and " \
+           "please report it)"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return args.run(args)
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help, --version, or a one-line usage error (status 2)
+        return done.code if isinstance(done.code, int) else 2
+    try:
+        with quiet(not args.debug):
+            return args.run(args)
     except FuseflowError as err:
         print(f"fuseflow: error: {err.one_line()}", file=sys.stderr)
         return 2
@@ -315,14 +398,20 @@ def main(argv: list[str] | None = None) -> int:
         print("fuseflow: interrupted (a sweep resumes when rerun with the same arguments)", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except (MemoryError, RecursionError) as err:  # the input is larger or deeper than fuseflow can take
+        if args.debug:
+            raise
+        what, fix = ("ran out of memory", "give a smaller input, or set --max-memory to be stopped before "
+                     "allocating") if isinstance(err, MemoryError) else \
+            ("the input is nested too deeply (Python's recursion limit)", "give a smaller or flatter input")
+        print(f"fuseflow: error: {what} (fix: {fix}; rerun with --debug for the traceback)", file=sys.stderr)
+        return 2
     except Exception as err:  # an internal bug: one line unless --debug
         if args.debug:
             raise
-        print(f"fuseflow: internal error: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
-              " (rerun with --debug for the traceback and please report it)", file=sys.stderr)
+        print(_internal(err), file=sys.stderr)
         return 3
 
 

@@ -42,6 +42,9 @@ class GraphStats:
 
 @dataclass
 class Graph:
+    """A graph dataset: unweighted adjacency (scipy CSR, entries 1.0), dense `N x F` features
+    and `N` integer labels."""
+
     name: str
     adjacency: sp.csr_matrix  # directed edges as stored; symmetric for undirected graphs
     features: np.ndarray

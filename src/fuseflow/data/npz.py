@@ -23,13 +23,14 @@ undirected graph stores each edge in both directions.
 """
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import UserError
+from ..memory import Budget
+from .archive import REAL_KINDS, read_arrays
 from .graphs import Graph
 
 REQUIRED_KEYS = ("adj_indptr", "adj_indices", "x_indptr", "x_indices", "x_data", "x_shape", "y")
@@ -67,19 +68,17 @@ def save_graph(graph: Graph, path) -> None:
         name=np.array(graph.name))
 
 
-def read_npz(path, name: str | None = None) -> Graph:
-    """Read and validate a graph `.npz`; every problem is a one-line UserError naming the file."""
+def read_npz(path, name: str | None = None, budget: Budget | None = None) -> Graph:
+    """Read and validate a graph `.npz`; every problem is a one-line UserError naming the file.
+    Sizes declared by the file (its arrays, the dense feature matrix) are checked against
+    `budget` before they are allocated."""
     path = Path(path)
     where = str(path)
     if not path.is_file():
         raise UserError("graph file not found", where=where,
-                        fix="check the path, or pass data_dir= to load_graph")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {key: z[key] for key in z.files}
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
-        raise UserError(f"not a readable .npz graph file ({type(e).__name__}: {e})", where=where,
-                        fix=FIX_FORMAT) from None
+                        fix="check the path, or pass --data-dir (data_dir=) to load_graph")
+    budget = budget or Budget()
+    arrays = read_arrays(path, where, budget, kinds=REAL_KINDS + "U", what=f"graph {path.name}")
     missing = [k for k in REQUIRED_KEYS if k not in arrays]
     if missing:
         raise UserError(f"missing key(s) {', '.join(missing)} (has: {', '.join(sorted(arrays)) or 'none'})",
@@ -125,10 +124,12 @@ def read_npz(path, name: str | None = None) -> Graph:
           f"x_data must be a 1-d numeric array, got {xdata.ndim}-d {xdata.dtype}")
     check(len(xptr) == n + 1, f"x_indptr has {len(xptr)} entries, expected N+1 = {n + 1}")
     check(len(xind) == len(xdata), f"x_indices has {len(xind)} entries but x_data has {len(xdata)}")
+    check(bool(np.isfinite(xdata).all()), "x_data holds NaN or infinite values")
     check(xptr[0] == 0 and bool(np.all(np.diff(xptr) >= 0)) and xptr[-1] == len(xind),
           f"x_indptr is not a valid row-pointer array for {len(xind)} x_indices")
     check(len(xind) == 0 or (xind.min() >= 0 and xind.max() < f),
           f"x_indices out of range for {f} features (max {xind.max() if len(xind) else 0})")
+    budget.check(n * f * xdata.dtype.itemsize + 8 * len(indices), f"graph {path.name} (dense features {n}x{f})")
     features = sp.csr_matrix((xdata, xind, xptr), shape=(n, f)).toarray()
 
     if name is None:

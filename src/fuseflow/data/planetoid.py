@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copyreg
 import io
+import math
 import pickle
 from collections import defaultdict
 from pathlib import Path
@@ -16,6 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import UserError
+from ..files import read_file
+from ..memory import Budget
 from .graphs import Graph, from_edges
 
 PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph")
@@ -80,13 +83,9 @@ class SafeUnpickler(pickle.Unpickler):
 def safe_load(path: Path):
     """Unpickle one file with `SafeUnpickler`; every failure is a one-line UserError."""
     where = str(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError("Planetoid file not found", where=where,
-                        fix="put all ind.<name>.* files in one directory") from None
-    except OSError as e:
-        raise UserError(f"cannot read Planetoid file ({e.strerror})", where=where) from None
+    if not path.exists():
+        raise UserError("Planetoid file not found", where=where, fix="put all ind.<name>.* files in one directory")
+    data = read_file(path, where)
     try:
         return SafeUnpickler(io.BytesIO(data), where).load()
     except UserError:
@@ -95,14 +94,16 @@ def safe_load(path: Path):
         raise UserError(f"malformed Planetoid pickle ({type(e).__name__}: {e})", where=where) from None
 
 
-def _matrix(obj, path: Path, dense_dtype=np.float32) -> np.ndarray:
-    """A Planetoid array: a scipy CSR (rebuilt from its stored fields) or a numpy array, as dense."""
+def _matrix(obj, path: Path, budget: Budget, dense_dtype=np.float32) -> np.ndarray:
+    """A Planetoid array: a scipy CSR (rebuilt from its stored fields) or a numpy array, as dense
+    (its dense size checked against `budget` first)."""
     if isinstance(obj, sp.csr_matrix):
         fields = vars(obj)
         try:
-            shape = tuple(fields.get("_shape") or fields["shape"])
+            shape = tuple(int(d) for d in (fields.get("_shape") or fields["shape"]))
+            budget.check(math.prod(shape) * np.dtype(dense_dtype).itemsize, f"{path} (dense {shape})")
             obj = sp.csr_matrix((fields["data"], fields["indices"], fields["indptr"]), shape=shape)
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise UserError(f"malformed CSR matrix in Planetoid file ({e})", where=str(path)) from None
         return obj.toarray().astype(dense_dtype)
     if isinstance(obj, np.ndarray) and obj.ndim == 2 and obj.dtype.kind in "biuf":
@@ -111,27 +112,63 @@ def _matrix(obj, path: Path, dense_dtype=np.float32) -> np.ndarray:
 
 
 def _test_index(path: Path) -> np.ndarray:
-    try:
-        lines = path.read_text().split()
-    except FileNotFoundError:
-        raise UserError("Planetoid file not found", where=str(path)) from None
-    try:
-        index = np.array([int(t) for t in lines], dtype=np.int64)
-    except ValueError as e:
-        raise UserError(f"test index must hold one integer per line ({e})", where=str(path)) from None
+    if not path.exists():
+        raise UserError("Planetoid file not found", where=str(path))
+    lines = read_file(path, str(path)).decode("ascii", errors="replace").split()
+    bad = next((t for t in lines if not (t.isascii() and t.isdigit() and len(t) <= 18)), None)
+    if bad is not None:
+        raise UserError(f"test index must hold one non-negative integer per line, found {bad[:20]!r}",
+                        where=str(path))
+    index = np.array([int(t) for t in lines], dtype=np.int64)
     if index.size == 0 or len(np.unique(index)) != index.size or index.min() < 0:
         raise UserError("test index must be non-empty, non-negative and without repeats", where=str(path))
     return index
 
 
-def load_planetoid(directory, name: str) -> Graph:
+def _node_ids(values, what: str, path: Path) -> list[int]:
+    """The node ids of an adjacency list, refusing anything but whole numbers (a 1.5 would
+    otherwise be truncated to a real node)."""
+    ids = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise UserError(f"{what} holds {value!r}, not a node id", where=str(path),
+                            fix="node ids are non-negative integers")
+        ids.append(int(value))
+    return ids
+
+
+def _edges(graph, n: int, path: Path, budget: Budget) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of a dict of adjacency lists, its size checked before anything is built: a
+    small pickle can list one shared list under many keys."""
+    if not isinstance(graph, dict) or not all(isinstance(v, (list, tuple)) for v in graph.values()):
+        raise UserError(f"expected a dict of adjacency lists, found {type(graph).__name__}", where=str(path),
+                        fix="adjacency lists must map node ids to lists of node ids")
+    total = sum(len(v) for v in graph.values())
+    # rows and cols (8 bytes each), both directions, then scipy's copies while building the CSR
+    budget.check(total * 8 * 2 * 4, f"{path} ({total:,} adjacency entries)")
+    rows, cols = [], []
+    for key, values in graph.items():
+        (node,) = _node_ids([key], "a key of the adjacency dict", path)
+        targets = _node_ids(values, f"the list of node {node}", path)
+        rows.extend([node] * len(targets))
+        cols.extend(targets)
+    rows, cols = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
+    bad = (rows < 0) | (rows >= n) | (cols < 0) | (cols >= n)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise UserError(f"edge {rows[i]} -> {cols[i]} names a node outside 0..{n - 1}", where=str(path))
+    return rows, cols
+
+
+def load_planetoid(directory, name: str, budget: Budget | None = None) -> Graph:
     """Read `ind.<name>.*` from `directory` and assemble the graph as PyG's Planetoid does:
     test rows moved to their test indices, zero rows for test nodes missing from `tx` (CiteSeer's
     isolated nodes), labels = argmax of the one-hot rows, symmetric adjacency without self loops."""
     directory = Path(directory)
+    budget = budget or Budget()
     path = {p: directory / f"ind.{name}.{p}" for p in PARTS + ("test.index",)}
     raw = {p: safe_load(path[p]) for p in PARTS}
-    x, tx, allx, y, ty, ally = (_matrix(raw[p], path[p]) for p in PARTS[:6])
+    x, tx, allx, y, ty, ally = (_matrix(raw[p], path[p], budget) for p in PARTS[:6])
     test_index = _test_index(path["test.index"])
 
     def need(cond: bool, what: str, where: str) -> None:
@@ -152,6 +189,8 @@ def load_planetoid(directory, name: str) -> Graph:
     low, high = int(ordered[0]), int(ordered[-1])
     need(low == allx.shape[0], f"the smallest test index is {low}, expected {allx.shape[0]} "
          f"(the row count of ind.{name}.allx)", str(path["test.index"]))
+    budget.check((high + 1) * (tx.shape[1] + ty.shape[1]) * 4 * 3,
+                 f"{path['test.index']} (largest test index {high:,}: {high + 1:,} nodes)")
     tx_ext = np.zeros((high - low + 1, tx.shape[1]), dtype=tx.dtype)
     tx_ext[ordered - low] = tx
     ty_ext = np.zeros((high - low + 1, ty.shape[1]), dtype=ty.dtype)
@@ -162,20 +201,5 @@ def load_planetoid(directory, name: str) -> Graph:
     labels[test_index] = labels[ordered]
     n = len(labels)
 
-    graph = raw["graph"]
-    if not isinstance(graph, dict):
-        raise UserError(f"expected a dict of adjacency lists, found {type(graph).__name__}",
-                        where=str(path["graph"]))
-    try:
-        rows = np.repeat(np.fromiter(graph.keys(), dtype=np.int64, count=len(graph)),
-                         [len(v) for v in graph.values()])
-        cols = np.fromiter((c for v in graph.values() for c in v), dtype=np.int64, count=len(rows))
-    except (TypeError, ValueError) as e:
-        raise UserError(f"adjacency lists must map node ids to lists of node ids ({e})",
-                        where=str(path["graph"])) from None
-    bad = (rows < 0) | (rows >= n) | (cols < 0) | (cols >= n)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise UserError(f"edge {rows[i]} -> {cols[i]} names a node outside 0..{n - 1}",
-                        where=str(path["graph"]))
+    rows, cols = _edges(raw["graph"], n, path["graph"], budget)
     return from_edges(name, rows, cols, n, features, labels, symmetrize=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UserError
+from ..memory import Budget
 from .graphs import Graph, from_edges
 
 GAMMA = 2.5  # degree exponent; synthetic:cora then has max/mean degree ≈ 40, as Cora (168/3.9 = 43)
@@ -73,8 +74,9 @@ def scaled_size(spec: SyntheticSpec, scale: float) -> tuple[int, int]:
     return n, min(int(round(spec.stored_edges * scale)), n * (n - 1))
 
 
-def generate(key: str, *, scale: float = 1.0, seed: int = 0) -> Graph:
-    """The synthetic graph `synthetic:<key>` at `scale` (nodes and edges multiplied) and `seed`."""
+def generate(key: str, *, scale: float = 1.0, seed: int = 0, budget=None) -> Graph:
+    """The synthetic graph `synthetic:<key>` at `scale` (nodes and edges multiplied) and `seed`;
+    its size is checked against `budget` (a `fuseflow.memory.Budget`) before anything is drawn."""
     if key not in SPECS:
         raise UserError(f"unknown synthetic dataset 'synthetic:{key}'",
                         fix=f"use one of {', '.join('synthetic:' + k for k in SPECS)}")
@@ -84,6 +86,9 @@ def generate(key: str, *, scale: float = 1.0, seed: int = 0) -> Graph:
         raise UserError(f"seed must be a non-negative integer, got {seed!r}", where=f"synthetic:{key}")
     spec = SPECS[key]
     n, stored = scaled_size(spec, float(scale))
+    # dense float64 features (as models bind them) and about six int64 arrays per stored edge
+    (budget or Budget()).check(n * spec.features * 8 + stored * 8 * 6,
+                               f"synthetic:{key} at scale {scale:g} ({n:,} nodes, {stored:,} edges)")
     rng = np.random.default_rng([seed, _stable_hash(key)])
     labels = _labels(n, spec.classes, rng)
     base = (np.arange(n) + 1.0) ** (-1.0 / (GAMMA - 1.0))

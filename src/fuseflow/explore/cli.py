@@ -9,10 +9,14 @@ Handlers return an exit code; bad input raises fuseflow.errors.UserError.
 """
 from __future__ import annotations
 
+import argparse
 import os
+import tempfile
 import tomllib
 
+from ..cmdline.args import MAX_COUNT, count, positive, positive_real, shape_items
 from ..errors import UserError
+from ..files import read_file
 from .analysis import summary_text
 from .db import open_existing
 from .plot import draw
@@ -33,10 +37,9 @@ TOML_KEYS = {
 
 def _read_toml(path: str) -> dict:
     try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as err:
-        raise UserError(f"cannot read {path}: {err.strerror or err}", "--config") from None
+        data = tomllib.loads(read_file(path, "--config").decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise UserError(f"{path} is not UTF-8 text (offset {err.start})", "--config") from None
     except tomllib.TOMLDecodeError as err:
         raise UserError(f"{path} is not valid TOML: {err}", "--config") from None
     data = data.get("sweep", data)  # keys at the top or under [sweep]
@@ -69,38 +72,31 @@ def _near(path: str, base: str, must_exist: bool = True) -> str:
 
 
 def _floats(items, flag: str) -> list[float]:
+    """Finite numbers from repeatable, comma-separated items."""
     out = []
     for item in items or []:
         for part in str(item).split(","):
             if part.strip():
                 try:
-                    out.append(float(part))
-                except ValueError:
-                    raise UserError(f"{flag} {part!r} is not a number", "command line") from None
+                    out.append(positive_real(part.strip()))
+                except argparse.ArgumentTypeError as err:
+                    raise UserError(f"{flag} {err}", "command line") from None
     return out
 
 
-def _ints(items, flag: str) -> list[int]:
+def _ints(items, flag: str, least: int = 0) -> list[int]:
+    """Whole numbers (ASCII digits, at least `least`) from repeatable, comma-separated items."""
     out = []
-    for value in _floats(items, flag):
-        if value != int(value):
-            raise UserError(f"{flag} {value:g} is not a whole number", "command line")
-        out.append(int(value))
-    return out
-
-
-def _shapes(items) -> dict:
-    shapes = {}
     for item in items or []:
-        name, sep, dims = item.partition("=")
-        try:
-            shape = [int(d) for d in dims.lower().split("x")] if sep and name else None
-        except ValueError:
-            shape = None
-        if not shape:
-            raise UserError(f"--shape {item!r} is not NAME=AxB", "command line", "write e.g. --shape A=64x64")
-        shapes[name] = shape
-    return shapes
+        for part in str(item).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if not (part.isascii() and part.isdigit()) or not least <= int(part) <= MAX_COUNT:
+                raise UserError(f"{flag} {part!r} is not a whole number of at least {least}"
+                                f" (and at most {MAX_COUNT})", "command line")
+            out.append(int(part))
+    return out
 
 
 def spec_from_args(args):
@@ -123,11 +119,13 @@ def spec_from_args(args):
     if args.dataset:
         settings["datasets"] = list(args.dataset)
     if args.block:
-        settings["blocks"] = _ints(args.block, "--block")
+        settings["blocks"] = _ints(args.block, "--block", least=1)
     if args.seed:
         settings["seeds"] = _ints(args.seed, "--seed")
     if args.shape:
-        settings["shapes"] = {**settings.get("shapes", {}), **_shapes(args.shape)}
+        settings["shapes"] = {**settings.get("shapes", {}), **shape_items(args.shape)}
+    for name, shape in settings.get("shapes", {}).items():
+        shape_items([f"{name}={'x'.join(map(str, shape))}"], "shapes")  # the same rules for TOML shapes
     if args.no_check:
         settings["check"] = False
     if isinstance(settings.get("orders"), list):
@@ -141,7 +139,7 @@ def spec_from_args(args):
 
 def cmd_sweep(args) -> int:
     spec = spec_from_args(args)
-    summary = run_sweep(spec, progress=not args.quiet)
+    summary = run_sweep(spec, progress=not args.quiet, budget=args.max_memory)
     if not args.quiet:
         print(f"sweep: {summary.simulated} simulated, {summary.pruned} pruned, {summary.failed} failed, "
               f"{summary.skipped} already done; {summary.seconds:.1f} s; results in {spec.db}")
@@ -163,9 +161,29 @@ def cmd_plot(args) -> int:
     print(summary_text(rows, factors))
     if not args.no_charts:
         out = args.output or os.path.splitext(args.db)[0] + "-charts"
-        paths = draw(rows, out)
+        parent = os.path.dirname(os.path.abspath(out))
+        if not os.path.isdir(parent) or (os.path.exists(out) and not os.path.isdir(out)):
+            raise UserError(f"directory {parent} does not exist" if not os.path.isdir(parent)
+                            else f"{out} exists and is not a directory", "-o",
+                            "give a directory to create or fill with the charts")
+        paths = _draw_atomically(rows, out, parent)
         print(f"wrote {len(paths)} charts to {out}/")
     return 0
+
+
+def _draw_atomically(rows, out: str, parent: str) -> list[str]:
+    """Draw the charts into a temporary directory beside `out`, then move each into `out`: a
+    failure part-way leaves no half-written chart there."""
+    try:
+        with tempfile.TemporaryDirectory(prefix=".charts-", dir=parent) as temp:
+            drawn = draw(rows, temp)
+            os.makedirs(out, exist_ok=True)
+            paths = [os.path.join(out, os.path.basename(p)) for p in drawn]
+            for source, target in zip(drawn, paths):
+                os.replace(source, target)
+    except OSError as err:
+        raise UserError(f"cannot write charts to {out}: {err.strerror}", "-o") from None
+    return paths
 
 
 def add_commands(subparsers) -> None:
@@ -181,7 +199,7 @@ def add_commands(subparsers) -> None:
                         "default: unfused, partial, full)")
     p.add_argument("--orders", help="default (the compiler's choice), all (every valid order of each group, "
                                     "one group varied at a time), or order items separated by ';'")
-    p.add_argument("--max-orders", type=int, help="cap on the orders tried per group (default 24)")
+    p.add_argument("--max-orders", type=positive, help="cap on the orders tried per group (default 24)")
     p.add_argument("--par", action="append", metavar="VAR:P[,VAR:P]",
                    help="parallelization of group 0 tried with every schedule (repeatable; 1 = none), "
                         "e.g. --par 1 --par i:2 --par i:4,j:2")
@@ -192,21 +210,21 @@ def add_commands(subparsers) -> None:
                    help="a model's dataset (karate, synthetic:cora, ...) or an .npz of inputs (repeatable)")
     p.add_argument("--block", action="append", metavar="B", help="block-sparse random data in BxB blocks")
     p.add_argument("--seed", action="append", metavar="S", help="seed of the generated data (repeatable)")
-    p.add_argument("--random-seed", type=int, help="seed for random:N groupings")
+    p.add_argument("--random-seed", type=count, help="seed for random:N groupings")
     p.add_argument("--shape", action="append", metavar="NAME=AxB", help="shape of an input with dynamic dims")
     p.add_argument("--func", help="MLIR function to import when the module has several")
-    p.add_argument("--scale", type=float, help="scale of synthetic graph datasets (models)")
+    p.add_argument("--scale", type=positive_real, help="scale of synthetic graph datasets (models)")
     p.add_argument("--engine", choices=["fast", "oracle"], help="simulator engine (default fast; oracle "
                                                                "when fast is unavailable)")
     p.add_argument("--no-check", action="store_true", help="skip verification against the numpy reference")
     p.add_argument("--db", help="SQLite database to write (default sweep.db)")
     p.add_argument("--executor", choices=["local", "dask"], help="local processes (default) or dask.distributed")
-    p.add_argument("--jobs", "-j", type=int, help="local worker processes (default 1)")
+    p.add_argument("--jobs", "-j", type=positive, help="local worker processes (default 1)")
     p.add_argument("--scheduler", metavar="ADDR", help="dask scheduler address for --executor dask")
-    p.add_argument("--prune", type=float, metavar="F", nargs="?", const=DEFAULT_PRUNE,
+    p.add_argument("--prune", type=positive_real, metavar="F", nargs="?", const=DEFAULT_PRUNE,
                    help="skip schedules whose heuristic estimate exceeds F x the best estimate of the "
                         f"same program and data (F defaults to {DEFAULT_PRUNE:g})")
-    p.add_argument("--limit", type=int, help="simulate at most N schedules this run (resume later)")
+    p.add_argument("--limit", type=count, help="simulate at most N schedules this run (resume later)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.set_defaults(run=cmd_sweep)
 

@@ -2,6 +2,9 @@
 
 Every row is committed in its own transaction, and the key is unique (`INSERT OR IGNORE`), so a
 killed sweep restarts where it stopped: finished rows are skipped, none is lost or written twice.
+The file carries a schema marker (SQLite's application id "FFLW" and a schema version); a file
+that is not a sweep database, a corrupted one, or a `runs` table without the unique key is
+refused before anything in it changes.
 
     >>> db = SweepDB(":memory:")
     >>> row = {"program": "p.mlir", "schedule": "full", "data": "density=0.1", "seed": 0,
@@ -16,6 +19,7 @@ from __future__ import annotations
 import datetime
 import os
 import sqlite3
+import urllib.parse
 
 from ..errors import UserError
 
@@ -55,26 +59,102 @@ SCHEMA = ("CREATE TABLE IF NOT EXISTS runs (\n    "
           + ",\n    UNIQUE (program, schedule, data, seed)\n)")
 
 
+APPLICATION_ID = 0x46464C57  # "FFLW" in the SQLite header: a fuseflow sweep database
+SCHEMA_VERSION = 1  # PRAGMA user_version of the layout above
+SQLITE_MAGIC = b"SQLite format 3\x00"
+NEW_FILE = "give a new file name with --db"
+
+
+def _refuse(path: str, why: str, fix: str = NEW_FILE):
+    raise UserError(f"{why}; it was left untouched", path, fix)
+
+
+def _check_file(path: str) -> bool:
+    """Whether `path` already holds data; refuses a directory or a file that is not SQLite,
+    before SQLite opens (and could change) it."""
+    if os.path.isdir(path):
+        raise UserError(f"{path} is a directory", "--db", "give a database file name")
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        raise UserError(f"directory {directory} does not exist", "--db", f"create it first (mkdir -p {directory})")
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(SQLITE_MAGIC))
+    except FileNotFoundError:
+        return False
+    except OSError as err:
+        raise UserError(f"cannot read {path}: {err.strerror}", "--db") from None
+    if head and head != SQLITE_MAGIC:
+        _refuse(path, "not an SQLite database")
+    return bool(head)
+
+
 class SweepDB:
-    def __init__(self, path: str):
+    """A sweep database: created with a schema marker (SQLite's application id and user
+    version), or opened after checking that marker, the `runs` table's columns and unique key,
+    and the file's integrity; anything else is refused before it is changed. `readonly` opens
+    an existing database without writing to it (`fuseflow plot`)."""
+
+    def __init__(self, path: str, readonly: bool = False):
         self.path = path
+        existing = path != ":memory:" and _check_file(path)
         try:
-            self.conn = sqlite3.connect(path, timeout=30, isolation_level=None)  # autocommit; explicit BEGIN
+            if readonly:
+                uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
+                self.conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+            else:
+                self.conn = sqlite3.connect(path, timeout=30, isolation_level=None)  # autocommit; explicit BEGIN
         except sqlite3.Error as err:
             raise UserError(f"cannot open database {path}: {err}", "--db") from None
         self.conn.row_factory = sqlite3.Row
         try:
+            fresh = self._check_marker(existing)
+            if readonly:
+                return
             if path != ":memory:":
                 self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL" if path == ":memory:" else "PRAGMA synchronous=FULL")
-            self.conn.execute(SCHEMA)
+            if fresh:
+                self.conn.execute(SCHEMA)
+                self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.DatabaseError as err:
-            raise UserError(f"{path} is not a sweep database: {err}", "--db") from None
+            self.conn.close()
+            _refuse(path, f"not a readable sweep database ({err})")
+
+    def _check_marker(self, existing: bool) -> bool:
+        """True for a new (empty) database; else checks it is a sweep database fuseflow may use."""
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        app = self.conn.execute("PRAGMA application_id").fetchone()[0]
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if not tables and app == 0:
+            return True
+        if app not in (0, APPLICATION_ID) or (app == 0 and tables != {"runs"}):
+            held = ([f"application id {app:#x}"] if app else []) + \
+                ([f"tables {', '.join(sorted(tables))}"] if tables else [])
+            _refuse(self.path, f"not a fuseflow sweep database (it holds {' and '.join(held)})")
+        if version > SCHEMA_VERSION:
+            _refuse(self.path, f"written by a newer fuseflow (schema {version}, this one reads {SCHEMA_VERSION})",
+                    "upgrade fuseflow")
+        if existing and self.conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            _refuse(self.path, "the database is corrupted (SQLite's quick_check failed)",
+                    "restore it from a copy, or start a new one with --db")
         have = {r["name"] for r in self.conn.execute("PRAGMA table_info(runs)")}
         missing = [n for n in NAMES if n not in have]
         if missing:
-            raise UserError(f"{path} has a runs table without {', '.join(missing)}", "--db",
-                            "use a new database file")
+            _refuse(self.path, f"its runs table has no column {', '.join(missing)}")
+        if not self._has_unique_key():
+            _refuse(self.path, "its runs table has no unique key on (program, schedule, data, seed), so "
+                               "concurrent or resumed sweeps could write rows twice")
+        return False
+
+    def _has_unique_key(self) -> bool:
+        for index in self.conn.execute("PRAGMA index_list(runs)").fetchall():
+            if index["unique"]:
+                columns = [r["name"] for r in self.conn.execute(f"PRAGMA index_info({index['name']!r})")]
+                if set(columns) == set(KEY) and len(columns) == len(KEY):
+                    return True
+        return False
 
     def close(self) -> None:
         self.conn.close()
@@ -111,6 +191,7 @@ class SweepDB:
 
 
 def open_existing(path: str) -> SweepDB:
+    """An existing sweep database, read only."""
     if not os.path.isfile(path):
         raise UserError(f"no sweep database {path}", "plot", "run `fuseflow sweep ... --db FILE` first")
-    return SweepDB(path)
+    return SweepDB(path, readonly=True)

@@ -8,20 +8,26 @@ fuseflow installed can run it; MLIR sources travel with the task.
 """
 from __future__ import annotations
 
+import ctypes
 import itertools
+import os
+import signal
 import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
 from ..errors import FuseflowError, UserError
+from ..memory import Budget
 from ..pipeline import simulate
 from .db import SweepDB
 from .heuristic import CostModel
-from .progress import Progress
+from .progress import TaskProgress
 from .space import DataPoint, ProgramRef, load, mlir_source, schedules
 
 ENGINES = ("fast", "oracle")
+PARENT_POLL_SECONDS = 1.0  # how often a worker checks that its sweep is still alive
 
 
 @dataclass
@@ -117,8 +123,9 @@ def run_task(task: dict) -> dict:
         point = DataPoint(**task["point"])
         loaded = load(ref, point, task["seed"], task.get("source"))
         start = time.perf_counter()
+        budget = Budget(task["max_memory"]) if task.get("max_memory") else None
         result = simulate(loaded.program, task["schedule"], loaded.inputs, seed=task["seed"],
-                          density=point.density or 0.1, engine=engine, check=task.get("check", True))
+                          density=point.density or 0.1, engine=engine, check=task.get("check", True), budget=budget)
         row.update(status="ok", cycles=int(result.cycles), flops=int(result.flops),
                    mem_reads=int(result.mem_reads), mem_writes=int(result.mem_writes),
                    bytes=int(result.mem_reads + result.mem_writes) * 4, kernels=len(result.kernels),
@@ -136,20 +143,41 @@ def _run_serial(tasks):
         yield task, run_task(task)
 
 
+def exit_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker when the sweep that started it dies, even by SIGKILL
+    (which runs no cleanup): Linux's parent-death signal, and a watcher thread elsewhere."""
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="fuseflow-parent-watch", daemon=True).start()
+
+
 def _run_pool(tasks, jobs: int):
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_task, task): task for task in tasks}
-        try:
-            for future in as_completed(futures):
-                task = futures[future]
-                try:
-                    yield task, future.result()
-                except Exception as err:  # noqa: BLE001 - a worker died
-                    yield task, _lost(task, err)
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    """Start the workers and submit every task now (before any display thread exists, since the
+    workers are forked), then yield (task, row) as they finish."""
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=exit_with_parent, initargs=(os.getpid(),))
+    futures = {pool.submit(run_task, task): task for task in tasks}
+    return _as_finished(pool, futures)
+
+
+def _as_finished(pool, futures):
+    try:
+        for future in as_completed(futures):
+            task = futures[future]
+            try:
+                yield task, future.result()
+            except Exception as err:  # noqa: BLE001 - a worker died
+                yield task, _lost(task, err)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _run_dask(tasks, address: str, timeout: float = 30.0):
@@ -258,8 +286,9 @@ def plan(spec: SweepSpec, done: set, log=None) -> tuple[list[dict], list[dict], 
     return tasks, direct, planned
 
 
-def run_sweep(spec: SweepSpec, progress: bool = True, out=None) -> SweepSummary:
-    """Run (or resume) a sweep into `spec.db`."""
+def run_sweep(spec: SweepSpec, progress: bool = True, out=None, budget: int | None = None) -> SweepSummary:
+    """Run (or resume) a sweep into `spec.db`; `budget` (bytes, `--max-memory`) bounds each
+    simulation's memory."""
     spec.validate()
     out = out if out is not None else sys.stderr
     start = time.perf_counter()
@@ -280,14 +309,16 @@ def run_sweep(spec: SweepSpec, progress: bool = True, out=None) -> SweepSummary:
                   f"{summary.pruned} pruned, {summary.failed} failed to compile, {len(tasks)} to simulate "
                   f"({spec.executor}" + (f", {spec.jobs} jobs" if spec.executor == "local" else "") + ")",
                   file=out)
-        bar = Progress(len(tasks), out=out) if progress and tasks else None
-
         def key(t):
             return t["program"], t["schedule"], t["data"], t["seed"]
 
         metas = {key(t): t.pop("meta") for t in tasks}
+        for task in tasks:
+            task["max_memory"] = budget
+        finished = execute(tasks, spec.executor, spec.jobs, spec.scheduler, spec.connect_timeout)
+        bar = TaskProgress(len(tasks), out=out) if progress and tasks else None
         try:
-            for task, row in execute(tasks, spec.executor, spec.jobs, spec.scheduler, spec.connect_timeout):
+            for task, row in finished:
                 full = {**metas[key(task)], **row}
                 db.insert(full)
                 summary.simulated += 1

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..checks import check_schedule
 from ..data.inputs import read_inputs
 from ..errors import FuseflowError, UserError
 from ..frontend import from_mlir
@@ -281,7 +282,8 @@ def granularities(loaded: Loaded, items, layout: str | None = None, seed: int = 
 def _compile(loaded: Loaded, schedule: str):
     """Compiled with default orders weighed by the data point's densities (as the heuristic's
     estimate of the same schedule is)."""
-    return compile_schedule(loaded.program, schedule, loaded.shapes, stats=loaded.stats)
+    parsed = check_schedule(loaded.program, schedule, loaded.shapes, stats=loaded.stats)  # par factors, blocks
+    return compile_schedule(loaded.program, parsed, loaded.shapes, stats=loaded.stats)
 
 
 def structure_key(compiled) -> tuple:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from scipy.cluster.hierarchy import DisjointSet
+
 from ..errors import NotSupported
 from ..ir.program import Program, op_output
 from .coverage import operand_covers
@@ -30,27 +32,30 @@ from .patterns import Intersect, Operand, Union, merge_at, operand_indices
 MAX_INSTANCES = 400
 
 
-class UnionFind:
-    """Classes of variable names (path halving)."""
+class UnionFind(DisjointSet):
+    """Classes of variable names: scipy's `DisjointSet`, a name added when first seen.
 
-    def __init__(self):
-        self.parent: dict[str, str] = {}
+    >>> u = UnionFind(); u.union("0:k", "1:j"); u.find("0:k") == u.find("1:j"), u.find("2:i")
+    (True, '2:i')
+    """
 
     def find(self, x: str) -> str:
-        self.parent.setdefault(x, x)
-        while self.parent[x] != x:
-            self.parent[x] = self.parent[self.parent[x]]
-            x = self.parent[x]
-        return x
+        if x not in self:
+            self.add(x)
+        return self[x]
 
     def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[rb] = ra
+        self.merge(self.find(a), self.find(b))
 
     def copy(self) -> UnionFind:
+        """An independent copy (class by class; DisjointSet's own state is shared by copy.copy)."""
         other = UnionFind()
-        other.parent = dict(self.parent)
+        for members in self.subsets():
+            first, *rest = members
+            other.add(first)
+            for m in rest:
+                other.add(m)
+                other.merge(first, m)
         return other
 
 
@@ -166,7 +171,7 @@ class Binding:
                 if candidate is None and not self.conflict_free(trial):
                     raise NotSupported(f"{access} binds two different index variables of one op "
                                        "to the same dimension (a diagonal access)")
-                self.uf.parent = trial.parent
+                self.uf = trial
                 return producer
         raise AssertionError("unreachable: a new instance is always chosen last")
 

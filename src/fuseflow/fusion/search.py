@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 
+from scipy.cluster.hierarchy import DisjointSet
+
 from ..errors import UserError
 from .cost import prefix_bound
 from .nesting import Nesting, part_orders
@@ -55,23 +57,16 @@ def independent_parts(region: Region) -> list[list[str]]:
     """The region's variables split into groups that no op instance or stored tensor connects
     (e.g. the Q, K and V projections of a fused layer, each with its own copy of the layer norm);
     the parts' orders are independent, and any concatenation of valid ones is valid."""
-    link = {v: v for v in region.vars}
-
-    def find(v):
-        while link[v] != v:
-            link[v] = link[link[v]]
-            v = link[v]
-        return v
-
+    link = DisjointSet(region.vars)
     together = [inst.local_vars for inst in region.instances]
     together += [[v for v in leaf.level_vars() if isinstance(v, str)] for leaf in region.leaves]
     together += [list(pair) for pair in region.before]
     for names in together:
         for a, b in zip(names, names[1:]):
-            link[find(b)] = find(a)
+            link.merge(a, b)
     parts: dict[str, list[str]] = {}
     for v in region.vars:
-        parts.setdefault(find(v), []).append(v)
+        parts.setdefault(link[v], []).append(v)
     return list(parts.values())
 
 

@@ -15,10 +15,13 @@ import json
 import time
 
 from fuseflow.errors import NotSupported, UserError
+from fuseflow.files import check_output, write_text
+from fuseflow.memory import Budget
 
 from .baselines import smem_only, unfused
 from .bench import format_summary, format_table, run_bench, summarize
 from .benchmarks import parse_chain
+from .chains import ATOM
 from .codegen import emit_cuda, supported
 from .device import LEVELS, load_device
 from .planner import DEFAULT_TOPK, plan_chain
@@ -50,11 +53,53 @@ def add_commands(subparsers) -> None:
     b.set_defaults(run=cmd_bench)
 
 
+# measured peak memory of `plan` per combination of tile choices (S6: 11,520 combinations, 16384^4:
+# 14,641, 65536^2 x 8192^2: 16,900 -> 11 to 21 KB each, above the interpreter's own ~90 MB)
+BYTES_PER_TILE_COMBINATION = 32 * 1024
+
+
+def _divisors(n: int) -> int:
+    """How many whole numbers divide n (trial division up to its square root)."""
+    count, d = 0, 1
+    while d * d <= n:
+        if n % d == 0:
+            count += 1 if d * d == n else 2
+        d += 1
+    return count
+
+
+def tile_combinations(chain) -> int:
+    """Tiles the planner enumerates for `chain`: per padded extent the multiples of the 16-wide
+    atom that divide it, multiplied over the four extents (without enumerating them).
+
+    >>> tile_combinations(parse_chain("S6"))
+    11520
+    """
+    combos = 1
+    for extent in chain.padded:
+        combos *= _divisors(extent // ATOM)
+    return combos
+
+
+def check_plan_size(chain, budget) -> None:
+    """Refuse a chain whose plan search would not fit the memory budget, before searching."""
+    combos = tile_combinations(chain)
+    (budget or Budget()).check(combos * BYTES_PER_TILE_COMBINATION,
+                               f"plan search of {chain.name} ({combos:,} tile combinations)")
+
+
+def _budget(args):
+    return Budget(args.max_memory) if getattr(args, "max_memory", None) else None
+
+
 def cmd_plan(args) -> int:
     if args.topk < 1:
         raise UserError(f"--topk must be at least 1, got {args.topk}", "command line")
+    if args.emit_cuda:
+        check_output(args.emit_cuda, "--emit-cuda", (".cu", ".cuh"))
     chain = parse_chain(args.chain)
     device = load_device(args.device)
+    check_plan_size(chain, _budget(args))
     compute = not args.memory_only
     result = plan_chain(chain, device, topk=args.topk, compute=compute)
     if not result.plans:
@@ -68,11 +113,7 @@ def cmd_plan(args) -> int:
             raise NotSupported(f"no listed plan can be emitted as CUDA: {reasons[0]}", "--emit-cuda",
                                "raise --topk")
         emitted = reasons.index(None)
-        try:
-            with open(args.emit_cuda, "w") as handle:
-                handle.write(emit_cuda(chain, result.plans[emitted], device=device))
-        except OSError as err:
-            raise UserError(f"cannot write {args.emit_cuda}: {err.strerror}", "--emit-cuda") from None
+        write_text(args.emit_cuda, emit_cuda(chain, result.plans[emitted], device=device), "--emit-cuda")
     if args.json:
         data = result.to_json()
         data["device"] = device.name

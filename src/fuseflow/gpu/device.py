@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import pathlib
 import tomllib
 from dataclasses import dataclass, field
 
 from fuseflow.errors import UserError
+from fuseflow.files import read_file
 
 KB = 1024
 LEVELS = ("global", "l2", "dsm", "smem", "reg")
@@ -56,18 +58,26 @@ class Device:
 
     def __post_init__(self):
         for name in ("sms", "max_cluster", "smem_per_block", "reg_per_block", "l2_bytes", "stages",
-                     "in_bytes", "acc_bytes"):
-            if getattr(self, name) <= 0:
-                raise UserError(f"device field {name} must be positive, got {getattr(self, name)}",
-                                "device")
+                     "in_bytes", "acc_bytes", "bw_global", "bw_l2", "bw_smem", "bw_reg", "peak_flops"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value <= 0:
+                raise UserError(f"device field {name} must be a finite positive number, got {value}", "device")
+        if not self.gpc_sms or min(self.gpc_sms) <= 0:
+            raise UserError(f"gpc_sms must list positive SM counts, got {list(self.gpc_sms)}", "device")
         if sum(self.gpc_sms) != self.sms:
             raise UserError(f"gpc_sms sums to {sum(self.gpc_sms)} but sms is {self.sms}", "device",
                             "make the per-GPC SM counts add up to sms")
+        if self.max_cluster > max(self.gpc_sms):
+            raise UserError(f"max_cluster {self.max_cluster} exceeds the largest GPC ({max(self.gpc_sms)} SMs)",
+                            "device", "a cluster runs inside one GPC: lower max_cluster")
         if not 0 < self.mem_saturation <= 1 or not 0 < self.l2_reuse_fraction <= 1:
             raise UserError("mem_saturation and l2_reuse_fraction must lie in (0, 1]", "device")
         for size in (2, 4, 8, 16):
             if size <= self.max_cluster and size not in self.bw_dsm:
                 raise UserError(f"bw_dsm has no entry for cluster size {size}", "device")
+        for size, bandwidth in self.bw_dsm.items():
+            if size < 1 or not math.isfinite(bandwidth) or bandwidth <= 0:
+                raise UserError(f"bw_dsm[{size}] = {bandwidth} must be a finite positive bandwidth", "device")
 
     def dsm_bandwidth(self, cluster_size: int) -> float:
         """Aggregate DSM bandwidth for clusters of this size (bytes/s); inf for 1 (no DSM)."""
@@ -111,6 +121,8 @@ def device_from_dict(data: dict, where: str = "device") -> Device:
                     raise TypeError("a table of cluster size -> bytes/s")
                 value = {int(k): float(v) for k, v in value.items()}
             elif key == "gpc_sms":
+                if not isinstance(value, (list, tuple)) or any(isinstance(v, bool) or v != int(v) for v in value):
+                    raise TypeError("a list of whole numbers")
                 value = tuple(int(v) for v in value)
             elif isinstance(default, bool) or isinstance(value, bool):
                 raise TypeError("not a boolean field")
@@ -122,7 +134,7 @@ def device_from_dict(data: dict, where: str = "device") -> Device:
                 value = float(value)
             elif isinstance(default, str):
                 value = str(value)
-        except (TypeError, ValueError) as err:
+        except (TypeError, ValueError, OverflowError) as err:
             raise UserError(f"device field {key!r} has a bad value {value!r} ({err})", where) from None
         values[key] = value
     return dataclasses.replace(Device(), **values)
@@ -133,15 +145,20 @@ def load_device(path: str | None) -> Device:
     if path is None:
         return Device()
     file = pathlib.Path(path)
+    raw = read_file(file, "--device")
     try:
-        text = file.read_text()
-    except OSError as err:
-        raise UserError(f"cannot read device file: {err.strerror}", str(path)) from None
-    try:
-        data = tomllib.loads(text) if file.suffix == ".toml" else json.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
-        raise UserError(f"device file is not valid {'TOML' if file.suffix == '.toml' else 'JSON'}: {err}",
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UserError(f"device file is not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start})",
                         str(path)) from None
+    kind = "TOML" if file.suffix == ".toml" else "JSON"
+    try:
+        data = tomllib.loads(text) if kind == "TOML" else json.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
+        raise UserError(f"device file is not valid {kind}: {err}", str(path)) from None
+    except RecursionError:
+        raise UserError(f"device file nests its {kind} too deeply", str(path),
+                        "a device file is one table of fields") from None
     if not isinstance(data, dict):
         raise UserError("device file must hold a table of fields", str(path))
     return device_from_dict(data, where=str(path))

@@ -39,6 +39,9 @@ LEVEL_FORMATS = {"dense": DENSE, "d": DENSE, "compressed": COMPRESSED, "c": COMP
 
 @dataclass(frozen=True)
 class TensorFormat:
+    """How a tensor is stored: one level format per stored dimension (outermost first), the
+    mode order (which dimension each level stores) and an optional dense block shape."""
+
     levels: tuple[LevelFormat, ...]
     mode_order: tuple[int, ...]
     block: tuple[int, ...] | None = None

@@ -140,6 +140,9 @@ def op_output(op: Op) -> str:
 
 @dataclass
 class Program:
+    """A tensor program: named tensors (shape, dtype, storage format), the inputs and outputs,
+    and ops in index notation in execution order (what `fuseflow.from_mlir` returns)."""
+
     name: str
     tensors: dict[str, Tensor] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)

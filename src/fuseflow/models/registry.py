@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..data import load_graph
+from ..data import list_datasets, load_graph
 from ..errors import UserError
 from ..frontend import from_torch
 from ..ir.canonicalize import prepare
@@ -26,11 +26,17 @@ from .presets import as_schedule, cross_layer, reference_unfused
 from .sae import BATCH, SAE_SIZES, SparseAutoencoder
 
 MODELS = ("gcn", "graphsage", "sae", "gpt3-bigbird")
+# gpt3.py's GPT3_* sizes, smallest first; small2: two decoders of small standing for its twelve
+GPT3_CONFIGS = ("tiny", "mini", "wide", "deep", "small", "small2")
+SAE_DATASETS = ("small", "imagenet", "nih-cxr", "luna16")  # sae.py's SAE_SIZES
 BLOCKED_MODELS = ("gpt3-bigbird",)  # presets run blocked (block=B, tiles of the BigBird block size)
 
 
 @dataclass
 class ModelCase:
+    """A model ready to study: its canonical program (schedules name its ops), the input data,
+    and its fusion presets (`unfused`, `partial`, `full`, ...) as schedule strings."""
+
     name: str
     dataset: str
     program: Program  # canonical (schedules name its ops)
@@ -45,10 +51,11 @@ class ModelCase:
 WEIGHT_DENSITY = 0.4
 
 
-def _graph_case(name: str, dataset: str, scale: float, seed: int, hidden: int,
+def _graph_case(name: str, dataset, scale: float, seed: int, hidden: int, data_dir=None, budget=None,
                 weight_density: float = WEIGHT_DENSITY) -> ModelCase:
-    synthetic = dataset.startswith("synthetic:")
-    graph = load_graph(dataset, scale=scale, seed=seed) if synthetic else load_graph(dataset)
+    synthetic = str(dataset).startswith("synthetic:")
+    graph = load_graph(dataset, scale=scale, seed=seed, budget=budget) if synthetic else \
+        load_graph(dataset, data_dir=data_dir, budget=budget)
     features = np.asarray(graph.features, dtype=np.float64)
     torch.manual_seed(seed)
     cls = GCN if name == "gcn" else GraphSAGE
@@ -86,11 +93,10 @@ def _sae_case(size: str, seed: int, density: float) -> ModelCase:
 
 
 def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
-    cfg = {"tiny": GPT3_TINY, "mini": GPT3_MINI, "wide": GPT3_WIDE, "deep": GPT3_DEEP, "small": GPT3_SMALL,
-           "small2": GPT3_SMALL2}.get(config)
+    configs = dict(zip(GPT3_CONFIGS, (GPT3_TINY, GPT3_MINI, GPT3_WIDE, GPT3_DEEP, GPT3_SMALL, GPT3_SMALL2)))
+    cfg = configs.get(config)
     if cfg is None:
-        raise UserError(f"unknown GPT-3 config {config!r}", "--dataset",
-                        "use tiny, mini, wide, deep, small or small2")
+        raise UserError(f"unknown GPT-3 config {config!r}", "--dataset", f"use one of {', '.join(GPT3_CONFIGS)}")
     model = GPT3BigBird(**cfg, seed=seed).eval()
     if not isinstance(block, int) or block < 1 or cfg["seq"] % block:
         raise UserError(f"BigBird block {block} does not divide the sequence length {cfg['seq']}", "--block",
@@ -112,14 +118,27 @@ def _gpt3_case(config: str, block: int, seed: int) -> ModelCase:
     return case
 
 
-def build(name: str, dataset: str | None = None, *, scale: float = 1.0, seed: int = 0, block: int = 16,
-          hidden: int = 16, density: float = 0.1) -> ModelCase:
-    """A built-in model on a dataset: graphs for gcn/graphsage (karate, cora, synthetic:dblp, ...),
-    a size for sae (small, imagenet, ...), a config for gpt3-bigbird (tiny, mini, wide, deep, small).
+def datasets_of(name: str) -> list[str]:
+    """What `build(name, dataset=...)` accepts by name (graph models also take files and URLs).
+
+    >>> datasets_of("gpt3-bigbird")
+    ['tiny', 'mini', 'wide', 'deep', 'small', 'small2']
+    """
+    if name in ("gcn", "graphsage"):
+        return list_datasets()
+    return list({"sae": SAE_DATASETS, "gpt3-bigbird": GPT3_CONFIGS}.get(name, ()))
+
+
+def build(name: str, dataset=None, *, scale: float = 1.0, seed: int = 0, block: int = 16,
+          hidden: int = 16, density: float = 0.1, data_dir=None, budget=None) -> ModelCase:
+    """A built-in model on a dataset: graphs for gcn/graphsage (karate, cora, synthetic:dblp, a
+    graph .npz, a checked URL or a `fuseflow.data.Graph`, e.g. from `from_scipy`/`from_pyg`;
+    `data_dir` and `budget` as in `load_graph`), a size for sae (small, imagenet, ...) or a
+    config for gpt3-bigbird (tiny, mini, wide, deep, small).
     gpt3-bigbird's presets run blocked with tiles of its BigBird block size (`block=B`); its
     `<preset>-unblocked` presets run the same groups on scalar streams."""
     if name in ("gcn", "graphsage"):
-        case = _graph_case(name, dataset or "karate", scale, seed, hidden)
+        case = _graph_case(name, "karate" if dataset is None else dataset, scale, seed, hidden, data_dir, budget)
     elif name == "sae":
         case = _sae_case(dataset or "small", seed, density)
     elif name == "gpt3-bigbird":

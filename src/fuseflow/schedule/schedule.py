@@ -32,6 +32,8 @@ A schedule is a printable, parsable string of whitespace-separated items:
 """
 from __future__ import annotations
 
+import graphlib
+import heapq
 import re
 from dataclasses import dataclass, field
 
@@ -68,6 +70,9 @@ class OrderChoice:
 
 @dataclass
 class Schedule:
+    """A parsed schedule string (grammar above, and `fuseflow help schedules`): fusion groups,
+    dataflow order, parallelization and storage choices; `str()` prints it back."""
+
     fusion: str = "full"  # unfused | full | partial | groups
     groups: list[list[str]] = field(default_factory=list)
     orders: dict[int, OrderChoice] = field(default_factory=dict)
@@ -115,7 +120,7 @@ class Schedule:
             elif key == "layout" and value in ("declared", "induced"):
                 s.layout = value
             elif key == "block" and sep:
-                if not value.isdigit() or int(value) < 1:
+                if not _is_count(value) or int(value) < 1:
                     raise UserError(f"schedule item {item!r}: the block size must be a positive integer",
                                     "schedule", "write e.g. block=32")
                 s.block = int(value)
@@ -162,8 +167,13 @@ class Schedule:
         return _dependency_order(program, groups)
 
 
+def _is_count(text: str) -> bool:
+    """Whether `text` is a whole number written in ASCII digits (`²` or `٣` are not)."""
+    return text.isascii() and text.isdigit()
+
+
 def _group_number(item: str, text: str, example: str) -> int:
-    if not text.isdigit():
+    if not _is_count(text):
         raise UserError(f"bad group number in {item!r}", "schedule", f"write {example}")
     return int(text)
 
@@ -177,7 +187,7 @@ def parse_par(value: str, item: str) -> list[tuple[str, int]]:
     levels = []
     for part in value.split(","):
         var, _, lanes = part.partition(":")
-        if not re.fullmatch(r"[A-Za-z_]\w*", var) or not lanes.isdigit() or int(lanes) < 1:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var) or not _is_count(lanes) or int(lanes) < 1:
             raise UserError(f"cannot read {part!r} in {item!r}", "schedule",
                             "write par=VAR:P with a whole number P >= 1, e.g. par=i:4 or par=i:4,j:2")
         levels.append((var, int(lanes)))
@@ -208,21 +218,26 @@ def statement_groups(program: Program) -> list[list[str]]:
 
 
 def _dependency_order(program: Program, groups: list[list[str]]) -> list[list[str]]:
+    """Groups with producers first; among the groups ready at each step, the first listed."""
     owner = {n: k for k, g in enumerate(groups) for n in g}
     needs: dict[int, set[int]] = {k: set() for k in range(len(groups))}
     for op in program.ops:
         for t in op.tensors_read:
             if t in owner and owner[t] != owner[op_output(op)]:
                 needs[owner[op_output(op)]].add(owner[t])
-    ordered, done = [], set()
-    while len(ordered) < len(groups):
-        ready = [k for k in range(len(groups)) if k not in done and needs[k] <= done]
-        if not ready:
-            cycle = [k for k in range(len(groups)) if k not in done]
-            raise UserError(f"groups {cycle} depend on each other in a cycle", "schedule",
-                            "regroup so that no group needs a result of a later one")
-        k = ready[0]
-        done.add(k)
-        order_in_program = [op_output(op) for op in program.ops]
-        ordered.append(sorted(groups[k], key=order_in_program.index))
+    sorter = graphlib.TopologicalSorter(needs)
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as err:
+        raise UserError(f"groups {sorted(set(err.args[1]))} depend on each other in a cycle", "schedule",
+                        "regroup so that no group needs a result of a later one") from None
+    position = {op_output(op): k for k, op in enumerate(program.ops)}
+    ready, ordered = list(sorter.get_ready()), []
+    heapq.heapify(ready)
+    while ready:
+        k = heapq.heappop(ready)
+        ordered.append(sorted(groups[k], key=position.__getitem__))
+        sorter.done(k)
+        for nxt in sorter.get_ready():
+            heapq.heappush(ready, nxt)
     return ordered

@@ -1,0 +1,89 @@
+"""The public entry points behind `fuseflow.compile`, `fuseflow.simulate` and `fuseflow.study`.
+
+Each checks what a user hands it at this edge (`checks.py`: input arrays, sizes against the
+memory budget, `par` factors and block sizes against the program) and then calls the
+compiler, the simulator or the study.
+
+    >>> import fuseflow
+    >>> case = fuseflow.model("gcn", dataset="karate")
+    >>> result = simulate(case.program, case.presets["partial"], case.inputs)
+    >>> result.verified, len(result.kernels)
+    (True, 2)
+    >>> [k.order for k in compile(case.program, "unfused", data=case.inputs).kernels][:1]
+    [['i', 'k', 'j']]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import pipeline
+from .checks import check_allocation, check_inputs, check_schedule, input_shapes
+from .errors import UserError
+from .fusion.compile import Compiled, compile_schedule
+from .granularity import MAX_TOKENS, StudyResult, fusion_study, same_schedules
+from .ir.generate import random_inputs
+from .ir.reference import bind_inputs
+from .ir.stats import stats_for
+from .memory import Budget
+
+
+def _check_options(seed: int, density: float) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise UserError(f"seed {seed!r} must be a non-negative integer", "seed")
+    if not isinstance(density, (int, float)) or not 0.0 < float(density) <= 1.0:
+        raise UserError(f"density {density!r} is outside (0, 1]", "density")
+
+
+def compile(program, schedule=None, *, shapes: dict | None = None, data: dict | None = None):  # noqa: A001
+    """Compile `schedule` (a string or `Schedule`; None: the first of full, full layout=induced,
+    unfused, unfused layout=induced that compiles) for `program` into kernels, each with its
+    fusion table and Sparse-Abstract-Machine graph (`Compiled`). `shapes` gives dynamic
+    dimensions; with `data` (input arrays), default dataflow orders weigh loops by its densities,
+    as `simulate` does."""
+    given = check_inputs(program, data) if data else {}
+    known = input_shapes(program, given, shapes)
+    stats = None
+    if given:
+        stats = stats_for(program, bind_inputs(program, given))
+    parsed = check_schedule(program, schedule, known, stats)
+    return compile_schedule(program, parsed, known, stats=stats)
+
+
+def simulate(program, schedule=None, inputs: dict | None = None, *, seed: int = 0, density: float = 0.1,
+             shapes: dict | None = None, hw=None, engine: str = "fast", check: bool = True,
+             budget: Budget | None = None, on_kernel=None, on_events=None):
+    """Compile `schedule` for `program` (None: as `compile` picks it), simulate every kernel
+    cycle by cycle and compare each output with the numpy reference (`SimResult`,
+    `.to_json()`; `fuseflow.to_frame` makes a
+    table of its kernels). Inputs not in `inputs` (by name or `argK`) are generated from
+    `seed` at `density`; `shapes` gives dynamic dimensions of generated ones. `budget` (a
+    `fuseflow.Budget`) bounds the memory the run may take (default: what is available);
+    `on_kernel(done, total)` after each kernel and `on_events(done_events)` within one report
+    progress."""
+    _check_options(seed, density)
+    given = check_inputs(program, inputs)
+    known = input_shapes(program, given, shapes)
+    check_allocation(program, given, known, budget, f"inputs of {program.name}", density)
+    missing = set(known) - set(given)
+    data = {**random_inputs(program, density=density, seed=seed, shapes=known), **given} if missing else given
+    if schedule is not None and not isinstance(schedule, Compiled):
+        schedule = str(check_schedule(program, schedule, known))
+    return pipeline.simulate(program, schedule, data, seed=seed, density=density, hw=hw, engine=engine,
+                             check=check, on_kernel=on_kernel, budget=budget, on_events=on_events)
+
+
+def study(model, dataset=None, schedules=("unfused", "partial", "full"), *, engine: str = "fast",
+          progress: bool = False, max_tokens: float | None = None, budget: Budget | None = None, **options):
+    """The fusion study (`StudyResult`): simulate each schedule (a preset name of the model,
+    or a schedule string) of a built-in model on a dataset, or of a `ModelCase`, and compare
+    cycles, FLOPs and memory traffic with the first. `options` go to `fuseflow.model`
+    (`scale`, `seed`, `block`, `data_dir`, ...)."""
+    from .models.registry import build  # noqa: PLC0415 - models load torch (slow); only model studies need them
+
+    case = model if hasattr(model, "program") and hasattr(model, "presets") else \
+        build(model, dataset, budget=budget, **options)
+    check_inputs(case.program, case.inputs, f"inputs of {case.name}")
+    names = [schedules] if isinstance(schedules, str) else list(schedules)
+    rows = fusion_study(case, names, engine=engine, progress=progress,
+                        max_tokens=MAX_TOKENS if max_tokens is None else max_tokens, budget=budget)
+    return StudyResult(case, rows, same_schedules(case, names))

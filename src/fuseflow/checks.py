@@ -1,0 +1,142 @@
+"""Checks at the edge where users hand fuseflow data and schedules (the Python API and the CLI).
+
+What a user can get wrong is refused here in one line, before anything large is allocated or a
+graph is built: input arrays that are not real numbers, empty, non-finite or named twice (see
+`data.inputs.check_input`); inputs whose generated or converted size would not fit the memory
+budget; `par` factors larger than the loop they split; block sizes that divide no dimension.
+
+    >>> import numpy as np
+    >>> from fuseflow.frontend import from_mlir
+    >>> p = from_mlir("tests/mlir/spmv.mlir")
+    >>> sorted(check_inputs(p, {"arg0": np.eye(64, 48)}))
+    ['A']
+    >>> check_schedule(p, "full par=j:60")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    fuseflow.errors.UserError: schedule: par=j:60 deals 60 lanes, ...only 48 iterations (fix: use at most par=j:48)
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from .data.inputs import check_input
+from .errors import UserError
+from .fusion.compile import compile_schedule
+from .ir.program import Program
+from .ir.values import DENSE_LIMIT, as_value, shape_of
+from .ir.verify import infer_shapes
+from .memory import Budget
+from .schedule import Schedule
+
+FLOAT_BYTES = 8  # inputs are bound as float64
+SPARSE_ENTRY_BYTES = 24  # a scipy CSR entry: its value and column, and one more copy while it is built
+
+
+def check_inputs(program: Program, inputs: dict | None, where: str = "inputs") -> dict[str, np.ndarray]:
+    """The given inputs by name (`argK` keys mapped to the K-th input), each checked by
+    `check_input`; an unknown name or an input given twice is refused. Torch tensors and
+    sparse matrices become fuseflow values (`ir.values.as_value`: large sparse matrices stay
+    sparse)."""
+    names = {f"arg{k}": name for k, name in enumerate(program.inputs)}
+    checked, keys = {}, {}
+    for key, value in (inputs or {}).items():
+        name = names.get(key, key)
+        if name not in program.inputs:
+            raise UserError(f"data given for {key!r}, which is not an input of {program.name}", where,
+                            f"inputs are {', '.join(program.inputs)} (or arg0..arg{len(names) - 1})")
+        if name in checked:
+            raise UserError(f"input {name} is given twice (as {keys[name]!r} and {key!r})", where, "keep one")
+        keys[name] = key
+        value = as_value(value) if sp.issparse(value) or hasattr(value, "detach") else value
+        checked[name] = check_input(name, value, where)
+    return checked
+
+
+def input_shapes(program: Program, given: dict, shapes: dict | None = None, flag: str = "shapes") -> dict:
+    """Shape of every input without constant data: from `given` arrays, then `shapes`, then the
+    declaration; a dynamic dimension nothing determines is refused, naming `flag`."""
+    out = {}
+    for name in program.inputs:
+        if name in program.constants and name not in given:
+            continue
+        shape = shape_of(given[name]) if name in given else tuple((shapes or {}).get(name, program.tensors[name].shape))
+        if None in shape:
+            declared = "x".join("N" if d is None else str(d) for d in program.tensors[name].shape)
+            raise UserError(f"input {name} has a dynamic shape [{declared.replace('x', ',')}]", flag,
+                            f"give it, e.g. --shape {name}={declared.replace('N', '16')}" if flag == "--shape"
+                            else f"give it, e.g. shapes={{'{name}': (...)}}, or pass its data")
+        if 0 in shape:
+            raise UserError(f"input {name} has a zero-size dimension {list(shape)}", f"program {program.name}",
+                            "give every dimension at least 1 (fuseflow simulates non-empty tensors)")
+        out[name] = tuple(int(d) for d in shape)
+    infer_shapes(program, {**out, **{n: shape_of(v) for n, v in given.items()}}, allow_dynamic=True)
+    return out
+
+
+def _generated_bytes(program: Program, name: str, shape: tuple, density: float) -> int:
+    """Memory `ir.generate.random_inputs` takes for one input and the reference its bound copy:
+    a large 2-D sparse input is generated as a scipy matrix, anything else as dense float64."""
+    tensor, elements = program.tensors[name], math.prod(shape)
+    if not tensor.format.is_dense and len(shape) == 2 and not tensor.format.block and elements > DENSE_LIMIT:
+        return math.ceil(elements * density) * SPARSE_ENTRY_BYTES
+    return 2 * elements * FLOAT_BYTES
+
+
+def check_allocation(program: Program, given: dict, shapes: dict, budget: Budget | None, what: str,
+                     density: float = 0.1) -> None:
+    """Refuse, before generating or converting anything, inputs that would not fit the budget:
+    the generated ones (sparse where `random_inputs` makes them sparse) and the reference's
+    dense float64 copies of the dense ones given."""
+    generated = sum(_generated_bytes(program, n, s, density) for n, s in shapes.items() if n not in given)
+    bound = sum(math.prod(shape_of(v)) * FLOAT_BYTES for v in given.values() if not sp.issparse(v))
+    (budget or Budget()).check(generated + bound, what)
+
+
+def check_schedule(program: Program, schedule, shapes: dict | None = None, stats=None) -> Schedule:
+    """The parsed schedule, after checking what only the program can tell: each `par` factor is
+    at most its loop's extent, and a `block` size divides some dimension (None, the default
+    schedule, stays None)."""
+    parsed = Schedule.parse(schedule) if isinstance(schedule, str) else schedule
+    if parsed is None or not parsed.pars and parsed.block is None:
+        return parsed
+    dims = _dimensions(program, shapes)
+    if parsed.block is not None and not any(d % parsed.block == 0 for d in dims):
+        raise UserError(f"block={parsed.block} divides no dimension of {program.name} "
+                        f"(sizes {', '.join(map(str, sorted(set(dims))))})", "schedule",
+                        "choose a block size that divides the dimensions to be blocked")
+    largest = max(dims, default=1)
+    for k, levels in parsed.pars.items():
+        for var, lanes in levels:
+            if lanes > largest:
+                raise UserError(f"{_par_item(k, levels)} deals {lanes} lanes, but no loop of "
+                                f"{program.name} has more than {largest} iterations", "schedule",
+                                f"use at most {_par_item(k, [(var, largest)])}")
+    if parsed.pars:
+        _check_lanes(program, parsed, shapes, stats)
+    return parsed
+
+
+def _dimensions(program: Program, shapes: dict | None) -> list[int]:
+    known = infer_shapes(program, shapes or {}, allow_dynamic=True)
+    return [int(d) for shape in known.values() for d in shape if d is not None]
+
+
+def _par_item(k: int, levels) -> str:
+    return ("par=" if k == 0 else f"par.{k}=") + ",".join(f"{v}:{p}" for v, p in levels)
+
+
+def _check_lanes(program: Program, parsed: Schedule, shapes: dict | None, stats) -> None:
+    """Compile without the `par` items and compare each factor with its loop's extent."""
+    plain = compile_schedule(program, dataclasses.replace(parsed, pars={}), shapes, stats=stats)
+    for k, levels in parsed.pars.items():
+        if k >= len(plain.kernels) or plain.kernels[k].region is None:
+            continue  # the compiler names the missing or reshape group
+        extent = plain.kernels[k].region.extent
+        for var, lanes in levels:
+            if var in extent and lanes > extent[var]:
+                raise UserError(f"{_par_item(k, levels)} deals {lanes} lanes, but loop {var} of group {k} "
+                                f"has only {extent[var]} iterations", "schedule",
+                                f"use at most {_par_item(k, [(v, min(p, extent.get(v, p))) for v, p in levels])}")

@@ -1,0 +1,231 @@
+"""One model vocabulary for every command: an `.mlir` file, a PyTorch class, or a built-in model.
+
+Every command that takes a model (`inspect`, `orders`, `compile`, `simulate`, `study fusion`)
+accepts it the same ways:
+
+    fuseflow CMD model.mlir [--func F] [--format A=dense,compressed] [--shape A=64x8] [--inputs data.npz]
+    fuseflow CMD --torch net.py:Net --input 34x34:csr --input 34x16 [--init JSON]   (or net.py:Net)
+    fuseflow CMD --model gcn --dataset cora [--data-dir DIR] [--scale S] [--block B]  (or model:gcn)
+
+`load_source(args)` resolves them to a `Source`: the program (canonical for built-in models,
+whose schedules name its ops), its presets, and the data given (a model's dataset, `--inputs`).
+
+    >>> classify("tests/mlir/spmv.mlir"), classify("net.py:Net"), classify("model:gcn")
+    (('mlir', 'tests/mlir/spmv.mlir'), ('torch', 'net.py:Net'), ('model', 'gcn'))
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from ..checks import check_allocation, input_shapes
+from ..data.inputs import read_inputs
+from ..errors import UserError
+from ..files import read_file
+from ..frontend import from_mlir
+from ..frontend.torch_loader import program_from_torch_spec
+from ..ir.canonicalize import prepare
+from ..ir.generate import random_inputs
+from ..schedule.schedule import statement_groups
+from .args import count, format_items, fraction, positive, positive_real, shape_items
+
+TORCH_SPEC = re.compile(r".+\.py:[A-Za-z_][A-Za-z0-9_]*")
+# what --dataset takes per built-in model, for help texts (parsing them needs no model import;
+# tests check these against models.registry)
+BUILT_IN = {"gcn": "graph", "graphsage": "graph", "sae": ("small", "imagenet", "nih-cxr", "luna16"),
+            "gpt3-bigbird": ("tiny", "mini", "wide", "deep", "small", "small2")}
+GRAPH_DATASETS = "karate, cora, citeseer, cora_ml, synthetic:{cora,cora_ml,dblp,collab,mag}, a graph .npz"
+
+
+def add_source_arguments(parser, default_model: str | None = None) -> None:
+    """The model flags every model command takes (see the module docstring)."""
+    parser.add_argument("source", nargs="?", metavar="MODEL",
+                        help="an .mlir file, FILE.py:Class (a PyTorch module) or model:NAME (built in)")
+    group = parser.add_argument_group("model and data (one vocabulary for every command)")
+    group.add_argument("--model", default=default_model, metavar="NAME",
+                       help=f"built-in model: {', '.join(BUILT_IN)} (or any MODEL form)"
+                            + (f"; default {default_model}" if default_model else ""))
+    group.add_argument("--dataset", metavar="D",
+                       help=f"gcn/graphsage: {GRAPH_DATASETS} or URL.npz#sha256=HEX; sae: "
+                            f"{', '.join(BUILT_IN['sae'])}; gpt3-bigbird: {', '.join(BUILT_IN['gpt3-bigbird'])}")
+    group.add_argument("--data-dir", metavar="DIR",
+                       help="directory with your own cora.npz, ... and for downloads (default: the "
+                            "copies shipped with fuseflow; downloads in $FUSEFLOW_DATA or ~/.cache/fuseflow)")
+    group.add_argument("--scale", type=positive_real, default=1.0, help="size factor of synthetic graphs")
+    group.add_argument("--block", type=positive, default=16,
+                       help="gpt3-bigbird: BigBird block size; its presets run blocked with tiles of it")
+    group.add_argument("--torch", metavar="FILE.py:CLASS", help="a PyTorch module class")
+    group.add_argument("--input", action="append", metavar="SHAPE[:LAYOUT]",
+                       help="example input of --torch, in forward() order, e.g. 34x34:csr (layouts: dense, "
+                            "csr, csc, coo, bsrB); default: the file's example_inputs()")
+    group.add_argument("--init", metavar="JSON", help="keyword arguments of the --torch class's constructor")
+    group.add_argument("--func", help="MLIR function to import when the module has several")
+    group.add_argument("--format", action="append", metavar="NAME=LEVELS",
+                       help="declare an input's storage, e.g. W=compressed,compressed (repeatable)")
+    group.add_argument("--shape", action="append", metavar="NAME=AxB",
+                       help="shape of an input with dynamic dimensions, e.g. A=64x8 (repeatable)")
+    group.add_argument("--inputs", metavar="FILE.npz",
+                       help="input data keyed arg0, arg1, ... or by name (missing ones are generated)")
+    group.add_argument("--density", type=fraction, default=0.1, help="density of generated sparse inputs")
+    group.add_argument("--seed", type=count, default=0, help="seed of generated inputs and weights")
+    parser.set_defaults(default_model=default_model)
+
+
+def classify(text: str, flag: str = "MODEL") -> tuple[str, str]:
+    """(kind, value) of a model argument: ('mlir', path), ('torch', FILE.py:Class) or
+    ('model', name); anything else is reported as a missing file."""
+    text = str(text).strip()
+    if text.startswith("model:"):
+        return "model", text[len("model:"):]
+    if TORCH_SPEC.fullmatch(text) and not os.path.exists(text):
+        return "torch", text
+    if os.path.exists(text) or text.endswith(".mlir"):
+        return "mlir", text
+    if text in tuple(BUILT_IN):
+        return "model", text
+    if flag == "--model" and "/" not in text and "." not in text:
+        raise UserError(f"unknown model {text!r}", flag, f"built-in models: {', '.join(tuple(BUILT_IN))}; "
+                        "or an .mlir file or FILE.py:Class")
+    raise UserError(f"no such file {text!r}", flag,
+                    f"give an .mlir file, FILE.py:Class or model:NAME (built in: {', '.join(tuple(BUILT_IN))})")
+
+
+@dataclass
+class Source:
+    """A resolved model: what the commands compile, simulate or study."""
+
+    kind: str  # mlir | torch | model
+    label: str  # the file, FILE.py:Class or model name, for messages
+    program: object
+    given: dict = field(default_factory=dict)  # input data supplied (a model's dataset, --inputs)
+    shapes: dict = field(default_factory=dict)  # --shape
+    presets: dict = field(default_factory=dict)
+    dataset: str | None = None
+    note: str = ""
+
+    def schedule(self, text: str) -> str:
+        """A built-in model's preset name as its schedule string; anything else as it is (for an
+        MLIR file or a PyTorch class, `full` is the plain schedule `full`; studies use presets)."""
+        return self.presets.get(text, text) if self.kind == "model" else text
+
+    def input_shapes(self) -> dict:
+        """Every input's shape (given data, --shape, declarations); a dynamic dimension nothing
+        determines is refused with a --shape hint."""
+        return input_shapes(self.program, self.given, self.shapes, flag="--shape")
+
+    def data(self, density: float, seed: int, budget=None) -> dict:
+        """The given inputs plus generated ones for the rest, sizes checked against `budget`."""
+        shapes = self.input_shapes()
+        check_allocation(self.program, self.given, shapes, budget, f"inputs of {self.program.name}", density)
+        if set(shapes) <= set(self.given):  # a model's dataset: nothing to generate
+            return dict(self.given)
+        return {**random_inputs(self.program, density=density, seed=seed, shapes=shapes), **self.given}
+
+    def canonical(self):
+        """The program in the canonical form schedules name ops in (`fusion.compile.prepare`)."""
+        return self.program if self.kind == "model" else prepare(self.program, self.input_shapes())
+
+    def as_case(self, density: float, seed: int, budget=None):
+        """A `ModelCase` for the fusion study."""
+        from ..models.registry import ModelCase  # noqa: PLC0415 - models load torch (slow); only studies need them
+
+        name = self.label if self.kind == "model" else self.program.name
+        return ModelCase(name, self.dataset or "generated", self.canonical(),
+                         self.data(density, seed, budget), dict(self.presets), self.note)
+
+
+def _one_source(args) -> tuple[str, str, str]:
+    given = [(flag, value) for flag, value in (("MODEL", args.source), ("--torch", args.torch),
+                                               ("--model", args.model)) if value]
+    explicit = [g for g in given if not (g[0] == "--model" and g[1] == args.default_model)]
+    if len(explicit) > 1:
+        raise UserError(f"{' and '.join(f for f, _ in explicit)} both name a model", "command line",
+                        "give one of: an .mlir file, --torch FILE.py:Class, --model NAME")
+    if not given:
+        raise UserError("no model given", "command line",
+                        "give an .mlir file, --torch FILE.py:Class or --model NAME (e.g. --model gcn)")
+    flag, value = (explicit or given)[0]
+    if flag == "--torch":
+        return "torch", value, flag
+    return (*classify(value, flag), flag)
+
+
+def load_source(args, budget=None) -> Source:
+    """The model the command line names, with its data (see the module docstring)."""
+    kind, value, flag = _one_source(args)
+    formats, shapes = format_items(args.format), shape_items(args.shape)
+    if kind == "model":
+        source = _model_source(value, args, budget)
+    elif kind == "torch":
+        source = _torch_source(value, args, formats)
+    else:
+        source = _mlir_source(value, args, formats)
+    _refuse_unused(kind, args, flag)
+    source.shapes = shapes
+    if args.inputs:
+        source.given = {**source.given, **read_inputs(args.inputs, source.program, "--inputs", budget)}
+    unknown = sorted(set(shapes) - set(source.program.inputs))
+    if unknown:
+        raise UserError(f"--shape names {unknown[0]!r}, which is not an input of {source.program.name}", "--shape",
+                        f"inputs are {', '.join(source.program.inputs)}")
+    return source
+
+
+def _refuse_unused(kind: str, args, flag: str) -> None:
+    """Flags that do not apply to this kind of model are refused rather than ignored."""
+    unused = {"model": ["--input", "--init", "--func", "--format"], "torch": ["--func", "--dataset"],
+              "mlir": ["--input", "--init", "--dataset"]}[kind]
+    for option in unused:
+        if getattr(args, option[2:].replace("-", "_"), None):
+            kinds = {"model": "built-in models", "torch": "PyTorch classes", "mlir": "MLIR files"}
+            raise UserError(f"{option} does not apply to {kinds[kind]}", flag,
+                            f"drop {option}" + (" (give data to an MLIR program with --inputs FILE.npz)"
+                                                if option == "--dataset" else ""))
+
+
+def _model_source(name: str, args, budget) -> Source:
+    from ..models.registry import MODELS, build  # noqa: PLC0415 - models load torch (slow); only they need it
+
+    if name not in MODELS:
+        raise UserError(f"unknown model {name!r}", "--model", f"built-in models: {', '.join(MODELS)}")
+    case = build(name, args.dataset, scale=args.scale, seed=args.seed, block=args.block, density=args.density,
+                 data_dir=args.data_dir, budget=budget)
+    return Source("model", name, case.program, dict(case.inputs), presets=dict(case.presets),
+                  dataset=case.dataset, note=case.note)
+
+
+def _generic_presets(program) -> dict:
+    from ..models.presets import as_schedule, reference_unfused  # noqa: PLC0415 - models load torch (slow)
+
+    return {"unfused": as_schedule(reference_unfused(program)), "partial": as_schedule(statement_groups(program)),
+            "full": "full layout=induced"}
+
+
+def _torch_source(spec: str, args, formats: dict) -> Source:
+    program = program_from_torch_spec(spec, args.input, args.init, args.density, args.seed, formats)
+    return Source("torch", spec, program, presets=_generic_presets(prepare(program)))
+
+
+def read_mlir(path: str, flag: str = "MODEL") -> str:
+    """The text of an MLIR file, refusing directories, unreadable files and non-UTF-8 bytes."""
+    data = read_file(path, flag)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UserError(f"not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start})", path,
+                        "save the file as UTF-8") from None
+
+
+def _mlir_source(path: str, args, formats: dict) -> Source:
+    if not os.path.exists(path):
+        raise UserError(f"no such MLIR file {path!r}", "command line", "check the path")
+    read_mlir(path)
+    try:
+        program = from_mlir(path, func=args.func, formats=formats)
+    except RecursionError:
+        raise UserError("the program nests its ops or expressions more deeply than fuseflow's importer "
+                        "follows (Python's recursion limit, about 1,000 levels)", path,
+                        "split it into shorter chains of ops, or into several functions") from None
+    return Source("mlir", path, program,
+                  presets=_generic_presets(prepare(program, shape_items(args.shape, "--shape"))))

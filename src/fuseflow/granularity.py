@@ -1,0 +1,286 @@
+"""The fusion-granularity study: simulate a model's unfused, partial and full schedules.
+
+    >>> from fuseflow.models.registry import build
+    >>> rows = fusion_study(build("gcn", "karate"), ["unfused", "partial"], engine="oracle")
+    >>> [r["schedule"] for r in rows], rows[0]["speedup"]
+    (['unfused', 'partial'], 1.0)
+"""
+from __future__ import annotations
+
+import html
+import sys
+import time
+
+from .checks import check_schedule
+from .errors import FuseflowError, UserError
+from .explore.heuristic import CostModel
+from .explore.plot import study_chart
+from .explore.progress import RunProgress, is_terminal, numba_notice
+from .fusion.compile import compile_schedule
+from .fusion.search import NoValidOrder
+from .memory import MemoryLimitError
+from .models.gpt3 import model_cycles
+from .pipeline import simulate
+from .report.notebook import table_html
+from .schedule.schedule import Schedule
+from .tables import to_csv, to_frame
+
+COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
+           ("speedup", "speedup", "{:.2f}x"), ("flops_ratio", "FLOPs/unf", "{:.2f}"),
+           ("mem_ratio", "mem/unf", "{:.2f}"), ("max_occupancy", "max fifo", "{:,}"),
+           ("verified", "verified", "{}"), ("wall", "wall s", "{:.1f}")]
+MODEL_CYCLES = ("model_cycles", "model cycles", "{:,}")  # a few decoders scaled to the whole model
+RATIOS = ("speedup", "flops_ratio", "mem_ratio")
+
+
+# token events a study simulates by default: about five minutes of the fast engine on this
+# 2-core machine (memory no longer limits it: the engine streams; `--max-tokens` changes it)
+MAX_TOKENS = 3e10
+
+
+def _load(compiled, est) -> float:
+    """Token events weighed by what they carry: a blocked schedule's token holds a BxB tile."""
+    return est.tokens * (compiled.schedule.block or 1) ** 2
+
+
+def _too_long(compiled, est, max_tokens: float) -> str:
+    return (f"estimated {_load(compiled, est):.2g} token events > {max_tokens:.2g} (--max-tokens)"
+            + (f" (tiles of {compiled.schedule.block}x{compiled.schedule.block} counted element by element)"
+               if compiled.schedule.block else ""))
+
+
+def _skipped_row(case, name: str, compiled, est, why: str, wall: float = 0.0) -> dict:
+    """The row of a schedule not simulated (too long, or beyond the memory budget): the
+    heuristic's estimates (`explore.heuristic`) instead, and why."""
+    return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": str(compiled.schedule),
+            "kernels": len(est.kernels), "cycles": None, "est_cycles": est.cycles, "est_flops": est.flops,
+            "est_mem": est.reads + est.writes, "flops": None, "mem": None, "max_occupancy": None,
+            "verified": "skipped", "max_abs_error": None, "wall": wall, "skipped": why}
+
+
+def _failed_row(case, name: str, schedule: str, why: str, wall: float) -> dict:
+    return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": schedule,
+            "kernels": None, "cycles": None, "flops": None, "mem": None, "max_occupancy": None,
+            "verified": "failed", "max_abs_error": None, "wall": wall, "error": why}
+
+
+def _note(progress: bool, out, text: str) -> None:
+    """A progress line, on a terminal only (as the bars)."""
+    out = out if out is not None else sys.stderr
+    if progress and is_terminal(out):
+        print(text, file=out, flush=True)
+
+
+def _compiled(case, schedule, model):
+    """The schedule compiled with the data's statistics; with `layout=induced` when its declared
+    layouts admit no valid order (its row's schedule text says so)."""
+    try:
+        return compile_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
+    except NoValidOrder as err:
+        if err.induced is None:
+            raise
+        return err.induced
+
+
+def _simulate_row(case, name: str, compiled, est, engine: str, progress: bool, out, budget, start: float,
+                  first: bool) -> dict:
+    """Simulate one compiled schedule with a live progress display (token events of the
+    heuristic's per-kernel estimates); its study row, or its estimates if it would not fit in
+    memory (the `first`, the baseline, must fit: the error is raised)."""
+    _note(progress, out, f"  simulating {case.name} on {case.dataset}: {name} ...")
+    try:
+        with RunProgress(f"{case.name} {name}", [k.tokens for k in est.kernels], out=out,
+                         enabled=None if progress else False) as bar, numba_notice(out):
+            result = simulate(case.program, compiled, case.inputs, engine=engine, budget=budget,
+                              on_kernel=bar.on_kernel, on_events=bar.on_events)
+    except MemoryLimitError as err:  # estimated instead, with the guard's reason
+        if first:
+            raise
+        return _skipped_row(case, name, compiled, est, f"would not fit in memory: {err.one_line()}",
+                            time.perf_counter() - start)
+    return _result_row(case, name, result, est, time.perf_counter() - start)
+
+
+def _result_row(case, name: str, result, est, wall: float) -> dict:
+    row = {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": result.schedule,
+           "kernels": len(result.kernels), "cycles": result.cycles, "flops": result.flops,
+           "mem": result.mem_reads + result.mem_writes, "max_occupancy": result.max_occupancy,
+           "verified": result.verified, "max_abs_error": result.max_abs_error, "wall": wall,
+           "est_cycles": est.cycles, "est_flops": est.flops, "est_mem": est.reads + est.writes}
+    if getattr(case, "layers", None):  # a few decoders standing for the whole model
+        row["model_cycles"] = model_cycles(name, [k.cycles for k in result.kernels], *case.layers)
+    return row
+
+
+def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
+                 max_tokens: float = MAX_TOKENS, out=None, budget=None) -> StudyTable:
+    """One row per preset (or schedule string), normalised to the first one (unfused). Each
+    schedule is compiled once, for the cost estimate and the simulation. A schedule estimated
+    beyond `max_tokens` token events (tile elements for blocked ones; the first one included),
+    or one after the first that would not fit in memory (`budget`, a `fuseflow.memory.Budget`;
+    default: what is available), is not simulated: its row holds the heuristic's estimates
+    (`est_*`) and says why, and its ratios are the estimates' ratios (marked `~`). One that
+    fails says why; if the first fails, or would not fit, that error is raised. One whose declared
+    layouts admit no valid order runs with `layout=induced` (its `schedule_text` says so).
+    With `progress`, each simulation shows a live display on `out` (stderr) on a terminal."""
+    model = CostModel(case.program, case.inputs)
+    rows, estimates = [], []
+    for name in schedules:
+        schedule = case.presets.get(name, name)
+        start = time.perf_counter()
+        try:
+            parsed = check_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
+            compiled = _compiled(case, parsed, model)
+            est = model.estimate(compiled)
+            if _load(compiled, est) > max_tokens:
+                _note(progress, out, f"  skipping {case.name} on {case.dataset}: {name} "
+                                     f"(estimated {_load(compiled, est):.2g} token events)")
+                row = _skipped_row(case, name, compiled, est, _too_long(compiled, est, max_tokens))
+            else:
+                row = _simulate_row(case, name, compiled, est, engine, progress, out, budget, start, not rows)
+        except FuseflowError as err:  # this schedule fails; the others still run
+            if not rows:
+                raise
+            rows.append(_failed_row(case, name, schedule, err.one_line(), time.perf_counter() - start))
+            estimates.append(None)
+            continue
+        rows.append(row)
+        estimates.append(est)
+    if not rows:
+        raise UserError("no schedules to study", "--schedules")
+    _add_ratios(rows, estimates)
+    return StudyTable(rows)
+
+
+def _add_ratios(rows: list[dict], estimates: list) -> None:
+    """Speedup, FLOPs and memory relative to the first row: measured where both were simulated
+    (whole-model cycles where a case stands for a larger model), else the heuristic's estimates
+    of both (marked `estimated_ratios`, shown with `~`)."""
+    base, base_est = rows[0], estimates[0]
+    key = "model_cycles" if "model_cycles" in base else "cycles"
+    for row, est in zip(rows, estimates):
+        row["speedup"] = row["flops_ratio"] = row["mem_ratio"] = None
+        if row.get("error") or base.get("error"):
+            continue
+        if row.get("skipped") or base.get("skipped"):
+            mem = base_est.reads + base_est.writes
+            row.update(speedup=base_est.cycles / est.cycles if est.cycles else float("nan"),
+                       flops_ratio=est.flops / base_est.flops if base_est.flops else float("nan"),
+                       mem_ratio=(est.reads + est.writes) / mem if mem else float("nan"), estimated_ratios=True)
+            continue
+        row["speedup"] = base[key] / row[key] if row[key] else float("nan")
+        row["flops_ratio"] = row["flops"] / base["flops"] if base["flops"] else float("nan")
+        row["mem_ratio"] = row["mem"] / base["mem"] if base["mem"] else float("nan")
+
+
+def same_schedules(case, names) -> list[tuple[str, str]]:
+    """Pairs of the named presets that are the same schedule on this model (e.g. `partial` and
+    `full` of a model written as one statement), so that a study can say so."""
+    seen, pairs = {}, []
+    for name in names:
+        try:
+            parsed = Schedule.parse(case.presets.get(name, name))
+            key = repr((parsed.partition(case.program), sorted(parsed.orders.items()),
+                        sorted(parsed.formats.items()), parsed.layout, sorted(parsed.pars.items()), parsed.block))
+        except FuseflowError:
+            continue
+        if key in seen:
+            pairs.append((seen[key], name))
+        else:
+            seen[key] = name
+    return pairs
+
+
+def _columns(rows: list[dict]) -> list[tuple]:
+    """COLUMNS, with the whole model's cycles after the cycles when the rows have them."""
+    if not any(row.get("model_cycles") for row in rows):
+        return COLUMNS
+    at = [key for key, _, _ in COLUMNS].index("cycles") + 1
+    return COLUMNS[:at] + [MODEL_CYCLES] + COLUMNS[at:]
+
+
+def _cells(row: dict, columns=COLUMNS) -> list[str]:
+    """A row's cells in the columns' order: `-` where it has no value, `~` before estimated ratios."""
+    return [("~" if row.get("estimated_ratios") and key in RATIOS else "")
+            + (fmt.format(row[key]) if row.get(key) is not None else "-") for key, _, fmt in columns]
+
+
+def format_table(rows: list[dict]) -> str:
+    """The study as a text table; ratios of heuristic estimates (a schedule not simulated, or
+    every row when the first was not) are marked `~`."""
+    columns = _columns(rows)
+    cells = [_cells(row, columns) for row in rows]
+    headers = [title for _, title, _ in columns]
+    widths = [max(len(h), *(len(c[k]) for c in cells)) for k, h in enumerate(headers)]
+    lines = ["  ".join(h.rjust(w) if k else h.ljust(w) for k, (h, w) in enumerate(zip(headers, widths)))]
+    for c in cells:
+        lines.append("  ".join(x.rjust(w) if k else x.ljust(w) for k, (x, w) in enumerate(zip(c, widths))))
+    notes = [f"{row['schedule']}: not simulated, {row['skipped']}; ~ marks ratios of heuristic estimates"
+             for row in rows if row.get("skipped")]
+    notes += [f"{row['schedule']}: failed: {row['error']}" for row in rows if row.get("error")]
+    return "\n".join(lines + notes)
+
+
+def plot(rows: list[dict], path: str) -> str:
+    """Speedup (higher is better) and FLOPs and memory (lower is better) relative to the first
+    schedule, on separate axes with value labels (`explore.plot.study_chart`)."""
+    return study_chart(rows, path)
+
+
+class StudyTable(list):
+    """The rows of a fusion study (a list of dicts), shown as a table in notebooks.
+
+        >>> rows = StudyTable([{"schedule": "unfused", "kernels": 2, "cycles": 100, "speedup": 1.0,
+        ...                     "flops_ratio": 1.0, "mem_ratio": 1.0, "max_occupancy": 3, "verified": True,
+        ...                     "wall": 0.1}])
+        >>> ">1.00x</td>" in rows._repr_html_(), rows[0]["cycles"]
+        (True, 100)
+    """
+
+    def _repr_html_(self) -> str:
+        text = format_table(list(self)).splitlines()
+        columns = _columns(list(self))
+        cells = [[html.escape(c) for c in _cells(row, columns)] for row in self]
+        notes = "".join(f"<div>{html.escape(n)}</div>" for n in text[len(self) + 1:])
+        return f"<div>{table_html([title for _, title, _ in columns], cells)}{notes}</div>"
+
+    def plot(self, path: str) -> str:
+        """Draw the study's chart (speedup, FLOPs and memory relative to the first row) to `path`."""
+        return study_chart(list(self), path)
+
+
+class StudyResult:
+    """A fusion study of one model on one dataset: `rows` (a `StudyTable`, one dict per
+    schedule, ratios to the first), printable as the table the CLI shows, shown as a table in
+    notebooks, exportable as JSON, CSV or a DataFrame."""
+
+    def __init__(self, case, rows: list[dict], same: list[tuple[str, str]] = ()):
+        self.model, self.dataset, self.note = case.name, case.dataset, case.note
+        self.rows, self.same = StudyTable(rows), list(same)
+
+    def __str__(self) -> str:
+        head = f"fusion study: {self.model} on {self.dataset}" + (f" ({self.note})" if self.note else "")
+        same = [f"{a} and {b} are the same schedule on this model" for a, b in self.same]
+        return "\n".join([head, format_table(self.rows), *same])
+
+    def __repr__(self) -> str:
+        return f"<StudyResult {self.model} on {self.dataset}: {', '.join(r['schedule'] for r in self.rows)}>"
+
+    def _repr_html_(self) -> str:
+        return f"<div><b>{html.escape(self.model)} on {html.escape(self.dataset)}</b></div>{self.rows._repr_html_()}"
+
+    def to_json(self) -> list[dict]:
+        """The rows (JSON-ready: plain numbers, strings, booleans and None)."""
+        return [dict(row) for row in self.rows]
+
+    def to_frame(self):
+        """The rows as a pandas DataFrame."""
+        return to_frame(list(self.rows))
+
+    def to_csv(self, path=None) -> str:
+        """The rows as CSV text (also written to `path` if given)."""
+        return to_csv(list(self.rows), path)
+
+    def plot(self, path: str) -> str:
+        """The study's chart (see `plot`); returns the path."""
+        return plot(self.rows, path)
