@@ -104,10 +104,13 @@ class Source:
     dataset: str | None = None
     note: str = ""
 
-    def schedule(self, text: str) -> str:
-        """A built-in model's preset name as its schedule string; anything else as it is (for an
-        MLIR file or a PyTorch class, `full` is the plain schedule `full`; studies use presets)."""
-        return self.presets.get(text, text) if self.kind == "model" else text
+    def schedule(self, text: str | None) -> str | None:
+        """A built-in model's preset name as its schedule string (no schedule: its `full`
+        preset); anything else as it is (for an MLIR file or a PyTorch class, `full` is the plain
+        schedule `full`, and None the first schedule that compiles; studies use presets)."""
+        if self.kind != "model":
+            return text
+        return self.presets.get(text or "full", text)
 
     def input_shapes(self) -> dict:
         """Every input's shape (given data, --shape, declarations); a dynamic dimension nothing
