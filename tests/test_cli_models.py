@@ -112,3 +112,20 @@ def test_study_help_names_the_gpt3_configs(capsys):
     assert main(["study", "fusion", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "gpt3-bigbird: tiny, mini, wide, deep, small, small2" in text and "URL.npz#sha256=HEX" in text
+
+
+def test_study_of_a_case_standing_for_a_larger_model_reports_its_cycles(monkeypatch, capsys):
+    """A built-in case of a few decoders (GPT-3 small2) keeps its `layers` through the command
+    line: the JSON rows carry the whole model's cycles and the speedups are on them."""
+    build = registry.build
+
+    def two_for_twelve(*args, **kwargs):
+        case = build(*args, **kwargs)
+        case.layers = (2, 12)  # tiny has two decoders: let them stand for twelve
+        return case
+
+    monkeypatch.setattr(registry, "build", two_for_twelve)
+    assert main(["study", "fusion", "--model", "gpt3-bigbird", "--dataset", "tiny", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert all(r["verified"] is True and r["model_cycles"] > r["cycles"] for r in rows)
+    assert rows[1]["speedup"] == pytest.approx(rows[0]["model_cycles"] / rows[1]["model_cycles"])

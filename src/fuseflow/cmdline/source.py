@@ -103,6 +103,7 @@ class Source:
     presets: dict = field(default_factory=dict)
     dataset: str | None = None
     note: str = ""
+    layers: tuple[int, int] | None = None  # a built-in case's (decoders simulated, decoders of the model)
 
     def schedule(self, text: str | None) -> str | None:
         """A built-in model's preset name as its schedule string (no schedule: its `full`
@@ -135,7 +136,7 @@ class Source:
 
         name = self.label if self.kind == "model" else self.program.name
         return ModelCase(name, self.dataset or "generated", self.canonical(),
-                         self.data(density, seed, budget), dict(self.presets), self.note)
+                         self.data(density, seed, budget), dict(self.presets), self.note, self.layers)
 
 
 def _one_source(args) -> tuple[str, str, str]:
@@ -195,7 +196,7 @@ def _model_source(name: str, args, budget) -> Source:
     case = build(name, args.dataset, scale=args.scale, seed=args.seed, block=args.block, density=args.density,
                  data_dir=args.data_dir, budget=budget)
     return Source("model", name, case.program, dict(case.inputs), presets=dict(case.presets),
-                  dataset=case.dataset, note=case.note)
+                  dataset=case.dataset, note=case.note, layers=case.layers)
 
 
 def _generic_presets(program) -> dict:
