@@ -34,8 +34,9 @@ def _check_options(seed: int, density: float) -> None:
         raise UserError(f"density {density!r} is outside (0, 1]", "density")
 
 
-def compile(program, schedule="full", *, shapes: dict | None = None, data: dict | None = None):  # noqa: A001
-    """Compile `schedule` (a string or `Schedule`) for `program` into kernels, each with its
+def compile(program, schedule=None, *, shapes: dict | None = None, data: dict | None = None):  # noqa: A001
+    """Compile `schedule` (a string or `Schedule`; None: the first of full, full layout=induced,
+    unfused, unfused layout=induced that compiles) for `program` into kernels, each with its
     fusion table and Sparse-Abstract-Machine graph (`Compiled`). `shapes` gives dynamic
     dimensions; with `data` (input arrays), default dataflow orders weigh loops by its densities,
     as `simulate` does."""
@@ -48,11 +49,12 @@ def compile(program, schedule="full", *, shapes: dict | None = None, data: dict 
     return compile_schedule(program, parsed, known, stats=stats)
 
 
-def simulate(program, schedule="full", inputs: dict | None = None, *, seed: int = 0, density: float = 0.1,
+def simulate(program, schedule=None, inputs: dict | None = None, *, seed: int = 0, density: float = 0.1,
              shapes: dict | None = None, hw=None, engine: str = "fast", check: bool = True,
              budget: Budget | None = None, on_kernel=None, on_events=None):
-    """Compile `schedule` for `program`, simulate every kernel cycle by cycle and compare each
-    output with the numpy reference (`SimResult`, `.to_json()`; `fuseflow.to_frame` makes a
+    """Compile `schedule` for `program` (None: as `compile` picks it), simulate every kernel
+    cycle by cycle and compare each output with the numpy reference (`SimResult`,
+    `.to_json()`; `fuseflow.to_frame` makes a
     table of its kernels). Inputs not in `inputs` (by name or `argK`) are generated from
     `seed` at `density`; `shapes` gives dynamic dimensions of generated ones. `budget` (a
     `fuseflow.Budget`) bounds the memory the run may take (default: what is available);
@@ -64,7 +66,7 @@ def simulate(program, schedule="full", inputs: dict | None = None, *, seed: int 
     check_allocation(program, given, known, budget, f"inputs of {program.name}", density)
     missing = set(known) - set(given)
     data = {**random_inputs(program, density=density, seed=seed, shapes=known), **given} if missing else given
-    if not isinstance(schedule, Compiled):
+    if schedule is not None and not isinstance(schedule, Compiled):
         schedule = str(check_schedule(program, schedule, known))
     return pipeline.simulate(program, schedule, data, seed=seed, density=density, hw=hw, engine=engine,
                              check=check, on_kernel=on_kernel, budget=budget, on_events=on_events)

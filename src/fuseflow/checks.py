@@ -97,9 +97,10 @@ def check_allocation(program: Program, given: dict, shapes: dict, budget: Budget
 
 def check_schedule(program: Program, schedule, shapes: dict | None = None, stats=None) -> Schedule:
     """The parsed schedule, after checking what only the program can tell: each `par` factor is
-    at most its loop's extent, and a `block` size divides some dimension."""
+    at most its loop's extent, and a `block` size divides some dimension (None, the default
+    schedule, stays None)."""
     parsed = Schedule.parse(schedule) if isinstance(schedule, str) else schedule
-    if not parsed.pars and parsed.block is None:
+    if parsed is None or not parsed.pars and parsed.block is None:
         return parsed
     dims = _dimensions(program, shapes)
     if parsed.block is not None and not any(d % parsed.block == 0 for d in dims):

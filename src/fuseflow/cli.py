@@ -37,8 +37,7 @@ from .errors import FuseflowError, UserError
 from .explore.cli import add_commands as add_explore_commands
 from .explore.progress import RunProgress, numba_notice
 from .files import atomic_path, check_output, kernel_paths, temporary_beside, write_text
-from .fusion.cost import nest_cost
-from .fusion.nesting import Nesting, topological_orders
+from .fusion.listing import order_listing
 from .gpu.cli import add_commands as add_gpu_commands
 from .granularity import MAX_TOKENS
 from .interop import emit
@@ -128,6 +127,8 @@ def _cmd_compile(args) -> int:
             check_output(path, flag, suffixes)
     source = load_source(args, _budget(args))
     compiled = _compile(source, args)
+    if args.schedule is None:
+        print(f"schedule: {compiled.schedule} (the default)")
     _print_kernels(compiled, args)
     graphs = [k.graph for k in compiled.kernels if k.graph is not None]
     if args.output:
@@ -158,22 +159,14 @@ def _cmd_orders(args) -> int:
     weighed = "weighed by the data's densities" if compiled.kernels and any(
         k.region is not None and k.region.stats is not None for k in compiled.kernels) else "by sizes alone"
     for kernel in compiled.kernels:
-        if kernel.region is None or (args.group is not None and kernel.index != args.group):
+        region = kernel.listed_region()
+        if region is None or (args.group is not None and kernel.index != args.group):
             continue
-        chosen = "given" if kernel.index in compiled.schedule.orders else "default"
-        valid, invalid = [], []
-        for order in topological_orders(kernel.region):
-            nesting = Nesting(kernel.region, order)
-            (invalid if nesting.problem else valid).append((order, nesting))
-        print(f"group {kernel.index} ({','.join(kernel.group)}): {len(valid)} valid orders of "
-              f"{','.join(kernel.region.vars)}" + (f" ({len(invalid)} more unsupported)" if invalid else "")
-              + f"; cost = estimated loop work, {weighed}")
-        for n, (order, nesting) in enumerate(valid):
-            mark = f"  <- {chosen}" if order == kernel.order else ""
-            print(f"  {f'#{n}':>4} {','.join(order):<24} cost {nest_cost(nesting):<9.3g}{mark}".rstrip())
-        if args.verbose:
-            for order, nesting in invalid:
-                print(f"  -- {','.join(order)}: {nesting.problem}")
+        region.stats = kernel.region.stats  # costs weighed as the compiler weighed them
+        mark = "given" if kernel.index in compiled.schedule.orders else "default"
+        for line in order_listing(region, f"group {kernel.index} ({','.join(kernel.group)})", args.limit,
+                                  args.verbose, kernel.order, mark, f"; cost = estimated loop work, {weighed}"):
+            print(line, flush=True)
     return 0
 
 
@@ -224,7 +217,8 @@ def _cmd_simulate(args) -> int:
     source = load_source(args, budget)
     data = source.data(args.density, args.seed, budget)
     hw = HwConfig(hbm=args.hbm, channel_depth=args.depth)
-    with RunProgress(f"{source.program.name} {args.schedule}", enabled=None if not args.json else False) as bar, \
+    label = f"{source.program.name} {args.schedule or '(default schedule)'}"
+    with RunProgress(label, enabled=None if not args.json else False) as bar, \
             numba_notice():
         if args.html:
             result = _simulate_with_report(source, args, data, hw)
@@ -307,9 +301,10 @@ def _model_command(sub, name: str, help_text: str, run, default_model=None):
 
 
 def _schedule_option(p) -> None:
-    p.add_argument("--schedule", default="full", help='a preset (unfused, partial, full) or a schedule string, '
+    p.add_argument("--schedule", help='a preset (unfused, partial, full) or a schedule string, '
                    'e.g. "full order=i,k,j", "fusion=[t1,t2][t3] order.1=#2 layout=induced" '
-                   "(fuseflow help schedules)")
+                   "(fuseflow help schedules; default: the first of full, full layout=induced, unfused, "
+                   "unfused layout=induced that compiles)")
 
 
 def _add_model_commands(sub) -> None:
@@ -330,9 +325,11 @@ def _add_model_commands(sub) -> None:
                         "files Comal reads; data from --inputs, else generated) or sam-gv (SAM's .gv graphs); "
                         "repeatable")
 
-    p = _model_command(sub, "orders", "list the valid dataflow orders of each group, the default marked", _cmd_orders)
+    p = _model_command(sub, "orders", "count and list the valid dataflow orders of each group (as order.N=#k "
+                       "names them), the default marked", _cmd_orders)
     _schedule_option(p)
     p.add_argument("--group", type=count, help="only this group")
+    p.add_argument("--limit", type=count, default=50, metavar="N", help="list at most N orders per group (0: all)")
     p.add_argument("-v", "--verbose", action="store_true", help="also list unsupported orders and why")
 
     p = _model_command(sub, "simulate", "simulate a schedule cycle by cycle and verify its outputs", _cmd_simulate)

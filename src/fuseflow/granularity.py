@@ -17,6 +17,7 @@ from .explore.heuristic import CostModel
 from .explore.plot import study_chart
 from .explore.progress import RunProgress, is_terminal, numba_notice
 from .fusion.compile import compile_schedule
+from .fusion.search import NoValidOrder
 from .memory import MemoryLimitError
 from .models.gpt3 import model_cycles
 from .pipeline import simulate
@@ -70,6 +71,17 @@ def _note(progress: bool, out, text: str) -> None:
         print(text, file=out, flush=True)
 
 
+def _compiled(case, schedule, model):
+    """The schedule compiled with the data's statistics; with `layout=induced` when its declared
+    layouts admit no valid order (its row's schedule text says so)."""
+    try:
+        return compile_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
+    except NoValidOrder as err:
+        if err.induced is None:
+            raise
+        return err.induced
+
+
 def _simulate_row(case, name: str, compiled, est, engine: str, progress: bool, out, budget, start: float,
                   first: bool, watch=None) -> dict:
     """Simulate one compiled schedule with a live progress display (token events of the
@@ -115,7 +127,7 @@ def study_schedule(case, name: str, model: CostModel, engine: str = "fast", max_
     schedule = case.presets.get(name, name)
     start = time.perf_counter()
     parsed = check_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
-    compiled = compile_schedule(case.program, parsed, model.shapes or None, stats=model.stats)
+    compiled = _compiled(case, parsed, model)
     est = model.estimate(compiled)
     if _load(compiled, est) > max_tokens:
         _note(progress, out, f"  skipping {case.name} on {case.dataset}: {name} "
@@ -138,7 +150,8 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
     or one after the first that would not fit in memory (`budget`, a `fuseflow.memory.Budget`;
     default: what is available), is not simulated: its row holds the heuristic's estimates
     (`est_*`) and says why, and its ratios are the estimates' ratios (marked `~`). One that
-    fails says why; if the first fails, or would not fit, that error is raised.
+    fails says why; if the first fails, or would not fit, that error is raised. One whose declared
+    layouts admit no valid order runs with `layout=induced` (its `schedule_text` says so).
     With `progress`, each simulation shows a live display on `out` (stderr) on a terminal."""
     model = CostModel(case.program, case.inputs)
     rows = []

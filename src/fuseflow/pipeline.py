@@ -146,6 +146,9 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
                   on_run=on_run, keep_values=False)
     error, verified = 0.0, False
     if check:
+        if not program.outputs:  # verified means at least one output was compared
+            raise UserError("the function returns no tensor, so there is nothing to compare",
+                            f"program {program.name}", "return the tensors the function computes")
         gold = reference(program, bind_inputs(program, data))
         for name in program.outputs:
             err, problem = compare(name, run.outputs[name], gold[name], rtol, atol)

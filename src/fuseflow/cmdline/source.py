@@ -105,10 +105,13 @@ class Source:
     note: str = ""
     layers: tuple[int, int] | None = None  # a built-in case's (decoders simulated, decoders of the model)
 
-    def schedule(self, text: str) -> str:
-        """A built-in model's preset name as its schedule string; anything else as it is (for an
-        MLIR file or a PyTorch class, `full` is the plain schedule `full`; studies use presets)."""
-        return self.presets.get(text, text) if self.kind == "model" else text
+    def schedule(self, text: str | None) -> str | None:
+        """A built-in model's preset name as its schedule string (no schedule: its `full`
+        preset); anything else as it is (for an MLIR file or a PyTorch class, `full` is the plain
+        schedule `full`, and None the first schedule that compiles; studies use presets)."""
+        if self.kind != "model":
+            return text
+        return self.presets.get(text or "full", text)
 
     def input_shapes(self) -> dict:
         """Every input's shape (given data, --shape, declarations); a dynamic dimension nothing

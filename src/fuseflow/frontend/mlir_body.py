@@ -5,6 +5,8 @@ them); the importer later renumbers or removes the output slots.
 """
 from __future__ import annotations
 
+import re
+
 from ..errors import NotSupported
 from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary, simplify
 
@@ -14,6 +16,8 @@ BINARY_OPS = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "ar
 UNARY_OPS = {"arith.negf": "neg", "math.exp": "exp", "math.sqrt": "sqrt", "math.rsqrt": "rsqrt",
              "math.tanh": "tanh", "math.erf": "erf", "math.absf": "abs"}
 CASTS = {"arith.extf", "arith.truncf"}
+SUPPORTED = ("arith.addf/subf/mulf/divf/maximumf/minimumf/negf/cmpf/select/constant/extf/truncf, "
+             "math.exp/sqrt/rsqrt/tanh/erf/absf, math.powf and math.fpowi with a constant exponent 1-4")
 # arith.cmpf predicates by enum value: false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true
 CMPF = {1: "eq", 2: "gt", 3: "ge", 4: "lt", 5: "le", 6: "ne", 8: "eq", 9: "gt", 10: "ge", 11: "lt",
         12: "le", 13: "ne"}
@@ -24,7 +28,13 @@ def region_expression(op, result: int, where_of) -> Expr:
     block = op.regions[0].blocks[0]
     slots = {arg: In(k) for k, arg in enumerate(block.arguments)}
     terminator = list(block.operations)[-1]
-    return simplify(_convert(terminator.operands[result], slots, {}, where_of))
+    parent = where_of(op)
+
+    def located(inner) -> str:  # a named op's implicit body has no locations of its own
+        where = where_of(inner)
+        return where if re.search(r":\d+:\d+$", where) else parent
+
+    return simplify(_convert(terminator.operands[result], slots, {}, located))
 
 
 def _float_constant(op, where) -> float:
@@ -76,6 +86,7 @@ def _convert(value, slots, memo, where_of) -> Expr:
         for _ in range(int(exponent.value) - 1):
             expr = Binary("mul", expr, base)
     else:
-        raise NotSupported(f"operation {name} in a linalg body", where)
+        raise NotSupported(f"operation {name} in a linalg body (supported: {SUPPORTED})", where,
+                           "write the body with those operations")
     memo[value] = expr
     return expr

@@ -24,8 +24,10 @@ from ..ir.expr import Binary, Const, Expr, In, renumber_inputs
 from ..ir.formats import TensorFormat
 from ..ir.program import Access, IndexOp, Program, ReshapeOp, Tensor, op_output
 from ..ir.verify import verify
+from .legacy import modernize
 from .mlir_body import region_expression
 from .mlir_types import constant_data, element_dtype, format_of, parse_location, resource_blobs, shape_of
+from .structured import add_concat, implicit_maps
 
 VAR_NAMES = "ijklmnpqrstuvw"
 REDUCERS = {"add": "sum", "max": "max", "min": "min"}
@@ -39,6 +41,7 @@ def from_mlir(source: str | os.PathLike, func: str | None = None, formats: dict 
     `arg_names` renames the function arguments in order.
     """
     text, source_name = _read(source)
+    text = modernize(text)
     from torch_mlir import ir  # noqa: PLC0415 - torch-mlir's native bindings load when MLIR is read
 
     with ir.Context(), ir.Location.unknown():
@@ -270,10 +273,17 @@ class _Importer:
             return self.names[value]
         if name.startswith("linalg.") and len(op.regions) == 1 and self.maps_of(op) is not None:
             return self.structured(value, op, where)
+        if name == "tensor.concat":
+            return self.concat(value, op, where)
         if name == "tensor.empty":
-            raise NotSupported("reading an uninitialised tensor.empty as data", where,
-                               "fill it first (linalg.fill)")
-        raise NotSupported(f"operation {name}", where)
+            raise NotSupported("reading an uninitialised tensor.empty as data (MLIR leaves its values undefined)",
+                               where, "fill it first (linalg.fill), or leave the body's output argument unread")
+        raise NotSupported(f"operation {name} (supported: linalg.generic; named linalg ops with a body: "
+                           "contractions such as matmul, elementwise such as add/mul/max/exp, map, reduce; "
+                           "linalg.fill/transpose/broadcast; tensor.expand_shape/collapse_shape/cast/concat; "
+                           "arith.constant)", where,
+                           "generalise named ops (mlir-opt --linalg-generalize-named-ops) or write it as a "
+                           "linalg.generic")
 
     # -- producers -------------------------------------------------------------
     def constant(self, value, op, where) -> str:
@@ -303,7 +313,9 @@ class _Importer:
         owner = value.owner
         if hasattr(owner, "name"):
             if owner.name == "tensor.empty":
-                return None
+                raise NotSupported("a reduction into an uninitialised tensor.empty (MLIR leaves its starting "
+                                   "values undefined)", where,
+                                   "fill the init first: linalg.fill with 0 for a sum, -inf (0xFF800000) for a max")
             if owner.name == "linalg.fill":
                 return self.scalar_constant(owner.operands[0], self.where(owner))
         return self.tensor_of(value)
@@ -357,10 +369,22 @@ class _Importer:
 
     # -- structured linalg ops ---------------------------------------------------
     def maps_of(self, op):
+        """The op's indexing maps: its attribute, or those implied by a named elementwise op,
+        `linalg.map` or `linalg.reduce`; None for other ops."""
         for key in ("indexing_maps", "linalg.memoized_indexing_maps"):
             if key in op.attributes:
                 return [self.ir.AffineMapAttr(m).value for m in op.attributes[key]]
-        return None
+        return implicit_maps(op, self.ir)
+
+    def concat(self, value, op, where) -> str:
+        """`tensor.concat` as products with constant 0/1 placement matrices, then their sum
+        (`structured.add_concat`)."""
+        dim = self.ir.IntegerAttr(op.attributes["dim"]).value
+        sources = [self.tensor_of(operand) for operand in op.operands]
+        name = self.declare(value, where)
+        for part in add_concat(self.program, name, sources, dim, where, self.fresh):
+            self.producer_op[part] = op.operation  # listed where the concat is, before its sum
+        return name
 
     def indices(self, amap, where, op_name: str = "a linalg op") -> tuple:
         out = []
@@ -376,7 +400,8 @@ class _Importer:
 
     def structured(self, value, op, where) -> str:
         view = op.opview
-        ins, outs = list(view.inputs), list(view.outputs)
+        ins = list(view.inputs)
+        outs = list(op.operands)[len(ins):]  # destination-style: inputs, then outputs (`inits`, `init`)
         maps = self.maps_of(op)
         result_index = list(op.results).index(value)
         body = region_expression(op, result_index, self.where)
@@ -416,7 +441,8 @@ class _Importer:
             for acc, term in ((body.lhs, body.rhs), (body.rhs, body.lhs)):
                 if acc == In(out_slot) and out_slot not in term.inputs_used():
                     return term, REDUCERS[body.op]
-        raise NotSupported("a reduction body that is not add/max/min of a term and the accumulator", where)
+        raise NotSupported("a reduction body that is not add/max/min of a term and the accumulator", where,
+                           "write it as acc = addf/maximumf/minimumf(term, acc), with the term not reading acc")
 
 
 def _var_key(v: str):

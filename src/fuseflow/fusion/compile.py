@@ -11,8 +11,8 @@ then the fusion table, the lowering and the schedule's parallel lanes.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
+from functools import partial
 
 from ..errors import FuseflowError, UserError
 from ..ir.canonicalize import prepare
@@ -27,10 +27,11 @@ from .blocking import Blocking, check_format_blocks
 from .cost import nest_cost
 from .layouts import LayoutRequest, cheaper_layouts, layouts_for_order, wanted_layouts
 from .lower import lower
-from .nesting import Nesting, order_problem, topological_orders, valid_orders
+from .nesting import Nesting, OrderWalk, order_problem, valid_orders
 from .region import Region
+from .search import PROOF_WORK, NoValidOrder, no_order_proof
 from .table import FusionTable
-from .variants import region_for_order, region_with_order
+from .variants import region_for_order, region_variants, region_with_order
 
 
 @dataclass
@@ -41,6 +42,13 @@ class Kernel:
     order: list[str] = field(default_factory=list)
     table: FusionTable | None = None
     graph: SamGraph | None = None  # None for a reshape kernel (a view of dense data)
+    listing: object = field(default=None, repr=False)  # () -> the region whose valid orders `#N` counts
+    weighed: list[str] | None = None  # for an order picked by index: the default order layouts are weighed by
+
+    def listed_region(self) -> Region | None:
+        """The region whose valid orders `order.N=#k` indexes and `fuseflow orders` lists: the
+        variant the default order search settles on (the first variant if it finds none)."""
+        return self.listing() if self.listing is not None else None
 
     @property
     def is_reshape(self) -> bool:
@@ -58,9 +66,13 @@ class Compiled:
         return compiled_html(self)
 
 
-def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | None = None,
+DEFAULT_SCHEDULES = ("full", "full layout=induced", "unfused", "unfused layout=induced")
+
+
+def compile_schedule(program: Program, schedule: Schedule | str | None = None, shapes: dict | None = None,
                      canonical: bool = False, stats=None) -> Compiled:
-    """Kernels for every group of `schedule`, lowered in dependency order.
+    """Kernels for every group of `schedule`, lowered in dependency order; without a schedule,
+    the first of `DEFAULT_SCHEDULES` that compiles (its `Compiled.schedule` says which).
 
     A tensor written by one group is stored in the order its dataflow order visits it. When a
     later group has no valid order with that layout, the writer is asked for the layout the
@@ -68,10 +80,42 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
     again. Also compiled: the same where other layouts would at least halve a reader's cost
     (unless a writer then has no valid order); the one with less total `nest_cost` is returned.
     Layouts the schedule gives are never changed. With data statistics (`stats`, an
-    `ir.stats.DataStats` of the inputs), default orders weigh loops by the data's densities."""
+    `ir.stats.DataStats` of the inputs), default orders weigh loops by the data's densities.
+    A group without any valid order raises `NoValidOrder` (saying whether `layout=induced`
+    would compile the schedule)."""
+    prog = program if canonical else prepare(program, shapes)
+    if schedule is None:
+        return _first_that_compiles(prog, shapes, stats)
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule)
-    prog = program if canonical else prepare(program, shapes)
+    try:
+        return _compile(prog, schedule, shapes, stats)
+    except NoValidOrder as err:
+        if schedule.layout == "induced":
+            raise
+        induced = Schedule.parse(str(schedule))
+        induced.layout = "induced"
+        try:
+            compiled = _compile(prog, induced, shapes, stats)
+        except FuseflowError:
+            raise err from None
+        better = NoValidOrder(err.what, err.where, f"the schedule compiles with layout=induced: {induced}")
+        better.induced = compiled
+        raise better from None
+
+
+def _first_that_compiles(prog: Program, shapes: dict | None, stats) -> Compiled:
+    first = None
+    for text in DEFAULT_SCHEDULES:
+        try:
+            return _compile(prog, Schedule.parse(text), shapes, stats)
+        except FuseflowError as err:
+            first = first or err
+    raise first
+
+
+def _compile(prog: Program, schedule: Schedule, shapes: dict | None, stats) -> Compiled:
+    """`compile_schedule` of a canonical program (see there)."""
     try:
         tuned, asked = _negotiate(prog, schedule, shapes, stats, cost_based=True)
     except FuseflowError as err:
@@ -89,7 +133,10 @@ def compile_schedule(program: Program, schedule: Schedule | str, shapes: dict | 
 
 
 def _total_cost(compiled: Compiled) -> float:
-    return sum(nest_cost(Nesting(k.region, k.order)) for k in compiled.kernels if k.region is not None)
+    """The kernels' estimated work, a group whose order the schedule picks by index (`#k`)
+    counted with its default order: which layouts win must not depend on the pick, or `#k`
+    would index another list than `fuseflow orders` shows."""
+    return sum(nest_cost(Nesting(k.region, k.weighed or k.order)) for k in compiled.kernels if k.region is not None)
 
 
 def _negotiate(prog: Program, schedule: Schedule, shapes: dict | None, stats,
@@ -134,6 +181,10 @@ def _negotiate(prog: Program, schedule: Schedule, shapes: dict | None, stats,
             optional |= set(result.formats)
         pinned.update(result.formats)
         tried.add(state)
+
+
+def _listed_region(prog: Program, group: list[str], formats: dict, shapes: dict, free: set) -> Region:
+    return region_with_order(prog, group, formats, shapes, free)[0]
 
 
 def _format_of(meta: dict) -> TensorFormat:
@@ -213,12 +264,22 @@ class _Compiler:
     def index_kernel(self, k: int, group: list[str]) -> Kernel | LayoutRequest:
         """The kernel of a fused group: region and order, unless it asks for layouts first."""
         choice = self.schedule.orders.get(k)
-        region, best = self.region_and_best(group, choice)
-        request = self.layout_request(region, choice, best)
+        by_index = choice is not None and choice.index is not None
+        # `order.N=#k` indexes what `fuseflow orders` lists for the schedule without it: the
+        # layouts are negotiated as for the default order, then the listed region is indexed
+        region, best = self.region_and_best(group, None if by_index else choice)
+        request = self.layout_request(region, None if by_index else choice, best)
         if request is not None:
             return request
+        if choice is None and best is None:
+            raise self.no_valid_order(k, group)
+        default = best
+        if by_index:
+            region, best = self.listing(group)(), None
+            region.stats = self.stats  # costs weighed as the default order's are
         order = choose_order(region, choice, k, best)
-        kernel = Kernel(k, group, region, order, FusionTable(region, order))
+        kernel = Kernel(k, group, region, order, FusionTable(region, order), listing=self.listing(group))
+        kernel.weighed = default if by_index else None
         self.lower_kernel(kernel)
         for name in region.outputs:
             chosen_here = name not in self.formats or name in self.pinned
@@ -226,6 +287,24 @@ class _Compiler:
                 self.chosen_layout.add(name)
             self.formats[name] = _format_of(kernel.graph.tensors[name])
         return kernel
+
+    def listing(self, group: list[str]):
+        """`Kernel.listing`: the group's listed region, with the layouts known now."""
+        return partial(_listed_region, self.prog, list(group), dict(self.formats), self.region_shapes, self.free)
+
+    def no_valid_order(self, k: int, group: list[str]) -> FuseflowError:
+        """The error for a group none of whose region variants has a valid order: `NoValidOrder`
+        with the reason, when every variant's walk over the orders' prefixes finished."""
+        proofs = [no_order_proof(r) for r in region_variants(self.prog, group, self.formats, self.region_shapes,
+                                                             self.free)]
+        why = proofs[0][0]
+        fix = "split the group (e.g. schedule unfused)"
+        if self.schedule.layout != "induced":
+            fix += " or store the inputs as the loops visit them (layout=induced)"
+        if all(proven for _, proven in proofs):
+            return NoValidOrder(f"group {k} ({','.join(group)}) has no valid order: {why}", "schedule", fix)
+        return UserError(f"group {k} ({','.join(group)}) has no valid order among the first {PROOF_WORK} prefixes "
+                         f"of orders tried: {why}", "schedule", "give one with order.N=... or " + fix)
 
     def movable(self, region: Region) -> set[str]:
         """Tensors the region reads that earlier groups wrote in layouts of their own choosing."""
@@ -237,8 +316,6 @@ class _Compiler:
         if choice is None:
             return region_with_order(self.prog, group, self.formats, self.region_shapes, self.free, region,
                                      self.stats)
-        if choice.index is not None:
-            return region, None
         listed = list(choice.vars)
 
         def fixable(r: Region) -> bool:
@@ -289,11 +366,8 @@ class _Compiler:
 def choose_order(region: Region, choice: OrderChoice | None, k: int, best: list[str] | None = None) -> list[str]:
     """Group k's order: the default `best`, the `#N`-th valid order, or the listed one (checked)."""
     if choice is None:
-        if best is not None:
-            return best
-        raise UserError(f"group {k} ({','.join(region.group)}) has no valid order among the first "
-                        f"ones tried", "schedule", "give one with order.N=... (see `fuseflow orders`), "
-                        "split the group, or use layout=induced")
+        assert best is not None, "a group without a valid order is reported before"
+        return best
     if choice.index is not None:
         count = 0
         for n, order in enumerate(valid_orders(region)):
@@ -303,11 +377,10 @@ def choose_order(region: Region, choice: OrderChoice | None, k: int, best: list[
         if count:
             raise UserError(f"group {k} has {count} valid orders, not #{choice.index}", "schedule",
                             "list them with `fuseflow orders`")
-        orders = list(itertools.islice(topological_orders(region), 1))
-        why = (Nesting(region, orders[0]).problem if orders else
-               "the storage orders of its inputs conflict")
-        raise UserError(f"group {k} ({','.join(region.group)}) has no valid order: {why}", "schedule",
-                        "change the grouping, an earlier group's order, or use layout=induced")
+        walk = OrderWalk(region)
+        walk.first()
+        raise NoValidOrder(f"group {k} ({','.join(region.group)}) has no valid order: {walk.why_none()}", "schedule",
+                           "change the grouping, an earlier group's order, or use layout=induced")
     order = list(choice.vars)
     if sorted(order) != sorted(region.vars):
         raise UserError(f"order {choice} of group {k} must list each of {','.join(region.vars)} once", "schedule")

@@ -20,10 +20,12 @@ from ..ir.program import IndexOp, Program, op_output
 from .patterns import Intersect, Operand, Union, Universe, merge_at, skip_value
 
 
-def stored_dims(fmt, free: bool = False) -> frozenset:
+def stored_dims(fmt, free: bool = False, indices=()) -> frozenset:
     """Dimensions stored in dense levels: every coordinate is present. A `free` tensor (laid out
     in whatever mode order the dataflow order needs) covers a dimension only if every level is
-    dense, since its dense levels may land on other dimensions."""
+    dense, since its dense levels may land on other dimensions. The levels are those a region
+    reads through an access with `indices` (`TensorFormat.constant_levels_dense`)."""
+    fmt = fmt.constant_levels_dense({d for d, i in enumerate(indices) if not isinstance(i, str)})
     if free:
         return frozenset(fmt.mode_order) if fmt.is_dense else frozenset()
     return frozenset(d for d, level in zip(fmt.mode_order, fmt.levels) if not level.is_compressed)
@@ -71,7 +73,7 @@ def covered_dims(program: Program, members: set, formats: dict, bg: dict | None 
         for access in op.inputs:
             if access.tensor not in members and access.tensor not in covered:
                 fmt = formats.get(access.tensor, program.tensors[access.tensor].format)
-                covered[access.tensor] = stored_dims(fmt, access.tensor in free)
+                covered[access.tensor] = stored_dims(fmt, access.tensor in free, access.indices)
         name = op_output(op)
         if name not in members:
             continue

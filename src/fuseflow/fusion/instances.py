@@ -37,7 +37,9 @@ class ProducerInput:
 
 @dataclass
 class Leaf:
-    """One access of a tensor that the region reads from memory."""
+    """One access of a tensor that the region reads from memory. Its `format` is the declared
+    one (`declared`) with the levels of the dimensions it indexes with the constant 0 (unit
+    dimensions) dense (`TensorFormat.constant_levels_dense`): those levels are never scanned."""
 
     id: int
     tensor: str
@@ -45,18 +47,28 @@ class Leaf:
     format: TensorFormat
     shape: tuple
     free: bool = False  # layout follows the dataflow order (data is laid out to match it)
-    storage: str = ""  # name of the stored copy the graph reads (tensor, or tensor@order)
+    storage: str = ""  # name of the stored copy the graph reads (tensor, tensor@order, tensor[cd])
+    declared: TensorFormat | None = None  # the format before unit levels were made dense
 
     def __post_init__(self):
-        self.storage = self.storage or self.tensor
+        self.declared = self.declared or self.format
+        self._settle(self.declared.mode_order, self.tensor)
+
+    def _settle(self, mode_order: tuple, name: str) -> None:
+        """Levels of `declared` in `mode_order`, unit levels dense, and the stored copy's name."""
+        fmt = TensorFormat(self.declared.levels, tuple(mode_order), self.declared.block)
+        self.format = fmt.constant_levels_dense({d for d, i in enumerate(self.indices) if not isinstance(i, str)})
+        self.storage = name
+        if self.format.levels != fmt.levels:
+            self.storage += "[" + "".join("c" if lv.is_compressed else "d" for lv in self.format.levels) + "]"
 
     def induce(self, pos: dict[str, int]) -> None:
         """Store the levels in the order the dataflow order visits the dimensions."""
         dims = sorted(range(len(self.indices)),
                       key=lambda d: (pos[self.indices[d]] if isinstance(self.indices[d], str) else len(pos), d))
-        self.format = TensorFormat(self.format.levels, tuple(dims), self.format.block)
         natural = tuple(range(len(dims)))
-        self.storage = self.tensor if tuple(dims) == natural else f"{self.tensor}@{','.join(map(str, dims))}"
+        name = self.tensor if tuple(dims) == natural else f"{self.tensor}@{','.join(map(str, dims))}"
+        self._settle(tuple(dims), name)
 
     def level_vars(self) -> list:
         """Variables (or 0) of the stored levels, outermost first."""

@@ -22,6 +22,7 @@ from .variants import region_with_order
 
 MAX_LAYOUT_TRIALS = 64  # candidate layouts tried for one group (each costs an order search)
 CHEAPER = 0.5  # a reader asks for other layouts of its inputs when they at least halve its order's cost
+TRIAL_PROOF_WORK = 0  # layout trials look for orders by search alone, not by walking every prefix
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,13 @@ def wanted_layouts(prog: Program, group: list[str], formats: dict, shapes: dict,
         trials[0] += 1
         if trials[0] > MAX_LAYOUT_TRIALS:
             return False
-        return region_with_order(prog, group, {**formats, **candidate}, shapes, free, stats=stats)[1] is not None
+        return region_with_order(prog, group, {**formats, **candidate}, shapes, free, stats=stats,
+                                 proof_work=TRIAL_PROOF_WORK)[1] is not None
 
     declared = {n: TensorFormat(formats[n].levels, prog.tensors[n].format.mode_order) for n in sorted(movable)}
     candidates = [declared]
-    region, order = region_with_order(prog, group, formats, shapes, free | movable, stats=stats)
+    region, order = region_with_order(prog, group, formats, shapes, free | movable, stats=stats,
+                                      proof_work=TRIAL_PROOF_WORK)
     if order is not None:
         candidates.append(induced_layouts(region, order, formats, movable))
     names = sorted(movable)
@@ -103,7 +106,8 @@ def cheaper_layouts(prog: Program, region: Region, order: list[str], formats: di
                     movable: set[str], stats=None) -> dict[str, TensorFormat]:
     """Layouts of `movable` tensors under which the group's default order costs at most
     `CHEAPER` times what `order` costs with the current ones (`nest_cost`), or {}."""
-    other, better = region_with_order(prog, region.group, formats, shapes, free | movable, stats=stats)
+    other, better = region_with_order(prog, region.group, formats, shapes, free | movable, stats=stats,
+                                      proof_work=TRIAL_PROOF_WORK)
     if better is None or nest_cost(Nesting(other, better)) > CHEAPER * nest_cost(Nesting(region, order)):
         return {}
     return changed_layouts(other, better, formats, movable)

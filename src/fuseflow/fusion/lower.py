@@ -269,7 +269,7 @@ class _Lowering:
             self.env[LeafRef(ref)] = self.repeat(self.env[LeafRef(ref)], signal)
 
     def ready(self, inst, v: str) -> bool:
-        if inst.id in self.finished or self.n.pos[v] < self.n.pos[self.n.last[inst.id]]:
+        if inst.id in self.finished or self.n.pos[v] < self.n.pos.get(self.n.last[inst.id], -1):
             return False
         return all(ref in self.finished for ref in inst.producer_ids())
 
@@ -302,6 +302,8 @@ class _Lowering:
         op = inst.op
         top = final if (not inst.reduce_vars or self.fold_contraction(inst)) else None
         value, axes = self.alu_tree(inst.op.body, values, inst.tensor, top)
+        if top is not None and axes != final and set(axes) <= set(final):  # a copy: reorder or broadcast tiles
+            value, axes = self.alu({"op": "mul", "arity": 1, "scalar": 1.0, "scalar_pos": 1}, [(value, axes)], final)
         if top is not None and axes != final:
             raise NotSupported(f"{inst.tensor}: a copy that reorders tile axes {axes} to {final}")
         if any(v not in axes for v in final):
@@ -313,7 +315,10 @@ class _Lowering:
         self.finished.add(inst.id)
 
     def leaf_value(self, inst, k: int, final: tuple) -> tuple:
-        """(value stream, tile axes) of stored operand k: an array read at its references."""
+        """(value stream, tile axes) of stored operand k: an array read at its references. A
+        missing reference (N) reads the tensor's background, except an infinite one of a tensor
+        stored dense: with an entry everywhere, its N only stands in for a factor whose partner
+        is missing at a position its merges visit, and inf * 0 would be nan there."""
         leaf = self.r.leaves[inst.operands[k].leaf]
         axes = self.tiling.axes(leaf.indices)
         want = axes
@@ -322,7 +327,7 @@ class _Lowering:
         params = {"tensor": leaf.storage, **self.tiling.param([axes], want)}
         bg = self.r.background.get(leaf.tensor) or 0.0
         if bg != 0.0:
-            params["fill"] = bg
+            params["fill"] = bg if math.isfinite(bg) or any(x.is_compressed for x in leaf.format.levels) else 0.0
         return self.add("array", params, ref=self.env[LeafRef(leaf.id)]).out("val"), want
 
     def producer_value(self, inst, k: int) -> tuple:
@@ -418,7 +423,9 @@ class _Lowering:
             crds.append(self.box(key))
             universe.append(self.key_universe(key))
         declared = self.formats.get(name)
-        if declared is not None:
+        if declared is not None:  # unit dimensions' levels: dense, innermost (as `mode_order` has them)
+            constant = {d for d, v in enumerate(out) if not isinstance(v, str)}
+            declared = declared.constant_levels_dense(constant).dims_last(constant)
             if list(declared.mode_order) != mode_order:
                 raise NotSupported(f"{name} is produced in mode order {mode_order}, declared "
                                    f"{list(declared.mode_order)}")

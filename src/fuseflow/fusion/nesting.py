@@ -23,13 +23,16 @@ An order the lowering does not support gets a `Rejection`, one of `REASONS`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..errors import UserError
 from .region import Region
 
 # Why an order (or a prefix of one, `Nesting(partial=True)`) is rejected. The first two are
-# found only for prefixes; they predict a rejection of every order extending the prefix.
+# found only for prefixes; they predict a rejection of every order extending the prefix, as the
+# last two do for a prefix where an accumulator or a buffered read waits on a producer that still
+# has a loop to place.
 REASONS = {
     "open-reduction": "a prefix places a reduction variable with more loops inside it than an accumulator takes",
     "open-nesting": "a prefix nests a producer in a loop that its consumer will not iterate",
@@ -239,24 +242,44 @@ class Nesting:
 
     def _check_accumulators(self) -> None:
         """A consumer reads an accumulator's output at the accumulator's innermost variable, so the
-        accumulator's inputs must be complete by then (not only after a later variable)."""
-        done: dict[int, int] = {}
-        for inst in self.analysed:  # producers first
-            producers = inst.producer_ids()
-            if inst.id not in self.last or any(ref not in done for ref in producers):
+        accumulator's inputs must be complete by then (not only after a later variable). In a
+        prefix, an instance with a variable still to place completes after every placed loop."""
+        done = self._completion()
+        for inst in self.analysed:
+            if inst.id not in done:
                 continue
-            ends = [self.pos.get(self.last[inst.id], -1)] + [done[ref] for ref in producers]
-            done[inst.id] = max(ends)
-            if self.plan[inst.id].accumulates and inst.consumers and done[inst.id] > ends[0]:
-                late = self.order[done[inst.id]]
+            if self.plan[inst.id].accumulates and inst.consumers and done[inst.id] > self.pos[self.last[inst.id]]:
                 self._fail("accumulator-incomplete", f"the accumulated {inst.tensor} is read at "
-                           f"{self.last[inst.id]} but its inputs complete only at {late}")
+                           f"{self.last[inst.id]} but its inputs complete only at {self._loop(done[inst.id])}")
             for k, rename in inst.rename.items():  # a buffered read starts once its producer is complete
                 ref = inst.operands[k].producer
                 first = min(self.pos[v] for v in rename.values())
-                if done[ref] >= first:
+                if ref in done and done[ref] >= first:
                     self._fail("buffer-incomplete", f"{inst.tensor} reads {self.region.instance(ref).tensor} "
-                               f"again in loop {self.order[first]} before it is complete (at {self.order[done[ref]]})")
+                               f"again in loop {self.order[first]} before it is complete (at {self._loop(done[ref])})")
+
+    def _completion(self) -> dict[int, float]:
+        """Per analysed instance, the position of the loop where it and its producers are all
+        complete (infinite: a later loop, for a producer with a variable still to place); none
+        for an instance with a producer outside the region (a part of one, `proof`)."""
+        done: dict[int, float] = {}
+        analysed = {inst.id for inst in self.analysed}
+        inside = {inst.id for inst in self.region.instances}
+        for inst in self.analysed:  # producers first
+            ends = [self.pos.get(self.last[inst.id], -1)]
+            for ref in inst.producer_ids():
+                if ref in done:
+                    ends.append(done[ref])
+                elif ref in inside and ref not in analysed:
+                    ends.append(math.inf)  # open: completes after every placed loop
+                else:
+                    break
+            else:
+                done[inst.id] = max(ends)
+        return done
+
+    def _loop(self, position: float) -> str:
+        return self.order[int(position)] if position != math.inf else "a loop still to be placed"
 
 
 def storage_conflicts(region: Region, order: list[str]) -> list[tuple[str, str]]:
@@ -292,10 +315,133 @@ def part_orders(names: list[str], preds: dict):
 
 
 def valid_orders(region: Region):
-    """Topological orders that the lowering supports (see `Nesting.rejection` for the others)."""
-    for order in topological_orders(region):
-        if Nesting(region, order).valid:
-            yield order
+    """Topological orders that the lowering supports (see `Nesting.rejection` for the others),
+    in `topological_orders`' sequence; a prefix that `Nesting(partial=True)` rejects is not
+    extended (`OrderWalk`)."""
+    yield from OrderWalk(region).orders()
+
+
+class OrderWalk:
+    """Depth-first walk over the prefixes of the region's topological orders, dropping a prefix
+    as soon as `Nesting(partial=True)` rejects it (a rejection of a prefix holds for every order
+    extending it). It counts the prefixes it visits (`visited`) and keeps the rejection of the
+    longest prefix it dropped (`furthest`): when the walk ends without an order, that is why
+    none exists. A `screen` may drop prefixes first: it says why a prefix cannot be extended to
+    a valid order, or None."""
+
+    def __init__(self, region: Region, work: int | None = None, screen=None):
+        self.region = region
+        self.names = list(region.vars)
+        self.preds = {v: {a for a, b in region.before if b == v} for v in self.names}
+        self.work = work  # prefixes the walk may visit (None: as many as there are)
+        self.screen = screen
+        self.visited = 0
+        self.furthest: tuple[list[str], str] | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the walk stayed within its work (so what it did not find does not exist)."""
+        return self.work is None or self.visited <= self.work
+
+    def orders(self):
+        chosen: list[str] = []
+        used: set[str] = set()
+
+        def extend():
+            if len(chosen) == len(self.names):
+                yield list(chosen)
+                return
+            for v in self.names:
+                if v in used or not self.preds[v] <= used:
+                    continue
+                self.visited += 1
+                if not self.finished:
+                    return
+                chosen.append(v)
+                why = self.screen(chosen) if self.screen is not None else None
+                if why is None:
+                    why = Nesting(self.region, chosen, partial=len(chosen) < len(self.names)).problem
+                if why is None:
+                    used.add(v)
+                    yield from extend()
+                    used.discard(v)
+                elif self.furthest is None or len(chosen) > len(self.furthest[0]):
+                    self.furthest = (list(chosen), why)
+                chosen.pop()
+
+        yield from extend()
+
+    def first(self) -> list[str] | None:
+        """The first valid order, or None (none exists if the walk is `finished`)."""
+        return next(iter(self.orders()), None)
+
+    def why_none(self) -> str:
+        """Why the walk found no order: the storage orders conflict, or the rejection of the
+        longest prefix it reached."""
+        cycle = storage_cycle(self.region)
+        if cycle:
+            return cycle
+        if self.furthest is None:
+            return "no order was tried"
+        prefix, why = self.furthest
+        example = ",".join(prefix) if len(prefix) == len(self.names) else f"orders starting {','.join(prefix)}"
+        return f"no order of {','.join(self.names)} is supported, e.g. {example}: {why}"
+
+
+def storage_cycle(region: Region) -> str | None:
+    """A description of a cycle in the stored level orders (`region.before`), or None."""
+    succ: dict[str, set[str]] = {}
+    for a, b in region.before:
+        succ.setdefault(a, set()).add(b)
+    for a, b in sorted(region.before):
+        path = _path(succ, b, a)
+        if path is not None:
+            loop = [a] + path
+            return "the storage orders conflict: " + "; ".join(
+                f"{_holder(region, x, y)} stores {x} before {y}" for x, y in zip(loop, loop[1:]))
+    return None
+
+
+def _holder(region: Region, a: str, b: str) -> str:
+    """The stored tensor (or output) whose levels put `a` right above `b`."""
+    for leaf in region.leaves:
+        levels = [v for v in leaf.level_vars() if isinstance(v, str)]
+        if not leaf.free and not leaf.format.is_dense and (a, b) in zip(levels, levels[1:]):
+            return str(leaf)
+    return "a declared output format"
+
+
+def _path(succ: dict, start: str, goal: str) -> list[str] | None:
+    """A path start -> ... -> goal over `succ`, or None."""
+    stack, seen = [(start, [start])], {start}
+    while stack:
+        node, path = stack.pop()
+        if node == goal:
+            return path
+        for nxt in sorted(succ.get(node, ())):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, path + [nxt]))
+    return None
+
+
+def count_orders(region: Region, limit: int = 1 << 18) -> int | None:
+    """How many orders respect the stored level orders (linear extensions of `region.before`),
+    counted over the sets of placed variables; None when there are more than `limit` such sets."""
+    names = list(region.vars)
+    bit = {v: 1 << k for k, v in enumerate(names)}
+    need = [sum(bit[a] for a, b in region.before if b == v) for v in names]
+    ways = {0: 1}
+    for _ in names:
+        nxt: dict[int, int] = {}
+        for placed, count in ways.items():
+            for k, v in enumerate(names):
+                if not placed & bit[v] and need[k] & placed == need[k]:
+                    nxt[placed | bit[v]] = nxt.get(placed | bit[v], 0) + count
+        if len(nxt) > limit:
+            return None
+        ways = nxt
+    return sum(ways.values())
 
 
 def order_problem(region: Region, order: list[str]) -> str | None:

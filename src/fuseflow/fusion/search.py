@@ -13,11 +13,22 @@ import itertools
 
 from scipy.cluster.hierarchy import DisjointSet
 
+from ..errors import UserError
 from .cost import prefix_bound
 from .nesting import Nesting, part_orders
+from .proof import settle
 from .region import Region
 
+
+class NoValidOrder(UserError):
+    """A group has no valid dataflow order: every order was tried, and the reason is the one
+    that rejects them. `induced`: the schedule compiled with `layout=induced`, when that works."""
+
+    induced = None
+
+
 SEARCH_WORK = 2_000_000_000  # (instances x variables) x prefixes an order search may spend
+PROOF_WORK = 20_000  # prefixes the walk that finds any valid order (or proves there is none) may visit
 
 
 def greedy_orders(region: Region) -> list[list[str]]:
@@ -126,9 +137,10 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
     return search.best
 
 
-def default_order(region: Region, budget: int = 5000) -> list[str] | None:
+def default_order(region: Region, budget: int = 5000, proof_work: int = PROOF_WORK) -> list[str] | None:
     """The valid order with the least `nest_cost` (`search_order` on each independent part,
-    concatenated), else the first valid producer-by-producer order; None if none is found."""
+    concatenated), else the first valid producer-by-producer order, else the first valid order
+    at all (`proof.settle`, walking at most `proof_work` prefixes); None if none is found."""
     parts = [search_order(region, names, budget) for names in independent_parts(region)]
     if all(part is not None for part in parts):
         order = [v for part in parts for v in part]
@@ -137,4 +149,12 @@ def default_order(region: Region, budget: int = 5000) -> list[str] | None:
     for order in greedy_orders(region):
         if Nesting(region, order).valid:
             return order
-    return None
+    return settle(region, proof_work).order if proof_work else None
+
+
+def no_order_proof(region: Region) -> tuple[str, bool]:
+    """(why the region has no valid order, whether that is proven: `proof.settle`) for a region
+    whose `default_order` is None."""
+    settled = settle(region, PROOF_WORK)
+    assert settled.order is None, f"{region.group} has the valid order {settled.order}"
+    return settled.why, settled.proven

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..ir.program import Program
 from .nesting import order_problem
 from .region import Region, buffer_candidates
-from .search import default_order
+from .search import PROOF_WORK, default_order
 
 MAX_BUFFER_TRIALS = 12  # single buffered uses tried for a group without a valid order
 
@@ -42,14 +42,16 @@ def region_variants(prog: Program, group: list[str], formats: dict, shapes: dict
 
 
 def region_with_order(prog: Program, group: list[str], formats: dict, shapes: dict | None, free: set,
-                      region: Region | None = None, stats=None) -> tuple[Region, list[str] | None]:
+                      region: Region | None = None, stats=None,
+                      proof_work: int = PROOF_WORK) -> tuple[Region, list[str] | None]:
     """The first of the group's `region_variants` that has a default order (weighing loops by
-    the data `stats` if given), with that order; else the first region and None."""
+    the data `stats` if given; `proof_work`: see `search.default_order`), with that order; else
+    the first region and None."""
     first = None
     for candidate in region_variants(prog, group, formats, shapes, free, region):
         first = first or candidate
         candidate.stats = stats
-        order = default_order(candidate)
+        order = default_order(candidate, proof_work=proof_work)
         if order is not None:
             return candidate, order
     return first, None

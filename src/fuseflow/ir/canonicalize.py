@@ -23,16 +23,70 @@ from __future__ import annotations
 
 import copy
 
-from .expr import In
-from .program import Access, IndexOp, Program, op_output
+from .expr import Binary, Const, In
+from .program import Access, IndexOp, Program, Tensor, op_output
 from .reference import _is_identity_init
 from .verify import infer_shapes, verify
 
+COMBINE = {"sum": "add", "max": "max", "min": "min"}  # how a reduction folds in its starting value
+
 
 def prepare(program: Program, shapes: dict | None = None) -> Program:
-    """The canonical form that schedules name ops in: unit-extent variables become constant
-    indices, then copies (transposes, broadcasts, unit reshapes) are inlined."""
+    """The canonical form that schedules name ops in: reductions start from their identity
+    (`split_starts`), unit-extent variables become constant indices, then copies (transposes,
+    broadcasts, unit reshapes) are inlined."""
+    program = split_starts(program)
     return inline_copies(drop_unit_variables(program, infer_shapes(program, shapes or {}, allow_dynamic=True)))
+
+
+def split_starts(program: Program) -> Program:
+    """A reduction that starts from a tensor or a constant other than its identity
+    (`Y = C + sum[k] A(i,k)*B(k,j)`, a matmul accumulating into an argument) becomes the
+    reduction from the identity, `Y_r`, and an elementwise op folding the start in:
+    `Y(i,j) = C(i,j) + Y_r(i,j)` (max and min alike). `Y` keeps its name.
+
+        >>> from fuseflow.ir.expr import Binary, In
+        >>> p = Program("acc")
+        >>> for name, shape in (("A", (2, 3)), ("B", (3, 4)), ("C", (2, 4))):
+        ...     p.add_tensor(Tensor(name, shape), role="input")
+        >>> p.add_tensor(Tensor("Y", (2, 4)))
+        >>> p.add_op(IndexOp(Access("Y", ("i", "j")), (Access("A", ("i", "k")), Access("B", ("k", "j"))),
+        ...                  Binary("mul", In(0), In(1)), ("k",), "sum", "C"))
+        >>> p.outputs.append("Y")
+        >>> [str(op) for op in split_starts(p).ops]
+        ['Y_r(i,j) = sum[k] A(i,k) * B(k,j)', 'Y(i,j) = C(i,j) + Y_r(i,j)']
+    """
+    if not any(isinstance(op, IndexOp) and op.reduce_vars and not _is_identity_init(op.init, op.reduce_kind)
+               for op in program.ops):
+        return program
+    result = copy.deepcopy(program)
+    ops = []
+    for op in result.ops:
+        if not (isinstance(op, IndexOp) and op.reduce_vars and not _is_identity_init(op.init, op.reduce_kind)):
+            ops.append(op)
+            continue
+        out = op.output.tensor
+        name = _fresh(result, out + "_r")
+        declared = result.tensors[out]
+        result.add_tensor(Tensor(name, declared.shape, declared.dtype))
+        ops.append(IndexOp(Access(name, op.output.indices), op.inputs, op.body, op.reduce_vars, op.reduce_kind,
+                           None, op.loc))
+        partial = Access(name, op.output.indices)
+        if isinstance(op.init, str):
+            start, body = (Access(op.init, op.output.indices), partial), Binary(COMBINE[op.reduce_kind], In(0), In(1))
+        else:
+            start, body = (partial,), Binary(COMBINE[op.reduce_kind], Const(float(op.init)), In(0))
+        ops.append(IndexOp(op.output, start, body, loc=op.loc))
+    result.ops = ops
+    verify(result)
+    return result
+
+
+def _fresh(program: Program, wanted: str) -> str:
+    name, k = wanted, 1
+    while name in program.tensors:
+        name, k = f"{wanted}{k}", k + 1
+    return name
 
 
 def _is_copy(op) -> bool:
@@ -51,7 +105,9 @@ def _compose(copy_op: IndexOp, use: Access) -> Access:
 
 
 def inline_copies(program: Program) -> Program:
-    """A new Program without copy ops whose outputs are read only by other ops."""
+    """A new Program without copy ops whose outputs are read only by other ops. A copy that
+    broadcasts along a variable its reader reduces stays (`max[i] b(i,j)` over `b(i,j) = a(0,j)`:
+    inlined, no input would index `i`)."""
     result = copy.deepcopy(program)
     pinned = set(result.outputs)  # outputs, init tensors and reshape sources stay materialized
     for op in result.ops:
@@ -59,21 +115,20 @@ def inline_copies(program: Program) -> Program:
             pinned.add(op.init)
         elif not isinstance(op, IndexOp):
             pinned.add(op.input)
-    copies = {op_output(op): op for op in result.ops if _is_copy(op) and op_output(op) not in pinned}
+    while True:
+        copies = {op_output(op): op for op in result.ops if _is_copy(op) and op_output(op) not in pinned}
+        stuck = _broadcast_into_reduction(result, copies)
+        if not stuck:
+            break
+        pinned |= stuck
     if not copies:
         return result
-
-    def resolve(access: Access) -> Access:
-        while access.tensor in copies:
-            access = _compose(copies[access.tensor], access)
-        return access
-
     ops = []
     for op in result.ops:
         if op_output(op) in copies:
             continue
         if isinstance(op, IndexOp):
-            op = IndexOp(op.output, tuple(resolve(a) for a in op.inputs), op.body, op.reduce_vars,
+            op = IndexOp(op.output, tuple(_resolve(a, copies) for a in op.inputs), op.body, op.reduce_vars,
                          op.reduce_kind, op.init, op.loc)
         ops.append(op)
     result.ops = ops
@@ -81,6 +136,26 @@ def inline_copies(program: Program) -> Program:
         del result.tensors[name]
     verify(result)
     return result
+
+
+def _resolve(access: Access, copies: dict) -> Access:
+    """The stored access behind chains of inlined copies."""
+    while access.tensor in copies:
+        access = _compose(copies[access.tensor], access)
+    return access
+
+
+def _broadcast_into_reduction(program: Program, copies: dict) -> set[str]:
+    """Copies read by an op that, inlined, would leave one of its reduction variables indexed by
+    no input."""
+    stuck = set()
+    for op in program.ops:
+        if not isinstance(op, IndexOp) or not op.reduce_vars:
+            continue
+        resolved = [_resolve(a, copies) for a in op.inputs]
+        if not set(op.reduce_vars) <= {v for a in resolved for v in a.vars}:
+            stuck |= {a.tensor for a in op.inputs if a.tensor in copies}
+    return stuck
 
 
 def _constant_at(access: Access, unit: set) -> Access:

@@ -65,6 +65,45 @@ class TensorFormat:
     def level_of_mode(self, mode: int) -> int:
         return self.mode_order.index(mode)
 
+    def constant_levels_dense(self, dims) -> "TensorFormat":
+        """The same data stored with the levels of `dims` (unit dimensions, read at the constant
+        index 0) dense. A compressed unit level stores its one coordinate only under some
+        positions of the levels above, so it filters them: the nearest level above of another
+        dimension takes that filtering (becomes compressed), else the nearest below. The stored
+        values are the same; readers index those dimensions with 0 without scanning their levels.
+
+            >>> csr = TensorFormat.parse("dense,compressed")
+            >>> str(csr.constant_levels_dense({1})), str(csr.constant_levels_dense({0}))
+            ('compressed,dense', 'dense,compressed')
+            >>> str(TensorFormat.parse("dense,compressed;order=1,0").constant_levels_dense({0}))
+            'compressed,dense;order=1,0'
+        """
+        unit = [d in dims for d in self.mode_order]
+        if not any(u and level.is_compressed for u, level in zip(unit, self.levels)):
+            return self
+        levels = [DENSE if u else level for u, level in zip(unit, self.levels)]
+        for k, level in enumerate(self.levels):
+            if unit[k] and level.is_compressed:
+                above = [j for j in range(k - 1, -1, -1) if not unit[j]]
+                below = [j for j in range(k + 1, self.rank) if not unit[j]]
+                if above or below:
+                    levels[(above or below)[0]] = COMPRESSED
+        return TensorFormat(tuple(levels), self.mode_order, self.block)
+
+    def dims_last(self, dims) -> "TensorFormat":
+        """The levels of `dims` (dense: see `constant_levels_dense`) moved innermost, in the
+        order of the dimensions; where a unit dimension's dense level sits changes no position.
+
+            >>> str(TensorFormat.parse("dense,compressed;order=1,0").dims_last({1}))
+            'compressed,dense'
+            >>> str(TensorFormat.parse("dense,dense;order=1,0").dims_last({0, 1}))
+            'dense,dense'
+        """
+        pairs = list(zip(self.mode_order, self.levels))
+        assert all(not level.is_compressed for d, level in pairs if d in dims), "unit levels are dense"
+        moved = [p for p in pairs if p[0] not in dims] + sorted(p for p in pairs if p[0] in dims)
+        return TensorFormat(tuple(lv for _, lv in moved), tuple(d for d, _ in moved), self.block)
+
     def __str__(self) -> str:
         text = ",".join(str(level) for level in self.levels)
         if self.mode_order != tuple(range(self.rank)):

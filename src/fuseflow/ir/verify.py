@@ -5,8 +5,10 @@
     ... func.func @f(%a: tensor<?x3xf32>, %x: tensor<3xf32>) -> tensor<?xf32> {
     ...   %c0 = arith.constant 0 : index
     ...   %n = tensor.dim %a, %c0 : tensor<?x3xf32>
+    ...   %z = arith.constant 0.0 : f32
     ...   %e = tensor.empty(%n) : tensor<?xf32>
-    ...   %y = linalg.matvec ins(%a, %x : tensor<?x3xf32>, tensor<3xf32>) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+    ...   %f = linalg.fill ins(%z : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+    ...   %y = linalg.matvec ins(%a, %x : tensor<?x3xf32>, tensor<3xf32>) outs(%f : tensor<?xf32>) -> tensor<?xf32>
     ...   return %y : tensor<?xf32>
     ... }''')
     >>> infer_shapes(p, {"a": (5, 3)})["y"]

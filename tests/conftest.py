@@ -1,0 +1,7 @@
+"""Command-line options of the test suite: `--fuzz N` runs the random-program fuzzer
+(tests/test_fuzz.py) on N programs drawn afresh instead of its fixed few hundred."""
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fuzz", type=int, default=None, metavar="N",
+                     help="run the random-program fuzzer on N new programs (default: a fixed 300)")
