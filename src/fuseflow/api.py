@@ -21,7 +21,7 @@ from .checks import check_allocation, check_inputs, check_schedule, input_shapes
 from .errors import UserError
 from .fusion.compile import Compiled, compile_schedule
 from .granularity import MAX_TOKENS, StudyResult, fusion_study, same_schedules
-from .ir.generate import random_inputs
+from .ir.generate import complete_inputs
 from .ir.reference import bind_inputs
 from .ir.stats import stats_for
 from .memory import Budget
@@ -64,8 +64,7 @@ def simulate(program, schedule=None, inputs: dict | None = None, *, seed: int = 
     given = check_inputs(program, inputs)
     known = input_shapes(program, given, shapes)
     check_allocation(program, given, known, budget, f"inputs of {program.name}", density)
-    missing = set(known) - set(given)
-    data = {**random_inputs(program, density=density, seed=seed, shapes=known), **given} if missing else given
+    data = complete_inputs(program, given, density, seed, known)
     if schedule is not None and not isinstance(schedule, Compiled):
         schedule = str(check_schedule(program, schedule, known))
     return pipeline.simulate(program, schedule, data, seed=seed, density=density, hw=hw, engine=engine,

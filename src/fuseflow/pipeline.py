@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import FuseflowError, UserError
 from .fusion.compile import Compiled, compile_schedule
-from .ir.generate import random_inputs
+from .ir.generate import complete_inputs
 from .ir.program import Program
 from .ir.reference import bind_inputs, reference
 from .ir.values import densify, entries, is_sparse, shape_of
@@ -130,11 +130,7 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
     start = time.perf_counter()
     given = dict(inputs or {})
     shapes = {n: shape_of(v) for n, v in given.items()}
-    if set(program.inputs) - set(program.constants) - set(given):  # some inputs to generate
-        data = {**random_inputs(program, density=density, seed=seed, shapes=shapes), **given}
-    else:  # all given: generating the rest would cost as much as the data itself
-        data = given
-    data = {n: v for n, v in data.items() if n in program.inputs}
+    data = {n: v for n, v in complete_inputs(program, given, density, seed, shapes).items() if n in program.inputs}
     if isinstance(schedule, Compiled):
         compiled = schedule
     else:  # default orders weigh loops by this data's densities, as studies and sweeps do

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .errors import FuseflowError
 from .fusion.compile import compile_schedule
-from .ir.generate import random_inputs
+from .ir.generate import complete_inputs
 from .ir.reference import bind_inputs
 from .ir.stats import stats_for
 from .ir.values import shape_of
@@ -39,8 +39,7 @@ def simulate_report(program, schedule="full", inputs: dict | None = None, *, pat
     """`simulate` that also writes an HTML report to `path` (see the module docstring);
     `on_written(path)` is called once it is written."""
     given = dict(inputs or {})
-    data = {**random_inputs(program, density=density, seed=seed, shapes={n: shape_of(v) for n, v in given.items()}),
-            **given}
+    data = complete_inputs(program, given, density, seed, {n: shape_of(v) for n, v in given.items()})
     data = {n: v for n, v in data.items() if n in program.inputs}
     compiled = compile_schedule(program, schedule, {n: shape_of(v) for n, v in data.items()},
                                 stats=stats_for(program, bind_inputs(program, data)))

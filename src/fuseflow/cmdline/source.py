@@ -26,7 +26,7 @@ from ..files import read_file
 from ..frontend import from_mlir
 from ..frontend.torch_loader import program_from_torch_spec
 from ..ir.canonicalize import prepare
-from ..ir.generate import random_inputs
+from ..ir.generate import complete_inputs
 from ..schedule.schedule import statement_groups
 from .args import count, format_items, fraction, positive, positive_real, shape_items
 
@@ -122,9 +122,7 @@ class Source:
         """The given inputs plus generated ones for the rest, sizes checked against `budget`."""
         shapes = self.input_shapes()
         check_allocation(self.program, self.given, shapes, budget, f"inputs of {self.program.name}", density)
-        if set(shapes) <= set(self.given):  # a model's dataset: nothing to generate
-            return dict(self.given)
-        return {**random_inputs(self.program, density=density, seed=seed, shapes=shapes), **self.given}
+        return complete_inputs(self.program, self.given, density, seed, shapes)
 
     def canonical(self):
         """The program in the canonical form schedules name ops in (`fusion.compile.prepare`)."""

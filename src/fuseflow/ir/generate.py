@@ -71,6 +71,21 @@ def random_inputs(program: Program, density: float = 0.1, seed: int = 0, shapes:
     return data
 
 
+def complete_inputs(program: Program, given: dict, density: float = 0.1, seed: int = 0,
+                    shapes: dict | None = None) -> dict:
+    """The given inputs plus `random_inputs` data for the others; nothing is generated when
+    every input without constant data is given (generating would cost as much as the data).
+
+    >>> from fuseflow.frontend import from_mlir
+    >>> p = from_mlir("tests/mlir/spmv.mlir")
+    >>> sorted(complete_inputs(p, {"x": np.ones(p.tensors["x"].shape)}))
+    ['A', 'x']
+    """
+    if not set(program.inputs) - set(program.constants) - set(given):
+        return dict(given)
+    return {**random_inputs(program, density=density, seed=seed, shapes=shapes), **given}
+
+
 def random_sparse(shape, density: float, rng) -> sp.csr_array:
     """A scipy sparse matrix with about `density` of its entries nonzero, values as
     `random_tensor`'s, built without a dense array (for inputs too large to be dense)."""
