@@ -191,6 +191,23 @@ class Channel:
                                   self.sent[start:n].copy(), tiles))
 
 
+@njit(cache=True, inline="always")
+def _pop_varint(q, head, mask):
+    """A variable-length integer (seven bits a byte, low first) from the ring `q` at `head`:
+    (value, the next head, bytes read)."""
+    value = np.int64(0)
+    shift = 0
+    n = 0
+    while True:
+        byte = q[head]
+        head = (head + 1) & mask
+        n += 1
+        value |= (np.int64(byte) & 127) << shift
+        shift += 7
+        if byte < 128:
+            return value, head, n
+
+
 @njit(cache=True)
 def sync(CH, RD, c, r, before, sent, cons, finished, q):
     """Merge channel c's send times with reader r's consume times (queued ones first, then those
@@ -222,26 +239,9 @@ def sync(CH, RD, c, r, before, sent, cons, finished, q):
                 break
             if hc == 0:  # the next run: from the bytes, or the one still being written
                 if used > 0:
-                    hd = 0
-                    shift = 0
-                    while True:
-                        byte = q[head]
-                        head = (head + 1) & mask
-                        used -= 1
-                        hd |= (np.int64(byte) & 127) << shift
-                        shift += 7
-                        if byte < 128:
-                            break
-                    hc = 0
-                    shift = 0
-                    while True:
-                        byte = q[head]
-                        head = (head + 1) & mask
-                        used -= 1
-                        hc |= (np.int64(byte) & 127) << shift
-                        shift += 7
-                        if byte < 128:
-                            break
+                    hd, head, m = _pop_varint(q, head, mask)
+                    hc, head, m2 = _pop_varint(q, head, mask)
+                    used -= m + m2
                 else:
                     hd, hc, tc = td, tc, 0
             # drop the first time and the run's next ones up to t; the one after becomes first
