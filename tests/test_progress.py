@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fuseflow.explore.progress import RunProgress, TaskProgress, numba_notice
+from fuseflow.explore.progress import RunProgress, SuiteProgress, TaskProgress, numba_notice
 from fuseflow.granularity import fusion_study
 from fuseflow.models.registry import build
 
@@ -75,6 +75,32 @@ def test_a_study_draws_one_bar_per_schedule():
     fusion_study(build("gcn", "karate"), ["unfused", "partial"], progress=True, out=out)
     text = out.getvalue()
     assert "gcn unfused" in text and "gcn partial" in text and "kernel 2/2" in text and "kernel 8/8" in text
+
+
+def test_a_suites_task_bars_stay_together_and_end_with_their_tasks():
+    out = Terminal()
+    with SuiteProgress("s", total=3, out=out) as p:
+        for task in ("a", "b"):
+            p.event({"task": task, "done": 0.0, "total": None, "note": "building and estimating"})
+        assert p.running["b"].format_dict["postfix"] == "building and estimating"
+        p.event({"task": "a", "end": True})  # its worker is done: the bar goes before the row comes
+        assert list(p.running) == ["b"] and abs(p.running["b"].pos) == 1  # b moved up to a's line
+        p.event({"task": "a", "done": 5.0, "total": 10.0})  # a late message of a's does not bring it back
+        p.finished("a", {"status": "ok", "cycles": 1})
+        p.event({"task": "c", "done": 0.0, "total": None})
+        assert {t: abs(bar.pos) for t, bar in p.running.items()} == {"b": 1, "c": 2}
+        assert "2 running" in str(p.bar)
+
+
+def test_a_suites_task_bar_counts_past_its_estimate():
+    out = Terminal()
+    with SuiteProgress("s", total=1, out=out) as p:
+        p.event({"task": "a", "done": 0.0, "total": None})
+        assert p.running["a"].total is None and "token events" not in str(p.running["a"])
+        p.event({"task": "a", "done": 50.0, "total": 200.0})
+        assert "25%" in str(p.running["a"]) and "50/200 token events" in str(p.running["a"])
+        p.event({"task": "a", "done": 300.0, "total": 200.0, "note": "verifying"})
+        assert "a: 300 token events, past the estimate [00:00, verifying]" in str(p.running["a"])
 
 
 def test_numba_compilation_is_announced_once(monkeypatch):

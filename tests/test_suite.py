@@ -152,7 +152,7 @@ def test_page_keeps_hand_written_text_and_draws_the_figure(karate_db, tmp_path):
     assert text.startswith("# Results\n\nabove\n") and text.rstrip().endswith("below") and "old" not in text
     assert "| GCN | Karate | " in text and "| partial ✓ |" in text and "2.00x / 0.25x" in text
     assert "GraphSAGE karate full: estimated by the heuristic, not simulated: estimated" in text
-    assert "![Figure 12" in text and "fig.png" in text and "in 1 session on 1 workers" in text
+    assert "![Figure 12" in text and "fig.png" in text and "in 1 session on 1 worker." in text
     with open(figure, "rb") as handle:
         assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
 
@@ -180,3 +180,38 @@ def test_ratios_wait_for_the_baseline():
              "status": "ok"}]
     study = study_rows(rows, {("model:gcn", "dataset=k", 0): "unfused"})
     assert study[0]["speedup"] is None
+
+
+def test_retry_failed_runs_the_failed_rows_again(tmp_path, monkeypatch, capsys):
+    """A resumed suite keeps its failed rows; `--retry-failed` runs those tasks, and only those, again."""
+    import fuseflow.suite.run as run
+
+    suite_file = tmp_path / "retry.toml"
+    suite_file.write_text('[suite]\nname = "retry"\nschedules = ["unfused", "partial", "full"]\n'
+                          '[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\n')
+    suite, path = load_suite(str(suite_file)), str(tmp_path / "retry.db")
+    study = run.study_schedule
+
+    def full_fails(case, name, *args, **kwargs):
+        if name == "full":
+            raise MemoryError
+        return study(case, name, *args, **kwargs)
+
+    monkeypatch.setattr(run, "study_schedule", full_fails)
+    first = run_suite(suite, path, executor="serial", progress=False)
+    assert (first.simulated, first.failed) == (2, 1)
+    monkeypatch.setattr(run, "study_schedule", study)
+    resumed = run_suite(suite, path, executor="serial", progress=False)
+    assert (resumed.done_before, resumed.simulated + resumed.failed) == (3, 0)
+    db = SweepDB(path, readonly=True)
+    before = {r["schedule"]: r for r in db.rows()}
+    db.close()
+    assert before["full"]["status"] == "error" and "ran out of memory" in before["full"]["error"]
+    assert main(["study", "suite", str(suite_file), "--db", path, "--executor", "serial", "--retry-failed",
+                 "-q"]) == 0
+    db = SweepDB(path, readonly=True)
+    after = {r["schedule"]: r for r in db.rows()}
+    assert db.count() == 3 and len(db.sessions("retry")) == 2
+    db.close()
+    assert after["full"]["status"] == "ok" and after["full"]["verified"] == 1
+    assert {k: after[k]["id"] for k in ("unfused", "partial")} == {k: before[k]["id"] for k in ("unfused", "partial")}

@@ -36,6 +36,7 @@ TICK_SECONDS = 0.5
 BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar:24}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]"
 EVENTS_FORMAT = "{desc}: {percentage:3.0f}%|{bar:24}| {n:.3g}/{total:.3g} token events [{elapsed}<{remaining}{postfix}]"
 OPEN_FORMAT = "{desc}: [{elapsed}{postfix}]"
+PAST_FORMAT = "{desc}: {n:.3g} token events, past the estimate [{elapsed}{postfix}]"
 
 
 def is_terminal(out) -> bool:
@@ -46,16 +47,16 @@ def is_terminal(out) -> bool:
 
 
 class _Ticker:
-    """Redraws a bar every `TICK_SECONDS` from a daemon thread until stopped."""
+    """Redraws a bar (or calls `redraw`) every `TICK_SECONDS` from a daemon thread until stopped."""
 
-    def __init__(self, bar: tqdm):
-        self.bar, self.stop = bar, threading.Event()
+    def __init__(self, bar: tqdm | None = None, redraw=None):
+        self.redraw, self.stop = redraw or bar.refresh, threading.Event()
         self.thread = threading.Thread(target=self._run, name="fuseflow-progress", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         while not self.stop.wait(TICK_SECONDS):
-            self.bar.refresh()
+            self.redraw()
 
     def close(self) -> None:
         self.stop.set()
@@ -170,9 +171,12 @@ def numba_notice(out=None):
 
 class SuiteProgress:
     """A suite's progress on `out` (stderr): on a terminal, a bar of tasks done (with the tasks
-    running, estimated and failed, and tqdm's ETA) and one bar per running task (its token
-    events of the heuristic's estimate); elsewhere one line per finished task. `event` takes
-    a task's progress messages ({"task", "done", "total"}), `finished` its database row.
+    running, estimated and failed, and tqdm's ETA) and one bar per running task below it (its
+    elapsed time until the task has an estimate, then its token events of the heuristic's
+    estimate, or their count once past it), all redrawn every `TICK_SECONDS`; elsewhere one
+    line per finished task. `event`
+    takes a task's progress messages ({"task", "done", "total"}; total None before an
+    estimate), `finished` its database row.
 
         >>> import io
         >>> out = io.StringIO()
@@ -191,12 +195,20 @@ class SuiteProgress:
         self.enabled, self.done = enabled, 0
         self.counts = {"estimated": 0, "error": 0}
         self.running: dict[str, tqdm] = {}
+        self.ended: set[str] = set()  # tasks whose bars are gone
         self.lock = threading.Lock()
         self.bar = None
         if enabled and is_terminal(self.out):
+            # smoothing 0: the ETA is the mean time per task so far, so it grows while tasks run long
             self.bar = tqdm(total=total, desc=f"suite {name}", file=self.out, bar_format=BAR_FORMAT,
-                            dynamic_ncols=True)
-            self.ticker = _Ticker(self.bar)
+                            dynamic_ncols=True, smoothing=0)
+            self.ticker = _Ticker(redraw=self._redraw)
+
+    def _redraw(self) -> None:
+        with self.lock:
+            if self.bar is not None:
+                for bar in (self.bar, *self.running.values()):
+                    bar.refresh()
 
     def start(self, workers: int) -> None:
         if self.enabled:
@@ -215,20 +227,45 @@ class SuiteProgress:
         self.bar.set_postfix_str(", ".join(parts), refresh=False)
 
     def event(self, message: dict) -> None:
-        """A running task's progress (called from dask's event thread or the running task)."""
+        """A running task's progress (called from dask's event thread or the running task); its
+        last message (`"end": True`, sent when its worker is done with it) takes its bar away."""
         if self.bar is None:
             return
         with self.lock:
             task = message["task"]
+            if message.get("end") or task in self.ended:  # a late message of an ended task is dropped
+                self._end(task)
+                return
             bar = self.running.get(task)
-            if bar is None:
-                bar = tqdm(total=1.0, desc=f"  {task}", file=self.out, bar_format=EVENTS_FORMAT,
+            if bar is None:  # on the first line below the others
+                bar = tqdm(total=None, desc=f"  {task}", file=self.out, bar_format=OPEN_FORMAT,
                            position=len(self.running) + 1, leave=False, dynamic_ncols=True)
                 self.running[task] = bar
-            bar.total = max(float(message.get("total") or 1.0), float(message.get("done") or 0.0), 1.0)
-            bar.n = float(message.get("done") or 0.0)
+            done, total = float(message.get("done") or 0.0), message.get("total")
+            if total and done <= float(total):
+                bar.bar_format, bar.total, bar.n = EVENTS_FORMAT, max(float(total), 1.0), done
+            elif total:  # the heuristic estimated fewer: a count, without a percentage or an ETA
+                bar.bar_format, bar.total, bar.n = PAST_FORMAT, None, done
+            if message.get("note"):
+                bar.set_postfix_str(message["note"], refresh=False)
             bar.refresh()
             self._postfix()
+            self.bar.refresh()
+
+    def _end(self, task: str) -> None:
+        """Take the task's bar away and move the bars below it up a line (lock held)."""
+        self.ended.add(task)
+        bar = self.running.pop(task, None)
+        if bar is None:
+            return
+        bar.close()
+        for line, other in enumerate(sorted(self.running.values(), key=lambda b: abs(b.pos)), 1):
+            if abs(other.pos) != line:
+                other.clear()
+                other.pos = -line  # tqdm's mark of a fixed position
+                other.refresh()
+        self._postfix()
+        self.bar.refresh()
 
     def finished(self, task: str, row: dict) -> None:
         with self.lock:
@@ -236,9 +273,8 @@ class SuiteProgress:
             status = row.get("status", "error")
             if status in self.counts:
                 self.counts[status] += 1
-            bar = self.running.pop(task, None)
-            if bar is not None:
-                bar.close()
+            if self.bar is not None:
+                self._end(task)
             what = {"ok": f"ok, {row.get('cycles') or 0:,} cycles",
                     "estimated": f"estimated ({row.get('reason')})"}.get(status, f"failed: {row.get('error')}")
             if self.enabled:

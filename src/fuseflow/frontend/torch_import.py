@@ -2,9 +2,10 @@
 
 Parameters and buffers become named program inputs (with their data kept as
 constants), so a sparse weight can be declared with `formats`. Sparse example
-inputs are traced as dense copies and their layout is re-attached as a per-level
-format: PyTorch's eager sparse kernels cover too few ops (e.g. softmax of a
-masked product) to trace real models, while the linalg is the same.
+inputs and sparse parameters are traced as dense stand-ins and their layout is
+re-attached as a per-level format: PyTorch's eager sparse kernels cover too few
+ops (e.g. softmax of a masked product) to trace real models, while the linalg is
+the same. A sparse matrix parameter's data stays sparse (a scipy `csr_array`).
 
     >>> import torch
     >>> class Lin(torch.nn.Module):
@@ -21,6 +22,7 @@ import re
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import NotSupported, UserError
 from ..ir.formats import TensorFormat
@@ -71,10 +73,9 @@ def from_torch(module, *example_inputs, formats: dict | None = None, name: str |
                             "from_torch", "key formats by example-input index or by name")
     state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
     state_names = list(state)
-    # the export traces shapes and dtypes only: a sparse input stands in as a zero-stride dense
-    # tensor (no n x n array; the MLIR is the same as from its dense copy)
-    dense_inputs = [torch.zeros((), dtype=x.dtype).expand(x.shape) if x.layout != torch.strided else x
-                    for x in example_inputs]
+    # the export traces shapes and dtypes only: a sparse input or parameter stands in as a
+    # zero-stride dense tensor (no n x n array; the MLIR is the same as from its dense copy)
+    dense_inputs = [_stand_in(x) for x in example_inputs]
     values = [v.detach() for v in state.values()]
 
     class _Functional(torch.nn.Module):
@@ -87,7 +88,7 @@ def from_torch(module, *example_inputs, formats: dict | None = None, name: str |
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            mlir_module = fx.export_and_import(_Functional().eval(), *dense_inputs, *values,
+            mlir_module = fx.export_and_import(_Functional().eval(), *dense_inputs, *map(_stand_in, values),
                                                output_type="linalg-on-tensors")
         except Exception as err:  # noqa: BLE001 - torch.export / torch-mlir failures are the user's model
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
@@ -98,13 +99,38 @@ def from_torch(module, *example_inputs, formats: dict | None = None, name: str |
     text = mlir_module.operation.get_asm(enable_debug_info=True)
     program = from_mlir(text, arg_names=arg_names)
     program.name = name or type(module).__name__
-    declared = {n: f for n, x in zip(input_names, example_inputs) if (f := layout_format(x)) is not None}
+    declared = {n: f for n, x in zip(arg_names, [*example_inputs, *values]) if (f := layout_format(x)) is not None}
     for key, fmt in (formats or {}).items():
         declared[input_names[key] if isinstance(key, int) else _safe(key)] = fmt
     apply_formats(program, declared)
     for n, v in zip(state_names, values):
-        program.constants[_safe(n)] = v.to(torch.float64).numpy().astype(np.float64)
+        program.constants[_safe(n)] = _constant(v)
     return program
+
+
+def _stand_in(x):
+    """`x` itself if dense, else a zero-stride dense tensor of its shape and dtype."""
+    import torch  # noqa: PLC0415 - torch is slow to import; only PyTorch models need it
+
+    return x if x.layout == torch.strided else torch.zeros((), dtype=x.dtype).expand(x.shape)
+
+
+def _constant(value):
+    """A parameter's data as a float64 numpy array, or a canonical scipy `csr_array` for a
+    sparse matrix (from its CSR arrays: indices are shared, never densified)."""
+    import torch  # noqa: PLC0415 - torch is slow to import; only PyTorch models need it
+
+    if value.layout == torch.strided:
+        return value.to(torch.float64).numpy()
+    if value.dim() != 2:
+        return value.to_dense().to(torch.float64).numpy()
+    if value.layout != torch.sparse_csr:
+        value = value.to_sparse_csr()
+    matrix = sp.csr_array((value.values().numpy().astype(np.float64), value.col_indices().numpy(),
+                           value.crow_indices().numpy()), shape=tuple(value.shape))
+    matrix.sum_duplicates()
+    matrix.eliminate_zeros()
+    return matrix
 
 
 def _input_names(module, count: int) -> list[str]:

@@ -13,8 +13,9 @@
 """
 from __future__ import annotations
 
+import copy
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -148,7 +149,17 @@ class Program:
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
-    constants: dict[str, np.ndarray] = field(default_factory=dict)  # known data of some inputs
+    constants: dict = field(default_factory=dict)  # known data of some inputs (ndarray, or scipy sparse)
+
+    def __deepcopy__(self, memo):
+        """A copy whose constants share their data with this program's (nothing changes it in
+        place; a weight may take gigabytes)."""
+        result = copy.copy(self)
+        memo[id(self)] = result
+        for f in fields(self):
+            value = getattr(self, f.name)
+            setattr(result, f.name, dict(value) if f.name == "constants" else copy.deepcopy(value, memo))
+        return result
 
     def add_tensor(self, tensor: Tensor, role: str | None = None) -> None:
         assert tensor.name not in self.tensors, f"tensor {tensor.name} defined twice"

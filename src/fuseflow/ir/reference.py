@@ -54,7 +54,7 @@ def bind_inputs(program: Program, tensors: Mapping | None, dtype=np.float64,
         if name in tensors:
             bound[name] = as_value(tensors[name], dtype, dense_limit)
         elif name in program.constants:
-            bound[name] = np.asarray(program.constants[name], dtype=dtype)
+            bound[name] = as_value(program.constants[name], dtype, dense_limit)
         else:
             raise UserError(f"no data for input {name!r} of program {program.name}", None,
                             "pass it, or generate inputs with fuseflow.random_inputs(program)")

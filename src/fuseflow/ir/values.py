@@ -82,10 +82,12 @@ def entries(value, fill: float = 0.0) -> tuple[list[np.ndarray], np.ndarray]:
         if fill != 0.0:
             raise UserError(f"a sparse input with background {fill} (scipy leaves out zeros)",
                             fix="pass it as a dense array")
-        coo = sp.coo_array(value)
-        coo.sum_duplicates()
-        keep = coo.data != 0
-        return [coo.row[keep].astype(np.int64), coo.col[keep].astype(np.int64)], coo.data[keep].astype(np.float64)
+        csr = sp.csr_array(value)  # shares a csr_array's arrays; rows from its index pointers, no COO copy
+        csr.sum_duplicates()
+        rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
+        cols, vals = csr.indices.astype(np.int64), csr.data.astype(np.float64, copy=False)
+        keep = vals != 0
+        return ([rows, cols], vals) if keep.all() else ([rows[keep], cols[keep]], vals[keep])
     array = np.asarray(value, dtype=np.float64)
     mask = ~(array == fill) if not np.isnan(fill) else ~np.isnan(array)
     coords = [c.astype(np.int64) for c in np.nonzero(mask)]

@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import gc
 import inspect
 import warnings
 from dataclasses import dataclass, field
@@ -89,6 +90,8 @@ def _sae_case(size: str, seed: int, density: float) -> ModelCase:
         program = prepare(from_torch(model, torch.tensor(X, dtype=torch.float32),
                                      formats={"enc.weight": "compressed,compressed",
                                               "dec.weight": "compressed,compressed"}))
+    del model
+    gc.collect()  # the module (held in a reference cycle) goes now, not when the simulation needs its memory
     return ModelCase("sae", size, program, {"X": X})
 
 

@@ -87,7 +87,8 @@ def _wall(sessions: list[dict]) -> str:
     seconds = sum(s["seconds"] for s in sessions)
     workers = sorted({s["workers"] for s in sessions if s["workers"]})
     return (f"{seconds / 60:.1f} minutes ({seconds:.0f} s) in {len(sessions)} session"
-            f"{'s' if len(sessions) != 1 else ''} on {'/'.join(map(str, workers)) or '?'} workers")
+            f"{'s' if len(sessions) != 1 else ''} on {'/'.join(map(str, workers)) or '?'} worker"
+            f"{'' if workers == [1] else 's'}")
 
 
 def section(db, suite, figure: str | None, page: str | None) -> str:

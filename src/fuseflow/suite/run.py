@@ -58,29 +58,38 @@ def _built(task: SuiteTask, budget):
 
 class _Reporter:
     """A task's live progress (`granularity.study_schedule`'s `watch`): token events done of the
-    heuristic's estimate, sent to `post` at most every `EVENT_SECONDS`."""
+    heuristic's estimate (total None until there is one), sent to `post` at most every
+    `EVENT_SECONDS`, with a note of what the task does when that changes. The count never goes
+    back: a finished kernel counts what it simulated or its estimate, whichever is more."""
 
     def __init__(self, label: str, post, events: list[float]):
-        self.label, self.post, self.total = label, post, float(sum(events)) or 1.0
+        self.label, self.post, self.total = label, post, float(sum(events)) or None
         self.events, self.kernels, self.last = [float(e) for e in events], 0, 0.0
+        self.base = self.shown = 0.0  # token events before the running kernel; the count sent
 
     def __call__(self, _label: str, events: list[float]) -> _Reporter:
         self.events, self.total = [float(e) for e in events], float(sum(events)) or 1.0
-        self.send(0.0, force=True)
+        self.send(0.0, note="simulating")
         return self
 
-    def send(self, done: float, force: bool = False) -> None:
+    def send(self, done: float, force: bool = False, note: str | None = None) -> None:
         now = time.monotonic()
-        if force or now - self.last >= EVENT_SECONDS:
+        if force or note or now - self.last >= EVENT_SECONDS:
             self.last = now
-            self.post({"task": self.label, "done": done, "total": self.total, "pid": os.getpid()})
+            self.post({"task": self.label, "done": done, "total": self.total, "pid": os.getpid(),
+                       **({"note": note} if note else {})})
+
+    def _progress(self, count: float, note: str | None = None) -> None:
+        self.shown = max(self.shown, count)
+        self.send(self.shown, note=note)
 
     def on_kernel(self, done: int, total: int) -> None:
         self.kernels = done
-        self.send(sum(self.events[:done]))
+        self.base = max(self.shown, sum(self.events[:done]))
+        self._progress(self.base, note="verifying" if done == total else None)
 
     def on_events(self, done_events: float, estimated=None) -> None:
-        self.send(sum(self.events[:self.kernels]) + float(done_events))
+        self._progress(self.base + float(done_events))
 
     def __enter__(self):
         return self
@@ -114,6 +123,7 @@ def run_suite_task(task: dict, max_memory: int | None = None, post=None) -> dict
     start = time.perf_counter()
     budget = worker_budget(max_memory)
     reporter = _Reporter(t.label(), post or post_progress, [])
+    reporter.send(0.0, note="building and estimating")
     try:
         row["engine"] = resolve_engine(t.engine)
         case, model = _built(t, budget)
@@ -128,6 +138,7 @@ def run_suite_task(task: dict, max_memory: int | None = None, post=None) -> dict
     except Exception as err:  # noqa: BLE001 - a failed task is recorded and the suite goes on
         row["error"] = _one_line(err)
     row["wall_seconds"] = time.perf_counter() - start
+    reporter.post({"task": reporter.label, "end": True, "pid": os.getpid()})  # before its row reaches the client
     return row
 
 
@@ -145,7 +156,6 @@ class SuiteSummary:
 
 def _serial(tasks: list[SuiteTask], max_memory, post):
     for task in tasks:
-        post({"task": task.label(), "done": 0.0, "total": 1.0, "pid": os.getpid()})
         yield task, run_suite_task(task.to_dict(), max_memory, post)
 
 
