@@ -111,6 +111,16 @@ func.func @spmm(%A: tensor<{n}x{n}xf32, #CSR>, %X: tensor<{n}x{f}xf32>) -> tenso
     assert peak < 200e6, f"the reference took {peak / 1e6:.0f} MB"
 
 
+def assert_same_storage(a, b, where, signs=False):
+    """Two StoredTensors hold the same levels and values (NaN too; with `signs`, negative zeros)."""
+    for la, lb in zip(a.levels, b.levels, strict=True):
+        assert la.format == lb.format and la.dim == lb.dim, where
+        if la.is_compressed:
+            assert la.seg.tolist() == lb.seg.tolist() and la.crd.tolist() == lb.crd.tolist(), where
+    assert a.vals.shape == b.vals.shape and np.array_equal(a.vals, b.vals, equal_nan=True), where
+    assert not signs or np.array_equal(np.signbit(a.vals), np.signbit(b.vals)), where
+
+
 def test_stored_tensor_from_a_sparse_matrix_equals_from_the_dense_one():
     rng = np.random.default_rng(3)
     dense = rng.normal(size=(9, 8)) * (rng.random((9, 8)) < 0.3)
@@ -121,12 +131,56 @@ def test_stored_tensor_from_a_sparse_matrix_equals_from_the_dense_one():
                  "dense,compressed;block=3x2", "compressed,compressed;block=3x4;order=1,0"):
         fmt = TensorFormat.parse(text)
         a, b = StoredTensor.from_dense(dense, fmt), StoredTensor.from_value(sparse, fmt)
-        for la, lb in zip(a.levels, b.levels):
-            assert la.format == lb.format and la.dim == lb.dim, text
-            if la.is_compressed:
-                assert la.seg.tolist() == lb.seg.tolist() and la.crd.tolist() == lb.crd.tolist(), text
-        assert np.array_equal(np.asarray(a.vals), np.asarray(b.vals)), text
+        assert_same_storage(a, b, text)
         assert np.array_equal(b.to_dense(), dense), text
+
+
+def test_stored_tensor_from_untidy_scipy_matrices_equals_from_the_dense_one():
+    """Duplicates, explicit zeros, CSC and COO inputs and an all-empty matrix store as the dense
+    array they describe."""
+    rng = np.random.default_rng(5)
+    dense = rng.normal(size=(7, 6)) * (rng.random((7, 6)) < 0.4)
+    dense[:, 2] = 0.0
+    r, c = np.nonzero(dense)
+    untidy = sp.coo_array((np.concatenate([dense[r, c] / 2, dense[r, c] / 2, [0.0]]),
+                           (np.concatenate([r, r, [0]]), np.concatenate([c, c, [2]]))), shape=dense.shape)
+    values = [untidy, untidy.tocsr(), sp.csc_array(dense), sp.csr_array((7, 6))]
+    for value in values:
+        want = value.toarray()
+        for text in ("dense,compressed", "compressed,compressed", "compressed,compressed;order=1,0",
+                     "dense,compressed;order=1,0"):
+            fmt = TensorFormat.parse(text)
+            assert_same_storage(StoredTensor.from_dense(want, fmt), StoredTensor.from_value(value, fmt), text)
+    assert np.array_equal(untidy.toarray(), dense)  # the duplicates and the zero were not folded in place
+
+
+def test_stored_tensor_from_a_dense_value_equals_from_dense_in_every_layout():
+    """from_value's shortcuts (all levels dense; a compressed inner level) store what from_dense
+    does, with negative zeros, NaN and a background other than 0."""
+    rng = np.random.default_rng(8)
+    dense = rng.normal(size=(6, 5)) * (rng.random((6, 5)) < 0.5)
+    dense[0, 0], dense[1, 1], dense[2] = -0.0, np.nan, 0.0
+    cases = [(dense, text, fill) for text in ("dense,dense", "dense,dense;order=1,0", "dense,compressed",
+                                              "compressed,compressed;order=1,0", "compressed,dense")
+             for fill in (0.0, -np.inf)] + [(np.float64(2.5), "", 0.0), (rng.normal(size=(2, 3, 4)),
+                                                                         "dense,dense,dense;order=2,0,1", 0.0)]
+    for value, text, fill in cases:
+        fmt = TensorFormat.parse(text) if text else TensorFormat((), (), None)
+        a, b = StoredTensor.from_dense(value, fmt, fill), StoredTensor.from_value(value, fmt, fill)
+        assert_same_storage(a, b, text, signs=True)
+
+
+def test_storing_a_sparse_matrix_takes_a_few_bytes_an_entry():
+    import tracemalloc
+
+    A = sp.random_array((20_000, 5_000), density=0.01, format="csr", rng=np.random.default_rng(6))
+    A.sort_indices()
+    for text in ("dense,compressed", "compressed,compressed;order=1,0"):
+        tracemalloc.start()
+        StoredTensor.from_value(A, TensorFormat.parse(text))
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 40 * A.nnz, f"{text}: {peak / A.nnz:.0f} bytes an entry"
 
 
 def test_statistics_of_sparse_and_dense_inputs_agree():
@@ -143,3 +197,26 @@ def test_values_stay_sparse_only_when_large():
     small = sp.random(10, 10, density=0.2, random_state=0)
     assert not is_sparse(as_value(small))
     assert is_sparse(as_value(small, dense_limit=50))
+
+
+def test_a_written_matrix_decodes_to_the_matrix_in_every_layout():
+    from fuseflow.execute import _decode_sparse
+    from fuseflow.sim.storage import WrittenTensor
+
+    rng = np.random.default_rng(7)
+    dense = rng.normal(size=(9, 7)) * (rng.random((9, 7)) < 0.3)
+    dense[3], dense[:, 5] = 0.0, 0.0
+    for text in ("dense,compressed", "compressed,compressed", "compressed,compressed;order=1,0",
+                 "dense,compressed;order=1,0", "compressed,dense", "dense,dense;order=1,0"):
+        fmt = TensorFormat.parse(text)
+        stored = StoredTensor.from_dense(dense, fmt)
+        vals = stored.vals.copy()
+        vals[:1] = 0.0  # an explicit zero a kernel wrote is no entry of the matrix
+        before = [lv.crd.copy() for lv in stored.levels if lv.is_compressed], vals.copy()
+        got = _decode_sparse(WrittenTensor(dict(enumerate(stored.levels)), vals), dense.shape, tuple(fmt.mode_order))
+        assert all(np.array_equal(a, lv.crd) for a, lv in zip(before[0], [lv for lv in stored.levels
+                                                                         if lv.is_compressed])), text
+        assert np.array_equal(before[1], vals), f"{text}: decoding changed what the kernel wrote"
+        assert got.format == "csr" and got.has_canonical_format, text
+        assert np.array_equal(got.toarray(), StoredTensor(stored.levels, vals, dense.shape, fmt).to_dense()), text
+        assert np.all(got.data != 0), text
