@@ -28,7 +28,7 @@ from .ir.values import DENSE_LIMIT, check_dense, densify
 from .memory import release_freed
 from .sim.hw import HwConfig
 from .sim.oracle import run_graph
-from .sim.storage import StoredTensor, level_entries
+from .sim.storage import StoredTensor, level_entries, storage_bytes
 
 
 @dataclass
@@ -79,25 +79,51 @@ def decode(written, meta: dict):
 
 
 def _decode_sparse(written, shape, mode_order) -> sp.csr_array:
-    levels = [written.levels[0], written.levels[1]]
-    pos, (c0, c1) = level_entries(levels)
-    vals = np.asarray(written.vals, dtype=np.float64)[pos]
+    """A written 2-D tensor as a CSR matrix, straight from its levels when the inner one is
+    compressed (its segments are the index pointers: no coordinate arrays, no sort)."""
+    top, inner = written.levels[0], written.levels[1]
+    vals = np.asarray(written.vals, dtype=np.float64)
+    dims = tuple(shape[m] for m in mode_order)
+    if inner.is_compressed:
+        if top.is_compressed:  # segments of the stored rows only: spread over all rows
+            counts = np.zeros(dims[0], dtype=np.int64)
+            counts[top.crd] = np.diff(inner.seg)
+            indptr = np.concatenate([[0], np.cumsum(counts)])
+        else:
+            indptr = inner.seg
+        vals, crd = vals[:len(inner.crd)], inner.crd
+        keep = vals != 0.0
+        if not keep.all():  # explicit zeros a kernel wrote are no entries (new arrays: the written ones stay)
+            indptr = np.concatenate([[0], np.cumsum(keep)])[indptr]
+            vals, crd = vals[keep], crd[keep]
+        major = sp.csr_array((vals, crd, indptr), shape=dims)
+        if not major.has_sorted_indices:
+            major = major.copy()
+            major.sort_indices()
+        return major if mode_order == (0, 1) else sp.csr_array(major.T)
+    pos, (c0, c1) = level_entries([top, inner])
+    vals = vals[pos]
     keep = vals != 0.0
     rows, cols = (c0, c1) if mode_order == (0, 1) else (c1, c0)
     return sp.csr_array((vals[keep], (rows[keep], cols[keep])), shape=shape)
+
+
+def _readable_as_written(entry, meta: dict) -> bool:
+    """Whether a reader with `meta` can read the written `entry` (tensor, its meta) as it is."""
+    if entry is None:
+        return False
+    tensor, wmeta = entry
+    same = all(wmeta.get(k) == meta.get(k) for k in ("levels", "mode_order", "shape", "block", "fill"))
+    return same and len(tensor.levels) == len(meta["shape"]) and tensor.vals is not None
 
 
 def _as_written(entry, meta: dict) -> StoredTensor | None:
     """An intermediate read in the layout its writer stored it in, as stored: explicit zeros a
     kernel wrote (e.g. a sum over an empty fiber) stay, as they would in memory. None when the
     reader needs another layout (then the dense values are encoded again)."""
-    if entry is None:
+    if not _readable_as_written(entry, meta):
         return None
-    tensor, wmeta = entry
-    same = all(wmeta.get(k) == meta.get(k) for k in ("levels", "mode_order", "shape", "block", "fill"))
-    rank = len(meta["shape"])
-    if not same or len(tensor.levels) != rank or tensor.vals is None:
-        return None
+    tensor, rank = entry[0], len(meta["shape"])
     vals = np.asarray(tensor.vals, dtype=np.float64)
     block = tuple(meta["block"]) if meta.get("block") else ()
     if block:
@@ -131,6 +157,24 @@ def _stored_inputs(kernel, values: dict, written: dict) -> dict:
                             or StoredTensor.from_value(_value(source, values, written), _format(meta),
                                                        meta.get("fill", 0.0)))
     return stored
+
+
+def _storing_bytes(kernel, values: dict, written: dict) -> int:
+    """What storing the kernel's inputs will allocate (those read as written take nothing; a
+    written one read in another layout is decoded first, at about 40 bytes an entry)."""
+    total = 0
+    for name, meta in kernel.graph.tensors.items():
+        source = meta.get("source", name)
+        if meta["role"] != "input" or _readable_as_written(written.get(source), meta):
+            continue
+        if source in values:
+            total += storage_bytes(values[source], _format(meta))
+        elif source in written:  # decoded, then stored: as sparse entries when large and 2-D, else dense
+            entries = len(written[source][0].vals if written[source][0].vals is not None else ())
+            size = int(np.prod(meta["shape"], dtype=np.float64))
+            total += 136 * entries if size > DENSE_LIMIT and len(meta["shape"]) == 2 else \
+                8 * size * (len(meta["shape"]) + 4)
+    return total
 
 
 def _value(name: str, values: dict, written: dict):
@@ -199,9 +243,10 @@ def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run
 def _run_kernel(kernel, values, written, hw, run_graph_fn, options, budget, on_run) -> KernelRun:
     """Store the kernel's inputs, run its graph, and keep what it wrote."""
     graph = kernel.graph
+    if budget is not None:  # before storing the inputs: storing a large one takes memory too
+        needs = footprint(graph) + _storing_bytes(kernel, values, written)
+        budget.check(needs, f"kernel k{kernel.index} ({graph.name})")
     stored = _stored_inputs(kernel, values, written)
-    if budget is not None:
-        budget.check(footprint(graph), f"kernel k{kernel.index} ({graph.name})")
     run = run_graph_fn(graph, stored, hw, **options)
     if on_run is not None:
         on_run(graph, run)
