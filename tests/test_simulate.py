@@ -50,6 +50,30 @@ def test_first_mismatch_names_coordinate():
     assert first_mismatch("T", want, want, 1e-6, 1e-9) is None
 
 
+def test_comparison_in_blocks_finds_the_first_difference_and_the_largest_error(monkeypatch):
+    """Compared a few entries at a time (as a million-entry output is): the first entry beyond
+    the tolerances and the largest finite error over all blocks, dense and sparse alike."""
+    import scipy.sparse as sp
+
+    from fuseflow import pipeline
+
+    monkeypatch.setattr(pipeline, "COMPARE_BLOCK", 4)
+    want = np.arange(1.0, 31.0).reshape(5, 6)
+    got = want.copy()
+    got[2, 3] += 0.5  # flat entry 15, in the fourth block
+    got[4, 5] += 2.0  # the largest error, in the last block
+    got[0, 1] = np.inf  # not finite: no error, but a difference (and the first one)
+    assert pipeline.compare("T", got, want, 1e-6, 1e-9) == \
+        (2.0, "simulated T differs from the reference at (0, 1): inf vs 2")
+    got[0, 1] = want[0, 1]
+    assert pipeline.compare("T", got, want, 1e-6, 1e-9)[1].endswith("at (2, 3): 16.5 vs 16")
+    sparse_want = sp.csr_array(np.where(want > 10, want, 0.0))
+    sparse_got = sp.csr_array(np.where(got > 10, got, 0.0))
+    assert pipeline.compare("T", sparse_got, sparse_want, 1e-6, 1e-9) == \
+        (2.0, "simulated T differs from the reference at (2, 3): 16.5 vs 16")
+    assert pipeline.compare("T", want, want, 1e-6, 1e-9) == (0.0, None)
+
+
 def test_memory_model_stalls():
     hw = HwConfig(hbm=True)
     # 8 channels: words 0..7 fill the first batch (latency 2) and the first access pays start-up 14

@@ -80,12 +80,14 @@ def _engine(name: str):
     return run_graph
 
 
-def _aligned(got, want) -> tuple[tuple, np.ndarray, np.ndarray]:
-    """(coordinates, got values, want values): every entry when either side is dense, else the
-    entries either sparse side stores (the rest are 0 on both)."""
+def _aligned(got, want) -> tuple:
+    """(coordinates of the k-th compared entry, got values, want values): every entry when either
+    side is dense (flat views, coordinates computed only when asked for), else the entries either
+    sparse side stores (the rest are 0 on both)."""
     if not (is_sparse(got) and is_sparse(want)):
         got, want = densify(got, "a simulated output"), densify(want, "a reference output")
-        return tuple(np.indices(want.shape).reshape(want.ndim, -1)), got.ravel(), want.ravel()
+        shape = np.shape(want)
+        return (lambda k: tuple(int(c) for c in np.unravel_index(k, shape))), got.reshape(-1), want.reshape(-1)
     shape = shape_of(want)
     (gr, gc), gv = entries(got)
     (wr, wc), wv = entries(want)
@@ -93,7 +95,10 @@ def _aligned(got, want) -> tuple[tuple, np.ndarray, np.ndarray]:
     a, b = np.zeros(keys.shape[0]), np.zeros(keys.shape[0])
     a[np.searchsorted(keys, gr * shape[1] + gc)] = gv
     b[np.searchsorted(keys, wr * shape[1] + wc)] = wv
-    return (keys // shape[1], keys % shape[1]), a, b
+    return (lambda k: (int(keys[k] // shape[1]), int(keys[k] % shape[1]))), a, b
+
+
+COMPARE_BLOCK = 1 << 20  # entries compared at a time: the temporaries stay a few MB for any output
 
 
 def compare(name: str, got, want, rtol: float, atol: float) -> tuple[float, str | None]:
@@ -101,15 +106,19 @@ def compare(name: str, got, want, rtol: float, atol: float) -> tuple[float, str 
     that differs beyond the tolerances or None); dense or sparse values alike."""
     if shape_of(got) != shape_of(want):
         return float("inf"), f"simulated {name} has shape {shape_of(got)}, the reference {shape_of(want)}"
-    coords, a, b = _aligned(got, want)
-    finite = np.isfinite(a) & np.isfinite(b)
-    error = float(np.abs(a[finite] - b[finite]).max()) if finite.any() else 0.0
-    bad = ~np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
-    if not bad.any():
+    where, a, b = _aligned(got, want)
+    error, first = 0.0, None
+    for start in range(0, a.shape[0], COMPARE_BLOCK):
+        x, y = a[start:start + COMPARE_BLOCK], b[start:start + COMPARE_BLOCK]
+        finite = np.isfinite(x) & np.isfinite(y)
+        if finite.any():
+            error = max(error, float(np.abs(x[finite] - y[finite]).max()))
+        bad = ~np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=True)
+        if first is None and bad.any():
+            first = start + int(np.argmax(bad))
+    if first is None:
         return error, None
-    k = int(np.argmax(bad))
-    where = tuple(int(c[k]) for c in coords)
-    return error, f"simulated {name} differs from the reference at {where}: {a[k]:.6g} vs {b[k]:.6g}"
+    return error, f"simulated {name} differs from the reference at {where(first)}: {a[first]:.6g} vs {b[first]:.6g}"
 
 
 def first_mismatch(name: str, got, want, rtol: float, atol: float) -> str | None:
