@@ -353,6 +353,29 @@ def test_spacc2(data):
 
 @settings(max_examples=20, **SETTINGS)
 @given(st.data())
+def test_spacc2_grows_its_dense_table_and_moves_to_the_hash_table(data):
+    """Coordinates past the dense table's first 32 rows x 64 columns, and (with a small cell limit)
+    entries moving to the hash table in the middle of an outer fiber."""
+    from fuseflow.sim.fast import spacc_tables
+
+    draw = data.draw
+    outer = fill(skeleton(draw, 1), 1, lambda count: [Val(draw(st.integers(0, 5))) for _ in range(count)])
+    mid = grow(draw, outer, lambda tok: [Val(draw(st.integers(0, 300))) for _ in range(draw(st.integers(0, 20)))])
+    inner = grow(draw, mid, lambda tok: [Val(draw(st.integers(0, 300))) for _ in range(draw(st.integers(0, 4)))])
+    vals = [Val(draw(floats)) if isinstance(t, Val) else t for t in inner]
+    limit = draw(st.sampled_from([spacc_tables.DENSE_CELLS, 4096, 1]))
+    saved = spacc_tables.DENSE_CELLS, spacc_tables.DENSE_SLACK
+    spacc_tables.DENSE_CELLS, spacc_tables.DENSE_SLACK = limit, min(limit, spacc_tables.DENSE_SLACK)
+    try:
+        check_apply("spacc2", {"crd_outer": timed(draw, outer), "crd_mid": timed(draw, mid),
+                               "crd_inner": timed(draw, inner), "val": timed(draw, vals)},
+                    {"kind": draw(st.sampled_from(["sum", "max"]))}, hw=hw_for(draw, "spacc2"))
+    finally:
+        spacc_tables.DENSE_CELLS, spacc_tables.DENSE_SLACK = saved
+
+
+@settings(max_examples=20, **SETTINGS)
+@given(st.data())
 def test_crd_drop(data):
     draw = data.draw
     depth = draw(st.integers(1, 3))

@@ -10,11 +10,12 @@ accumulators' live state, and the results are the same whatever the chunk size.
 
 Kernels and runners live by primitive family, in modules named as the oracle's: `read` (root,
 scan, locate, array), `repeat` (repsig, repeat), `join` (intersect, union), `alu`, `reduce`,
-`spacc` (spacc, spacc2), `drop` (crd_drop), `write` (level_write, value_write) and `lanes`
-(broadcast, fork, join); `core` has what they share, `channel` the buffers, `engine` the graph
-driver, `tiles` the values of tile streams and `by_oracle` the way back to the oracle for what
-the kernels do not handle. Malformed input (which the kernels detect but do not describe) is
-run again on the oracle, which raises its exact exception.
+`spacc` (spacc, spacc2; the order-2 tables in `spacc_tables`), `drop` (crd_drop), `write`
+(level_write, value_write) and `lanes` (broadcast, fork, join); `core` has what they share,
+`channel` the buffers, `engine` the graph driver, `tiles` the values of tile streams and
+`by_oracle` the way back to the oracle for what the kernels do not handle. Malformed input
+(which the kernels detect but do not describe) is run again on the oracle, which raises its
+exact exception.
 
     >>> from fuseflow.sim import oracle
     >>> run = apply("reduce", {"val": "1 2 S0 S0 4 S0 S1 D"}, chunk=1)

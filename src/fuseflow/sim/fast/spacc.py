@@ -2,10 +2,11 @@
 `sim.oracle.spacc`.
 
 The live state is one outer fiber's worth of entries. spacc keeps them in a dense table for
-keys 0..`TABLE_LIMIT`-1 (and a list, sorted at the drain, for others); spacc2 in hash tables
-keyed by (mid, inner) coordinate, so that each accumulation costs one lookup. At an outer `S0`
+keys 0..`TABLE_LIMIT`-1 (and a list, sorted at the drain, for others); spacc2 in a grid of rows
+x inner coordinates while it stays small, else in a hash table keyed by (mid, inner)
+(`spacc_tables`), so that each accumulation costs one indexed add or one lookup. At an outer `S0`
 the entries drain in coordinate order: spacc2 orders only the distinct entries, rows by a sort
-of their mid coordinates and each row's inner coordinates on their own.
+of their mid coordinates and each row by a scan of its cells or a sort of its own entries.
 
 With tiles, a kernel logs what it accumulated and drained (`tiles.accumulate` replays the log on
 the tiles, as the oracle combines them, in stream order per key).
@@ -47,6 +48,7 @@ from .core import (
     out_leave,
 )
 from .reduce import Reducer, combine, identity
+from .spacc_tables import clear, dense_fits, drain_order, rehash, relayout, slot, to_hash
 from .stream import DONE as D_TOK
 from .stream import STOP, VAL, _is_elem
 
@@ -277,79 +279,21 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
 
 
 # -- order 2 --------------------------------------------------------------------------------------------
-_NR, _NE, _CW1, _CROW, _DR, _DE, _DPH, _DNR, _NEV2, _DRAIN2 = range(FREE, FREE + 10)
-
-
-@njit(cache=True)
-def _slot(hk1, hk2, hv, a, b):
-    """The slot of key (a, b) in an open-addressing table (linear probing): where it is, or the
-    empty slot where it goes."""
-    mask = hv.shape[0] - 1
-    h = (a * -7046029254386353131) ^ (b * -4417276706812531889)
-    q = (h ^ (h >> 29)) & mask
-    while hv[q] >= 0 and (hk1[q] != a or hk2[q] != b):
-        q = (q + 1) & mask
-    return q
-
-
-@njit(cache=True)
-def rehash(hk1, hk2, hv, nk1, nk2, nv, slots):
-    """Move every key of one table into a larger, empty one; slots[id] follows each key."""
-    for q in range(hv.shape[0]):
-        if hv[q] >= 0:
-            s = _slot(nk1, nk2, nv, hk1[q], hk2[q])
-            nk1[s] = hk1[q]
-            nk2[s] = hk2[q]
-            nv[s] = hv[q]
-            slots[hv[q]] = s
-
-
-@njit(cache=True)
-def _order(rw1, nr, erow, ew2, ne, d_w1, d_off, d_ent):
-    """Drain order: rows by mid coordinate (d_w1, entry offsets d_off) and each row's entries by
-    inner coordinate (d_ent: entry numbers)."""
-    rows = np.argsort(rw1[:nr])
-    rank = np.empty(nr, dtype=np.int64)
-    for q in range(nr):
-        rank[rows[q]] = q
-        d_w1[q] = rw1[rows[q]]
-    counts = np.zeros(nr + 1, dtype=np.int64)
-    for e in range(ne):
-        counts[rank[erow[e]] + 1] += 1
-    for q in range(nr):
-        counts[q + 1] += counts[q]
-    d_off[:nr + 1] = counts[:nr + 1]
-    fill = counts[:nr].copy()
-    for e in range(ne):
-        r = rank[erow[e]]
-        d_ent[fill[r]] = e
-        fill[r] += 1
-    for q in range(nr):
-        lo = d_off[q]
-        hi = d_off[q + 1]
-        if hi - lo > 1:
-            seg = d_ent[lo:hi].copy()
-            keys = np.empty(hi - lo, dtype=np.int64)
-            for x in range(hi - lo):
-                keys[x] = ew2[seg[x]]
-            by = np.argsort(keys)
-            for x in range(hi - lo):
-                d_ent[lo + x] = seg[by[x]]
-
-
-@njit(cache=True)
-def _clear(hv, slots, n):
-    for q in range(n):
-        hv[slots[q]] = -1
+_NR, _NE, _CW1, _CROW, _DR, _DE, _DPH, _DNR, _NEV2, _DRAIN2, _MODE, _W = range(FREE, FREE + 12)
 
 
 @njit(cache=True)
 def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, i_s, icons, kv, dv, v_s, vcons,
-              mk_, md, mt, ck, cd, ct, vk_, vd, vt, red, nanv, rk1, rk2, rv, rslot, rw1, ek1, ek2, ev_tab, eslot, erow,
-              ew2, ex, d_w1, d_off, d_ent, log, ev):
-    """rk1/rk2/rv: the rows' hash table (mid coordinate -> row), rslot/rw1 per row; ek1/ek2/ev_tab:
-    the entries' table ((mid, inner) -> entry), eslot/erow/ew2/ex per entry; d_*: drain order."""
+              mk_, md, mt, ck, cd, ct, vk_, vd, vt, red, nanv, rk1, rk2, rv, rslot, rw1, dval, dpres, ek1, ek2, ev_tab,
+              eslot, erow, ew2, ex, d_w1, d_off, d_c, d_v, log, ev):
+    """rk1/rk2/rv: the rows' hash table (mid coordinate -> row), rslot/rw1 per row; dval/dpres: the
+    dense table (mode 0: rows x S[_W] cells); ek1/ek2/ev_tab: the entries' hash table (mode 1:
+    (mid, inner) -> entry, values in ex); eslot/erow/ew2 per entry; d_*: drain order
+    (`spacc_tables`)."""
     nan = nanv[0]
+    mode = S[_MODE]
+    width = S[_W]
+    cap = dpres.shape[0] // width
     po, eo, fo, ol = enter(CH, RD, io, 0)
     pm, em, fm, ml = enter(CH, RD, io, 1)
     pi, ei, fi, il = enter(CH, RD, io, 2)
@@ -402,8 +346,12 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                     status = FAIL
                     break
                 w1 = dm[pm]
-                if 2 * (nr + 1) > rv.shape[0] or nr >= rw1.shape[0] or 2 * (ne + 1) > ev_tab.shape[0] or \
-                        ne >= ew2.shape[0]:
+                if 2 * (nr + 1) > rv.shape[0] or nr >= rw1.shape[0] or ne >= ew2.shape[0] or \
+                        (mode == 1 and 2 * (ne + 1) > ev_tab.shape[0]):
+                    status = GROW
+                    break
+                if mode == 0 and (nr >= cap or (ik == VAL and di[pi] >= width)):
+                    S[NEED] = di[pi] if ik == VAL else 0
                     status = GROW
                     break
                 if log and nev >= ev.shape[1]:
@@ -412,7 +360,7 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                 if S[_CROW] >= 0 and S[_CW1] == w1:
                     row = S[_CROW]
                 else:
-                    q = _slot(rk1, rk2, rv, w1, 0)
+                    q = slot(rk1, rk2, rv, w1, 0)
                     if rv[q] < 0:
                         rk1[q] = w1
                         rk2[q] = 0
@@ -429,8 +377,22 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                 if ik == VAL:
                     w2 = di[pi]
                     x = float(dv[pv]) if vk == VAL else 0.0
-                    q = _slot(ek1, ek2, ev_tab, w1, w2)
-                    if ev_tab[q] < 0:
+                    if mode == 0:
+                        cell = row * width + w2
+                        if dpres[cell]:
+                            dval[cell] = combine(red, dval[cell], x, nan)
+                        else:
+                            dpres[cell] = 1
+                            dval[cell] = combine(red, identity(red), x, nan)
+                            erow[ne] = row
+                            ew2[ne] = w2
+                            ne += 1
+                        q = -1
+                    else:
+                        q = slot(ek1, ek2, ev_tab, w1, w2)
+                    if q < 0:
+                        pass
+                    elif ev_tab[q] < 0:
                         ek1[q] = w1
                         ek2[q] = w2
                         ev_tab[q] = ne
@@ -505,10 +467,11 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                 status = FAIL
                 break
             if o == STOP and on == 0 and nr > 0 and not S[_DRAIN2]:
-                if d_w1.shape[0] < nr or d_off.shape[0] < nr + 1 or d_ent.shape[0] < ne:
+                if d_w1.shape[0] < nr or d_off.shape[0] < nr + 1 or d_c.shape[0] < ne:
+                    S[NEED] = -1  # the drain order's arrays, sized once per drain
                     status = GROW
                     break
-                _order(rw1, nr, erow, ew2, ne, d_w1, d_off, d_ent)
+                drain_order(mode, width, rw1, nr, erow, ew2, ex, ne, dval, dpres, d_w1, d_off, d_c, d_v)
                 S[_DR] = 0
                 S[_DE] = 0
                 S[_DPH] = 0
@@ -538,14 +501,13 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                     t = max(t + ii, rt)
                     e = S[_DE]
                     if e < d_off[r + 1]:
-                        q = d_ent[e]
                         ck[jc] = VAL
-                        cd[jc] = ew2[q]
+                        cd[jc] = d_c[e]
                         vk_[jv] = VAL
-                        vd[jv] = ex[q]
+                        vd[jv] = d_v[e]
                         if log:
                             ev[0, nev] = d_w1[r]
-                            ev[1, nev] = ew2[q]
+                            ev[1, nev] = d_c[e]
                             ev[2, nev] = jv
                             ev[3, nev] = EMIT
                             nev += 1
@@ -563,8 +525,9 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                     jv += 1
                 steps += 1
                 if S[_DR] == S[_DNR]:  # drained: empty the tables
-                    _clear(rv, rslot, nr)
-                    _clear(ev_tab, eslot, ne)
+                    clear(rv, rslot, nr)
+                    if mode == 1:
+                        clear(ev_tab, eslot, ne)
                     nr = 0
                     ne = 0
                     S[_CROW] = -1
@@ -684,14 +647,15 @@ class Spacc2(_Accumulator):
         self.rows = self._table(64)
         self.rslot = np.empty(32, dtype=np.int64)
         self.rw1 = np.empty(32, dtype=np.int64)
-        self.ents = self._table(1024)
-        self.eslot = np.empty(512, dtype=np.int64)
+        self.S[_MODE], self.S[_W] = 0, 256
+        self.dval, self.dpres = relayout(None, None, 0, 0, 64, 256)
+        self.ents = self._table(0)
+        self.eslot = np.empty(0, dtype=np.int64)
         self.erow = np.empty(512, dtype=np.int64)
         self.ew2 = np.empty(512, dtype=np.int64)
-        self.ex = np.empty(512, dtype=np.float64)
-        self.d_w1 = np.empty(32, dtype=np.int64)
-        self.d_off = np.empty(33, dtype=np.int64)
-        self.d_ent = np.empty(512, dtype=np.int64)
+        self.ex = np.empty(0, dtype=np.float64)
+        self.d_w1, self.d_off = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        self.d_c, self.d_v = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         self.S[_CROW] = -1
         self._log(_NEV2)
 
@@ -700,8 +664,8 @@ class Spacc2(_Accumulator):
         return (np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64), np.full(size, -1, dtype=np.int64))
 
     def extra(self):
-        return (self.red, NANV, *self.rows, self.rslot, self.rw1, *self.ents, self.eslot, self.erow, self.ew2,
-                self.ex, self.d_w1, self.d_off, self.d_ent, self.logging, self.ev)
+        return (self.red, NANV, *self.rows, self.rslot, self.rw1, self.dval, self.dpres, *self.ents, self.eslot,
+                self.erow, self.ew2, self.ex, self.d_w1, self.d_off, self.d_c, self.d_v, self.logging, self.ev)
 
     def _rehashed(self, table, slots):
         size = 2 * table[2].shape[0]
@@ -709,6 +673,29 @@ class Spacc2(_Accumulator):
         new = self._table(size)
         rehash(*table, *new, slots)
         return new
+
+    def _grow_dense(self, nr: int, ne: int) -> None:
+        """A larger grid for the dense table, or its entries moved to the hash table."""
+        S, e = self.S, self.engine
+        width, rows = int(S[_W]), self.dpres.shape[0] // int(S[_W])
+        new_width, new_rows = width, rows
+        while new_width <= S[NEED]:  # at least twice as wide or as tall: a few re-layouts per run
+            new_width *= 2
+        while new_rows <= nr:
+            new_rows *= 2
+        if dense_fits(new_rows, new_width, ne):
+            e.reserve(9 * (new_rows * new_width - rows * width), self)
+            self.dval, self.dpres = relayout(self.dval, self.dpres, rows, width, new_rows, new_width)
+            S[_W] = new_width
+            return
+        size = 1 << max(10, (2 * ne + 2).bit_length())
+        e.reserve(24 * size + 16 * self.ew2.shape[0], self)
+        self.ents = self._table(size)
+        self.eslot = np.empty(self.ew2.shape[0], dtype=np.int64)
+        self.ex = np.empty(self.ew2.shape[0], dtype=np.float64)
+        to_hash(self.rw1, self.erow, self.ew2, ne, self.dval, width, self.ex, *self.ents, self.eslot)
+        self.dval, self.dpres = relayout(None, None, 0, 0, 1, 1)
+        S[_MODE], S[_W] = 1, 1
 
     def grow(self):
         S, e = self.S, self.engine
@@ -718,12 +705,16 @@ class Spacc2(_Accumulator):
         if 2 * (nr + 1) > self.rows[2].shape[0]:
             self.rows = self._rehashed(self.rows, self.rslot)
         if ne >= self.ew2.shape[0]:
-            self.eslot, self.erow = e.enlarge(self.eslot, self), e.enlarge(self.erow, self)
-            self.ew2, self.ex = e.enlarge(self.ew2, self), e.enlarge(self.ex, self)
-        if 2 * (ne + 1) > self.ents[2].shape[0]:
+            self.erow, self.ew2 = e.enlarge(self.erow, self), e.enlarge(self.ew2, self)
+            if S[_MODE] == 1:  # per entry, the hash table's slot and value
+                self.eslot, self.ex = (e.enlarge(a, self, self.ew2.shape[0]) for a in (self.eslot, self.ex))
+        if S[NEED] == -1:  # a drain: its order's arrays
+            e.reserve(16 * ne + 16 * nr, self)
+            self.d_w1, self.d_off = np.empty(nr, dtype=np.int64), np.empty(nr + 1, dtype=np.int64)
+            self.d_c, self.d_v = np.empty(ne, dtype=np.int64), np.empty(ne, dtype=np.float64)
+        elif S[_MODE] == 0 and (nr >= self.dpres.shape[0] // S[_W] or S[NEED] >= S[_W]):
+            self._grow_dense(nr, ne)
+        if S[_MODE] == 1 and 2 * (ne + 1) > self.ents[2].shape[0]:
             self.ents = self._rehashed(self.ents, self.eslot)
-        if self.d_w1.shape[0] < nr or self.d_off.shape[0] < nr + 1 or self.d_ent.shape[0] < ne:
-            self.d_w1 = e.enlarge(self.d_w1, self, nr)
-            self.d_off = e.enlarge(self.d_off, self, nr + 1)
-            self.d_ent = e.enlarge(self.d_ent, self, ne)
+        S[NEED] = 0
         self.invalidate()
