@@ -6,11 +6,11 @@ the oracle, and the same engine keeping whole streams (chunking off).
     python bench/sim_speed.py --quick          # smaller problems
 
 Token events = tokens over all streams of a run (sum of GraphRun.stream_tokens). Engine time is
-the time in run_graph (storage and compilation excluded), best of two runs after a warm-up that
-loads the numba kernels. "whole/chunked" is the same engine with every stream kept whole
-(`chunk=WHOLE`) over the default bounded buffers: above 1 means chunking costs nothing. The
-oracle runs the same problem when it has at most --oracle-events events, else a scaled-down one
-(said in the output). Peak memory is the child process's peak resident set (what
+the time in run_graph (storage and compilation excluded), best of five runs (two for whole
+streams) after a warm-up that loads the numba kernels. "whole/chunked" is the same engine with
+every stream kept whole (`chunk=WHOLE`) over the default bounded buffers: above 1 means chunking
+costs nothing. The oracle runs the same problem when it has at most --oracle-events events, else
+a scaled-down one (said in the output). Peak memory is the child process's peak resident set (what
 `/usr/bin/time -f %M` reports), so it includes Python, numpy, numba and the data.
 
 The `gcn-study` case is a whole `fuseflow study fusion --model gcn --dataset cora` (three
@@ -194,7 +194,7 @@ def _kernel_case(case: str, args) -> dict:
     data = make_data(program)
     compiled = compile_schedule(program, schedule)
     result, runs, _ = _engine_runs(compiled, data, None)  # warm: numba kernels loaded
-    chunked = _best(lambda: _engine_runs(compiled, data, None)[2])
+    chunked = _best(lambda: _engine_runs(compiled, data, None)[2], repeat=5)
     whole = _best(lambda: _engine_runs(compiled, data, WHOLE)[2])
     product = scipy_of(data)
     want = product()
@@ -250,7 +250,7 @@ def _gcn_layer(args) -> dict:
     label = f"GCN layer ReLU((A·X)·W + b) on {graph.name} ({nodes} nodes, {A.nnz:,} edges, {features} features)"
     return {"case": "gcn-layer", "label": label + ", fully fused", "events": _events(runs),
             "cycles": sum(r.cycles for r in runs),
-            "engine_s": _best(lambda: _engine_runs(compiled, data, None)[2]),
+            "engine_s": _best(lambda: _engine_runs(compiled, data, None)[2], repeat=5),
             "whole_s": _best(lambda: _engine_runs(compiled, data, WHOLE)[2]),
             "scipy_s": _best(lambda: _timed(lambda: np.maximum(A @ X @ W + b, 0.0)), repeat=5)}
 

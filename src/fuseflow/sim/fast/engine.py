@@ -39,8 +39,8 @@ from .core import DONE, FAIL, GROW, STEPS, WAIT_IN, WAIT_OUT, YIELD, NeedOracle,
 from .runners import RUNNERS
 from .stream import token_list
 
-DEFAULT_CHUNK = 1 << 18  # tokens a channel buffers before its producer waits
-FIRST_SIZE = 1 << 10  # a buffer's first size: it doubles up to the chunk while its producer waits
+DEFAULT_CHUNK = 1 << 14  # tokens a channel buffers before its producer waits (small enough to stay in cache)
+FIRST_SIZE = 1 << 14  # a buffer's first size: it grows up to the chunk while its producer waits
 CHECK_EVERY = 16 << 20  # bytes allocated between two checks against the memory budget
 CHANNEL_BYTES = 1 << 30  # what the buffers of one kernel may take before their size is lowered
 TILE_CHANNEL_BYTES = 16 << 20  # one channel of tiles

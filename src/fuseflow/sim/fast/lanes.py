@@ -33,7 +33,26 @@ def _k_copy(S, F, CH, RD, io, ik, idat, isent, icons, k, deal, ok, od, ot):
     lane = S[_LANE]
     steps = 0
     status = 0
-    while True:
+    if not deal:  # broadcast: the times once (into icons), then every output copies the block
+        n = ei - pi
+        for o in range(k):
+            n = min(n, ok[o].shape[0] - jo[o])
+        for x in range(pi, pi + n):
+            t = max(t + ii, max(isent[x] + lat, 0))
+            icons[x] = t
+            if ik[x] == D_TOK:
+                n = x + 1 - pi
+                status = DONE
+                break
+        for o in range(k):
+            j = jo[o]
+            ok[o][j:j + n] = ik[pi:pi + n]
+            od[o][j:j + n] = idat[pi:pi + n]
+            ot[o][j:j + n] = icons[pi:pi + n]
+            jo[o] = j + n
+        pi += n
+        steps += n
+    while status == 0:
         status = missing(pi, ei, fi)
         if status:
             S[PORT] = 0
