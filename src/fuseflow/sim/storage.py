@@ -127,6 +127,11 @@ def _decode(levels: list[Level], vals, shape, mode_order, fill: float = 0.0, blo
             raise ValueError(f"dense level {k} has dim {level.dim}, the shape needs {dims[k]}")
     vals = np.asarray(vals if vals is not None else [], dtype=np.float64)
     tile = vals.shape[1:]  # () for scalars, the block shape for tiles
+    if rank and all(not level.is_compressed for level in levels):  # every position, in row-major mode order
+        if len(vals) != int(np.prod(dims, dtype=np.float64)):
+            raise ValueError(f"{len(vals)} values for {int(np.prod(dims))} positions of the last level")
+        return np.transpose(vals.reshape(tuple(dims) + tile),
+                            tuple(np.argsort(mode_order)) + tuple(range(rank, rank + len(tile))))
     pos, coords = level_entries(levels)
     n_pos = (len(levels[-1].crd) if levels[-1].is_compressed else int(pos.max(initial=-1)) + 1) if levels else 1
     if len(vals) != n_pos:
