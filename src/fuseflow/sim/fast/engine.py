@@ -39,8 +39,9 @@ from .core import DONE, FAIL, GROW, STEPS, WAIT_IN, WAIT_OUT, YIELD, NeedOracle,
 from .runners import RUNNERS
 from .stream import token_list
 
-DEFAULT_CHUNK = 1 << 14  # tokens a channel buffers before its producer waits (small enough to stay in cache)
-FIRST_SIZE = 1 << 14  # a buffer's first size: it grows up to the chunk while its producer waits
+DEFAULT_CHUNK = 1 << 18  # tokens a channel buffers before its producer waits
+FIRST_SIZE = 1 << 14  # a buffer's first size (cache-resident): it grows up to the chunk while its producer
+GROW_AFTER = 4  # waits, once the stream has carried GROW_AFTER times what the buffer holds (a long stream)
 CHECK_EVERY = 16 << 20  # bytes allocated between two checks against the memory budget
 CHANNEL_BYTES = 1 << 30  # what the buffers of one kernel may take before their size is lowered
 TILE_CHANNEL_BYTES = 16 << 20  # one channel of tiles
@@ -217,7 +218,8 @@ class Engine:
                 r.grow()
                 continue
             full = [ch for ch in r.out_ch if ch.count == ch.capacity] if status == WAIT_OUT else []
-            growing = [ch for ch in full if self.whole or (ch.capacity < ch.limit and not ch.droppable())]
+            growing = [ch for ch in full if self.whole or (ch.capacity < ch.limit and not ch.droppable()
+                                                          and ch.produced >= GROW_AFTER * ch.capacity)]
             if growing:  # a buffer below its chunk (or of a whole stream) grows at once
                 for ch in growing:
                     self._grow_channel(ch, r, 0 if self.whole else min(2 * ch.capacity, ch.limit))
