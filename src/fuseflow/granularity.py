@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import gc
 import html
 import sys
 import time
@@ -18,7 +19,7 @@ from .explore.plot import study_chart
 from .explore.progress import RunProgress, is_terminal, numba_notice
 from .fusion.compile import compile_schedule
 from .fusion.search import NoValidOrder
-from .memory import MemoryLimitError
+from .memory import MemoryLimitError, release_freed
 from .models.gpt3 import model_cycles
 from .pipeline import simulate
 from .report.notebook import table_html
@@ -101,6 +102,9 @@ def _simulate_row(case, name: str, compiled, est, engine: str, progress: bool, o
             raise
         return _skipped_row(case, name, compiled, est, f"would not fit in memory: {err.one_line()}",
                             time.perf_counter() - start)
+    finally:  # the run's cyclic garbage and freed heap go now, not during the next schedule's run
+        gc.collect()
+        release_freed()
     return _result_row(case, name, result, est, time.perf_counter() - start)
 
 
