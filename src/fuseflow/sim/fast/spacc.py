@@ -387,23 +387,20 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                             erow[ne] = row
                             ew2[ne] = w2
                             ne += 1
-                        q = -1
                     else:
                         q = slot(ek1, ek2, ev_tab, w1, w2)
-                    if q < 0:
-                        pass
-                    elif ev_tab[q] < 0:
-                        ek1[q] = w1
-                        ek2[q] = w2
-                        ev_tab[q] = ne
-                        eslot[ne] = q
-                        erow[ne] = row
-                        ew2[ne] = w2
-                        ex[ne] = combine(red, identity(red), x, nan)
-                        ne += 1
-                    else:
-                        e = ev_tab[q]
-                        ex[e] = combine(red, ex[e], x, nan)
+                        if ev_tab[q] < 0:
+                            ek1[q] = w1
+                            ek2[q] = w2
+                            ev_tab[q] = ne
+                            eslot[ne] = q
+                            erow[ne] = row
+                            ew2[ne] = w2
+                            ex[ne] = combine(red, identity(red), x, nan)
+                            ne += 1
+                        else:
+                            e = ev_tab[q]
+                            ex[e] = combine(red, ex[e], x, nan)
                     if log:
                         ev[0, nev] = w1
                         ev[1, nev] = w2
