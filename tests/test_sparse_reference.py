@@ -170,6 +170,27 @@ def test_stored_tensor_from_a_dense_value_equals_from_dense_in_every_layout():
         assert_same_storage(a, b, text, signs=True)
 
 
+def test_the_guards_storage_estimate_covers_what_storing_allocates():
+    """storage_bytes (what the memory guard asks for before a kernel stores its inputs) is at
+    least the peak that storing allocates, and not far above it."""
+    import tracemalloc
+
+    from fuseflow.sim.storage import storage_bytes
+
+    rng = np.random.default_rng(9)
+    A = sp.random_array((3000, 2000), density=0.02, format="csr", rng=rng)
+    X = rng.normal(size=(600, 500))
+    for value, text in ((A, "dense,compressed"), (A, "compressed,compressed;order=1,0"),
+                        (A, "dense,compressed;block=4x4"), (X, "dense,dense"), (X, "dense,dense;order=1,0"),
+                        (X, "dense,compressed"), (X, "compressed,compressed;order=1,0")):
+        fmt = TensorFormat.parse(text)
+        tracemalloc.start()
+        StoredTensor.from_value(value, fmt)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak <= storage_bytes(value, fmt) <= 12 * peak + (8 << 20), (text, peak, storage_bytes(value, fmt))
+
+
 def test_storing_a_sparse_matrix_takes_a_few_bytes_an_entry():
     import tracemalloc
 

@@ -154,6 +154,8 @@ def storage_bytes(value, fmt: TensorFormat) -> int:
         >>> import scipy.sparse as sp
         >>> storage_bytes(sp.eye_array(1000, format="csr"), TensorFormat.parse("dense,compressed"))
         56016
+        >>> storage_bytes(np.zeros((100, 10)), TensorFormat.parse("dense,dense"))
+        12096
     """
     block = tuple(fmt.block or ())
     if is_sparse(value):
@@ -161,8 +163,10 @@ def storage_bytes(value, fmt: TensorFormat) -> int:
         if len(value.shape) == 2 and not block and fmt.levels[1].is_compressed:
             return 40 * nnz + 16 * (int(value.shape[fmt.mode_order[0]]) + 1)
         tiles = min(nnz, int(np.prod(_blocks(value.shape, block), dtype=np.float64))) if block else 0
-        return 96 * nnz + 8 * tiles * int(np.prod(block, dtype=np.float64))
+        return 128 * nnz + 8 * tiles * int(np.prod(block, dtype=np.float64))
     size = int(np.prod(np.shape(value), dtype=np.float64))
+    if not block and not any(lf.is_compressed for lf in fmt.levels):
+        return 8 * size + 4096  # one transposed copy (and its header)
     return size * 8 * (np.ndim(value) + 3)
 
 
