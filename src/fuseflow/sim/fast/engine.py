@@ -42,6 +42,7 @@ from .stream import token_list
 DEFAULT_CHUNK = 1 << 18  # tokens a channel buffers before its producer waits
 FIRST_SIZE = 1 << 14  # a buffer's first size (cache-resident): it grows up to the chunk while its producer
 GROW_AFTER = 4  # waits, once the stream has carried GROW_AFTER times what the buffer holds (a long stream)
+FIRST_TILES = 1 << 10  # ... and of a channel of tiles (a 64x64 tile is 32 KB)
 CHECK_EVERY = 16 << 20  # bytes allocated between two checks against the memory budget
 CHANNEL_BYTES = 1 << 30  # what the buffers of one kernel may take before their size is lowered
 TILE_CHANNEL_BYTES = 16 << 20  # one channel of tiles
@@ -129,7 +130,8 @@ class Engine:
                 cap = size(s)
                 if tile is not None and chunk is None:
                     cap = max(16, min(cap, TILE_CHANNEL_BYTES // (8 * int(np.prod(tile)))))
-                ch = Channel(self.tables, len(self.channels), runner.out_dtype(port), min(cap, FIRST_SIZE), tile,
+                first = FIRST_SIZE if tile is None else FIRST_TILES
+                ch = Channel(self.tables, len(self.channels), runner.out_dtype(port), min(cap, first), tile,
                              runner.lat, keep_streams)
                 ch.limit = cap
                 self.reserve(ch.capacity * ch.bytes_per_slot(), runner)
