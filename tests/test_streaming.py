@@ -16,6 +16,7 @@ from fuseflow.granularity import fusion_study
 from fuseflow.memory import Budget, MemoryLimitError, resident_bytes
 from fuseflow.pipeline import simulate
 from fuseflow.sim import fast
+from fuseflow.sim.fast import pool
 from fuseflow.sim.fast.engine import WHOLE
 from fuseflow.sim.storage import StoredTensor
 
@@ -47,6 +48,7 @@ def _peak_of_run(rows: int, chunk, schedule: str = "full layout=induced order=j,
     stored = {name: StoredTensor.from_value(A, _format(meta)) for name, meta in kernel.graph.tensors.items()
               if meta["role"] == "input"}
     fast.run_graph(kernel.graph, stored, chunk=chunk)  # warm: numba kernels loaded
+    pool.clear()  # the run's buffers are counted, not the warm run's reused
     tracemalloc.start()
     run = fast.run_graph(kernel.graph, stored, chunk=chunk)
     peak = tracemalloc.get_traced_memory()[1]

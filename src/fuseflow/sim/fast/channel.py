@@ -40,12 +40,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import pool
+
 # CH columns
 BASE, COUNT, FINAL = 0, 1, 2
 # RD columns: cursor, merge state, then the queue: first byte, bytes used, times queued, the first
 # time, the last one, the run being read (difference, times left) and the run being written
 CURSOR, MK, MJ, BEST, QHEAD, QUSED, QN, QFIRST, QLAST, QHD, QHC, QTD, QTC = range(13)
 QUEUE_BYTES = 256  # each reader's queue starts this size and doubles when full
+PROBE_AFTER = 16  # sends merged one by one after a stretch that was not regular
+SKIP = 8  # sends before the next consume are skipped together when there are more than this
 
 
 class Tables:
@@ -61,7 +65,7 @@ class Reader:
 
     def __init__(self, index: int, capacity: int, node: int = -1, port: str = ""):
         self.index, self.node, self.port = index, node, port
-        self.cons = np.empty(capacity, dtype=np.int64)
+        self.cons = pool.take(capacity, np.int64)
         self.queue = np.zeros(QUEUE_BYTES, dtype=np.uint8)  # waiting consume times (see sync)
 
     def grow_queue(self, RD) -> int:
@@ -91,9 +95,9 @@ class Channel:
         self._alloc(capacity)
 
     def _alloc(self, capacity: int) -> None:
-        self.kind = np.empty(capacity, dtype=np.int8)
-        self.data = np.zeros(capacity, dtype=self.dtype)
-        self.sent = np.empty(capacity, dtype=np.int64)
+        self.kind = pool.take(capacity, np.int8)
+        self.data = pool.take(capacity, self.dtype)
+        self.sent = pool.take(capacity, np.int64)
         self.tiles = None if self.tile_shape is None else np.zeros((capacity,) + self.tile_shape)
 
     @property
@@ -162,8 +166,18 @@ class Channel:
         self.kind[:n], self.data[:n], self.sent[:n] = old[0][:n], old[1][:n], old[2][:n]
         if self.tiles is not None:
             self.tiles[:n] = old[3][:n]
+        pool.give(*old[:3])
         for r in self.readers:
-            r.cons = np.empty(capacity, dtype=np.int64)
+            pool.give(r.cons)
+            r.cons = pool.take(capacity, np.int64)
+
+    def release(self) -> None:
+        """Give the buffers to the pool for the next run; the channel holds no tokens after."""
+        pool.give(self.kind, self.data, self.sent, *(r.cons for r in self.readers))
+        empty = np.zeros(0, dtype=np.int64)
+        self.kind, self.data, self.sent = empty.astype(np.int8), empty.astype(self.dtype), empty
+        for r in self.readers:
+            r.cons = empty
 
     def append(self, kind, data, sent, tiles=None) -> None:
         """Add tokens (for sources outside the kernels: `apply` inputs, oracle nodes)."""
@@ -208,6 +222,25 @@ def _pop_varint(q, head, mask):
             return value, head, n
 
 
+@njit(cache=True, inline="always")
+def _regular(sent, cons, k, x, most, d):
+    """How many steps (at most `most`) both sent[k:] and cons[x:] keep step d: checked 256 at a
+    time without branches first (vectorized), then one by one."""
+    s = sent[k:k + most + 1]
+    c = cons[x:x + most + 1]
+    m = 0
+    while m + 256 <= most:
+        bad = 0
+        for i in range(m, m + 256):
+            bad |= (s[i + 1] - s[i] - d) | (c[i + 1] - c[i] - d)
+        if bad:
+            break
+        m += 256
+    while m < most and s[m + 1] - s[m] == d and c[m + 1] - c[m] == d:
+        m += 1
+    return m
+
+
 @njit(cache=True)
 def sync(CH, RD, c, r, before, sent, cons, finished, q):
     """Merge channel c's send times with reader r's consume times (queued ones first, then those
@@ -230,8 +263,17 @@ def sync(CH, RD, c, r, before, sent, cons, finished, q):
     hd, hc, td, tc = RD[r, 9], RD[r, 10], RD[r, 11], RD[r, 12]
     mask = q.shape[0] - 1
     x = before
+    probe = k
     while k < produced:
         t = sent[k - base]
+        nxt = first if n > 0 else (cons[x] if x < end else t)  # the next consume to merge
+        if nxt > t and k + SKIP < produced and sent[k + SKIP - base] < nxt:
+            # sends before the next consume merge no consume: the count waiting grows by one
+            # each, and the last of them is the most so far
+            k += SKIP + np.searchsorted(sent[k + SKIP - base:produced - base], nxt)
+            if k - j > best:
+                best = k - j
+            continue
         while n > 0 and first <= t:  # queued consumes at or before t
             if n == 1:
                 n = 0
@@ -245,7 +287,7 @@ def sync(CH, RD, c, r, before, sent, cons, finished, q):
                 else:
                     hd, hc, tc = td, tc, 0
             # drop the first time and the run's next ones up to t; the one after becomes first
-            m = hc if hd == 0 else min(hc, (t - first) // hd)
+            m = hc if hd == 0 else 1 if t - first < hd else min(hc, (t - first) // hd)
             if m < 1:
                 m = 1
             first += hd * m
@@ -261,6 +303,27 @@ def sync(CH, RD, c, r, before, sent, cons, finished, q):
         if k + 1 - j > best:
             best = k + 1 - j
         k += 1
+        if n == 0 and before < x < end and k >= probe:
+            # Regular stretch: while sends and consumes keep one common step d, each next send
+            # merges exactly one more consume and the count waiting stays what it is: skip them.
+            m = _regular(sent, cons, k - 1 - base, x, min(produced - k, end - 1 - x), cons[x] - cons[x - 1])
+            if m:
+                k += m
+                j += m
+                x += m
+            else:
+                probe = k + PROBE_AFTER
+        elif n > 1 and hc > 0 and k < produced and first - hd <= sent[k - 1 - base] < first and k >= probe:
+            # the same with the queue's current run for the consumes (sent[k:] with its step)
+            m = _regular(sent, sent, k - 1 - base, k - 1 - base, min(produced - k, hc), hd)
+            if m:
+                k += m
+                j += m
+                first += m * hd
+                hc -= m
+                n -= m
+            else:
+                probe = k + PROBE_AFTER
     stop = -1
     while x < end:  # what is left waits in the queue
         v = cons[x]

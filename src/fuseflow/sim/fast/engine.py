@@ -281,21 +281,28 @@ class Engine:
             raise AssertionError(f"fast engine: no node can move ({', '.join(waiting)})")
 
     def run(self) -> GraphRun:
-        last_report = time.monotonic()
-        live = list(self.runners)
-        while live:
-            moved = False
-            for r in live:
-                if not r.done and self._ready(r):
-                    moved |= self._visit(r)
-            live = [r for r in live if not r.done]
-            if live and not moved:
-                self._unstick()
-            if self.on_events is not None and time.monotonic() - last_report > 0.5:
-                last_report = time.monotonic()
-                self.on_events(self.events())
-        self._check_consumed()
-        return self._result()
+        """Run every node to the end; the channels' buffers go back to the `pool` after."""
+        try:
+            last_report = time.monotonic()
+            live = list(self.runners)
+            while live:
+                moved = False
+                for r in live:
+                    if not r.done and self._ready(r):
+                        moved |= self._visit(r)
+                live = [r for r in live if not r.done]
+                if live and not moved:
+                    self._unstick()
+                if self.on_events is not None and time.monotonic() - last_report > 0.5:
+                    last_report = time.monotonic()
+                    self.on_events(self.events())
+            self._check_consumed()
+            return self._result()
+        finally:
+            for r in self.runners:
+                r.invalidate()
+            for ch in self.channels.values():
+                ch.release()
 
     def events(self) -> int:
         """Token events so far: tokens produced on every stream."""
