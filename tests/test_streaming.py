@@ -13,7 +13,7 @@ import fuseflow
 from fuseflow.execute import _format, decode
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.granularity import fusion_study
-from fuseflow.memory import Budget, MemoryLimitError, resident_bytes
+from fuseflow.memory import Budget, MemoryLimitError, release_freed, resident_bytes
 from fuseflow.pipeline import simulate
 from fuseflow.sim import fast
 from fuseflow.sim.fast import pool
@@ -84,6 +84,8 @@ def test_what_grows_is_what_the_modelled_fifo_holds_at_a_few_bytes_a_token():
 def test_a_kernel_beyond_the_memory_limit_stops_with_one_line_naming_it():
     program = fuseflow.from_mlir(COLUMN_SUMS.format(n=5000))
     gc.collect()  # garbage of earlier tests freed later would raise the room the limit leaves
+    pool.clear()  # and so would the engine's pooled buffers, which a failing check frees
+    release_freed()
     tight = Budget(resident_bytes() + (1 << 20))  # one megabyte above what the process holds now
     with pytest.raises(MemoryLimitError) as info:
         simulate(program, "full", seed=1, density=0.2, budget=tight)
@@ -118,3 +120,17 @@ def test_a_study_records_the_estimate_of_a_schedule_that_does_not_fit():
     assert "kernel k0" in rows[1]["skipped"] and rows[1]["est_cycles"] > 0 and rows[1]["speedup"] > 0
     with pytest.raises(MemoryLimitError):  # the baseline itself must fit: nothing to compare with
         fusion_study(case, ["unfused"], budget=_FirstKernels(0))
+
+
+def test_a_memory_check_that_would_fail_empties_the_engine_buffer_pool_first():
+    pool.clear()
+    kept = pool.take(8 << 20, np.float64)  # 64 MB, touched: resident
+    kept.fill(1.0)
+    pool.give(kept)
+    del kept
+    assert pool.pooled_bytes() == 64 << 20
+    budget = Budget(resident_bytes() + (32 << 20))
+    budget.check(48 << 20, "a kernel")  # fits only once the pool's 64 MB are freed
+    assert pool.pooled_bytes() == 0
+    with pytest.raises(MemoryLimitError):
+        budget.check(1 << 30, "a kernel")

@@ -26,7 +26,8 @@ import psutil
 
 from .errors import UserError
 
-__all__ = ["Budget", "MemoryLimitError", "available_bytes", "format_bytes", "parse_size", "resident_bytes"]
+__all__ = ["Budget", "MemoryLimitError", "available_bytes", "format_bytes", "parse_size", "register_cache",
+           "resident_bytes"]
 
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:i?B)?", re.ASCII | re.IGNORECASE)
@@ -109,6 +110,15 @@ def release_freed() -> None:
         _LIBC.malloc_trim(0)
 
 
+_CACHES: list = []
+
+
+def register_cache(free) -> None:
+    """`free()` empties a cache of memory kept for reuse (the fast engine's buffer pool); a
+    budget check that would fail calls it first."""
+    _CACHES.append(free)
+
+
 def resident_bytes() -> int:
     """This process's resident memory now."""
     return psutil.Process(os.getpid()).memory_info().rss
@@ -131,8 +141,14 @@ class Budget:
         return nbytes <= self.allowed()
 
     def check(self, nbytes: float, what: str) -> None:
-        """Raise `MemoryLimitError` naming `what` if `nbytes` more do not fit."""
+        """Raise `MemoryLimitError` naming `what` if `nbytes` more do not fit (after emptying
+        the caches of memory kept for reuse, see `register_cache`)."""
         allowed = self.allowed()
+        if nbytes > allowed and _CACHES:
+            for free in _CACHES:
+                free()
+            release_freed()
+            allowed = self.allowed()
         if nbytes > allowed:
             if self.limit is not None:
                 raise MemoryLimitError(

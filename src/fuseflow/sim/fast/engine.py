@@ -33,6 +33,7 @@ from ...sam.primitives import PRIMITIVES
 from ..hw import HwConfig
 from ..oracle import WRITERS, GraphRun
 from ..storage import WrittenTensor
+from . import pool
 from .by_oracle import OracleRunner
 from .channel import Channel, Tables, sync
 from .core import DONE, FAIL, GROW, STEPS, WAIT_IN, WAIT_OUT, YIELD, NeedOracle, Runner, T
@@ -180,11 +181,12 @@ class Engine:
             self.unchecked = 0
 
     def enlarge(self, arr: np.ndarray, runner: Runner, need: int | None = None) -> np.ndarray:
-        """A copy of `arr` at least twice (and at least `need`) as long."""
+        """A copy of `arr` at least twice (and at least `need`) as long; `arr` goes to the pool."""
         size = max(2 * arr.shape[0], need or 0, 16)
         self.reserve((size - arr.shape[0]) * arr.itemsize, runner)
-        out = np.empty((size,) + arr.shape[1:], dtype=arr.dtype)
+        out = pool.take(size, arr.dtype) if arr.ndim == 1 else np.empty((size,) + arr.shape[1:], dtype=arr.dtype)
         out[:arr.shape[0]] = arr
+        pool.give(arr)
         return out
 
     def _grow_channel(self, ch: Channel, runner: Runner, need: int = 0) -> None:

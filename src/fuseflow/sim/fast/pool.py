@@ -4,9 +4,10 @@ A fresh array costs a page fault on each 4 KB page it first touches, and on a vi
 fault can cost several microseconds: a run of a few million tokens touched 60 MB of fresh
 buffers and spent more time faulting than simulating. Runs of one study or sweep use buffers of
 the same few sizes (powers of two), so the engine takes its buffers from here and gives them back
-when a run ends (or a buffer grows). The pool keeps at most POOL_BYTES; what does not fit is
-freed as before. Reused buffers hold whatever the last run left: the engine never reads a slot
-before writing it (`POISON` fills given-back buffers with garbage, which the tests turn on).
+when a run ends (or a buffer grows). The pool keeps at most POOL_BYTES; what does not fit is freed
+as before, and a memory check that would fail empties the pool first (`memory.register_cache`).
+Reused buffers hold whatever the last run left: the engine never reads a slot before writing it
+(`POISON` fills given-back buffers with garbage; the tests turn it on).
 
     >>> a = take(1024, np.int64)
     >>> give(a)
@@ -19,7 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-POOL_BYTES = 128 << 20
+from ...memory import register_cache
+
+POOL_BYTES = 256 << 20
 POISON = False  # fill buffers with garbage when they are given back (tests: nothing reads stale slots)
 
 _free: dict[tuple[str, int], list[np.ndarray]] = {}
@@ -59,6 +62,9 @@ def clear() -> None:
 
 def pooled_bytes() -> int:
     return _bytes
+
+
+register_cache(clear)  # a memory check about to fail frees the pool first
 
 
 __all__ = ["POOL_BYTES", "take", "give", "clear", "pooled_bytes"]

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from ..storage import Level
-from . import tiles
+from . import pool, tiles
 from .core import (
     DONE,
     FAIL,
@@ -168,9 +168,10 @@ class LevelWrite(Runner):
         if dim is not None and not isinstance(dim, (int, np.integer)):
             raise NeedOracle()
         self.dim = dim
-        self.crd = np.empty(1024, dtype=np.int64)
-        self.seg = np.empty(1024, dtype=np.int64)
+        self.crd = pool.take(1024, np.int64)
+        self.seg = pool.take(1024, np.int64)
         self.seg[0] = 0
+        self.left = None
         self.S[_NS] = 1
 
     def check_bound(self):
@@ -189,10 +190,16 @@ class LevelWrite(Runner):
         self.invalidate()
 
     def finish(self):
-        if not self.compressed:
-            return {"level": Level("dense", self.dim)}
-        return {"level": Level("compressed", self.dim, self.seg[:self.S[_NS]].copy(),
-                               self.crd[:self.S[_NC]].copy())}
+        """The level written (its buffers go back to the pool: finish once, then the cached level)."""
+        if self.left is None:
+            if not self.compressed:
+                self.left = {"level": Level("dense", self.dim)}
+            else:
+                self.left = {"level": Level("compressed", self.dim, self.seg[:self.S[_NS]].copy(),
+                                            self.crd[:self.S[_NC]].copy())}
+            pool.give(self.seg, self.crd)
+            self.seg = self.crd = None
+        return self.left
 
 
 class ValueWrite(Runner):
@@ -201,8 +208,9 @@ class ValueWrite(Runner):
 
     def check(self):
         self.width = self.tile.out_elements if self.tile is not None else 1
-        self.vals = np.empty(1024, dtype=np.float64)
+        self.vals = pool.take(1024, np.float64)
         self.tiles: list = []
+        self.left = None
 
     def extra(self):
         return (self.vals, self.mem(), self.width)
@@ -216,6 +224,9 @@ class ValueWrite(Runner):
             tiles.written(self, before_in)
 
     def finish(self):
-        if self.tile is not None:
-            return {"vals": tiles.stacked(self)}
-        return {"vals": self.vals[:self.S[_NC]].copy()}
+        """The values written (finish once; the buffer goes back to the pool)."""
+        if self.left is None:
+            self.left = {"vals": tiles.stacked(self) if self.tile is not None else self.vals[:self.S[_NC]].copy()}
+            pool.give(self.vals)
+            self.vals = None
+        return self.left
