@@ -237,6 +237,9 @@ class Runner:
         """Enlarge the state buffer a kernel asked for (GROW)."""
         raise AssertionError(f"n{self.id} {self.kind}: the kernel asked for more state")
 
+    def release(self) -> None:
+        """The run is over: give large state buffers to the pool (`pool`)."""
+
     def finish(self) -> dict:
         """What the node leaves besides its streams: {'level': Level} or {'vals': ...}."""
         return {}

@@ -303,6 +303,7 @@ class Engine:
         finally:
             for r in self.runners:
                 r.invalidate()
+                r.release()
             for ch in self.channels.values():
                 ch.release()
 

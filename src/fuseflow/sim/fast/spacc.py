@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from . import tiles
+from . import pool, tiles
 from .core import (
     ACC,
     DONE,
@@ -693,6 +693,10 @@ class Spacc2(_Accumulator):
         to_hash(self.rw1, self.erow, self.ew2, ne, self.dval, width, self.ex, *self.ents, self.eslot)
         self.dval, self.dpres = relayout(None, None, 0, 0, 1, 1)
         S[_MODE], S[_W] = 1, 1
+
+    def release(self):
+        pool.give(self.dval, self.dpres)
+        self.dval = self.dpres = None
 
     def grow(self):
         S, e = self.S, self.engine

@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import pool
+
 DENSE_CELLS = 1 << 23  # cells (9 bytes each) the dense table may take before entries move to a hash table
 DENSE_SLACK = 1 << 20  # ... and cells it may take beyond 64 per entry (a mostly empty grid moves too)
 
@@ -79,12 +81,16 @@ def dense_fits(rows: int, width: int, entries: int) -> bool:
 
 
 def relayout(dval, dpres, rows: int, width: int, new_rows: int, new_width: int):
-    """The dense table's cells in a grid of new_rows × new_width (new cells empty)."""
-    nval = np.zeros(new_rows * new_width, dtype=np.float64)
-    npres = np.zeros(new_rows * new_width, dtype=np.uint8)
+    """The dense table's cells in a grid of new_rows × new_width (new cells empty: their
+    presence 0, their value never read); the old grid goes to the buffer pool."""
+    nval = pool.take(new_rows * new_width, np.float64)
+    npres = pool.take(new_rows * new_width, np.uint8)
+    npres.fill(0)
     if rows and width:
         nval.reshape(new_rows, new_width)[:rows, :width] = dval.reshape(rows, width)
         npres.reshape(new_rows, new_width)[:rows, :width] = dpres.reshape(rows, width)
+    if dval is not None:
+        pool.give(dval, dpres)
     return nval, npres
 
 

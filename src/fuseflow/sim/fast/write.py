@@ -156,6 +156,13 @@ def _k_value_write(S, F, CH, RD, io, ik, idat, isent, icons, vals, mem, w):
     return status
 
 
+def _trimmed(arr: np.ndarray, n: int) -> np.ndarray:
+    """`arr` cut to its first n items in place (realloc shrinks without copying or touching new
+    pages); nothing else refers to a writer's buffer once its run is over."""
+    arr.resize(int(n), refcheck=False)
+    return arr
+
+
 class LevelWrite(Runner):
     kernel = staticmethod(_k_level_write)
     ins = ("crd",)
@@ -190,14 +197,13 @@ class LevelWrite(Runner):
         self.invalidate()
 
     def finish(self):
-        """The level written (its buffers go back to the pool: finish once, then the cached level)."""
+        """The level written (once: its buffers become the level's arrays, then the cached level)."""
         if self.left is None:
             if not self.compressed:
                 self.left = {"level": Level("dense", self.dim)}
             else:
-                self.left = {"level": Level("compressed", self.dim, self.seg[:self.S[_NS]].copy(),
-                                            self.crd[:self.S[_NC]].copy())}
-            pool.give(self.seg, self.crd)
+                self.left = {"level": Level("compressed", self.dim, _trimmed(self.seg, self.S[_NS]),
+                                            _trimmed(self.crd, self.S[_NC]))}
             self.seg = self.crd = None
         return self.left
 
@@ -224,9 +230,12 @@ class ValueWrite(Runner):
             tiles.written(self, before_in)
 
     def finish(self):
-        """The values written (finish once; the buffer goes back to the pool)."""
+        """The values written (once: the buffer becomes them, then the cached values)."""
         if self.left is None:
-            self.left = {"vals": tiles.stacked(self) if self.tile is not None else self.vals[:self.S[_NC]].copy()}
-            pool.give(self.vals)
+            if self.tile is not None:
+                self.left = {"vals": tiles.stacked(self)}
+                pool.give(self.vals)
+            else:
+                self.left = {"vals": _trimmed(self.vals, self.S[_NC])}
             self.vals = None
         return self.left
