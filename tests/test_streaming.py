@@ -134,3 +134,4 @@ def test_a_memory_check_that_would_fail_empties_the_engine_buffer_pool_first():
     assert pool.pooled_bytes() == 0
     with pytest.raises(MemoryLimitError):
         budget.check(1 << 30, "a kernel")
+

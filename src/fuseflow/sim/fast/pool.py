@@ -18,6 +18,8 @@ Reused buffers hold whatever the last run left: the engine never reads a slot be
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ...memory import register_cache
@@ -27,17 +29,19 @@ POISON = False  # fill buffers with garbage when they are given back (tests: not
 
 _free: dict[tuple[str, int], list[np.ndarray]] = {}
 _bytes = 0
+_lock = threading.Lock()  # engines may run in threads of one process (a dask worker's)
 
 
 def take(n: int, dtype) -> np.ndarray:
     """A one-dimensional array of `n` items of `dtype`: a pooled one if there is one, else new."""
     global _bytes
     dtype = np.dtype(dtype)
-    stack = _free.get((dtype.str, n))
-    if stack:
-        arr = stack.pop()
-        _bytes -= arr.nbytes
-        return arr
+    with _lock:
+        stack = _free.get((dtype.str, n))
+        if stack:
+            arr = stack.pop()
+            _bytes -= arr.nbytes
+            return arr
     return np.empty(n, dtype=dtype)
 
 
@@ -49,15 +53,17 @@ def give(*arrays: np.ndarray) -> None:
             continue
         if POISON:
             arr.view(np.uint8).fill(0xA5)
-        _free.setdefault((arr.dtype.str, arr.shape[0]), []).append(arr)
-        _bytes += arr.nbytes
+        with _lock:
+            _free.setdefault((arr.dtype.str, arr.shape[0]), []).append(arr)
+            _bytes += arr.nbytes
 
 
 def clear() -> None:
     """Free every pooled buffer."""
     global _bytes
-    _free.clear()
-    _bytes = 0
+    with _lock:
+        _free.clear()
+        _bytes = 0
 
 
 def pooled_bytes() -> int:
