@@ -39,7 +39,6 @@ def _merged(sent, cons, rng, capacity: int) -> int:
         room = ch.capacity - ch.count
         if not room and made == used:  # sends wait for a later consume to settle: grow (engine._unstick)
             ch.grow(2 * ch.capacity)
-            reader = ch.readers[0]
             room = ch.capacity - ch.count
         if made < n and room:
             k = int(rng.integers(1, room + 1))

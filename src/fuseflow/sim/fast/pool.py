@@ -49,13 +49,14 @@ def give(*arrays: np.ndarray) -> None:
     """Hand arrays back (the caller no longer uses them); those beyond POOL_BYTES are freed."""
     global _bytes
     for arr in arrays:
-        if arr.ndim != 1 or not arr.flags.owndata or arr.nbytes == 0 or _bytes + arr.nbytes > POOL_BYTES:
+        if arr.ndim != 1 or not arr.flags.owndata or arr.nbytes == 0:
             continue
         if POISON:
             arr.view(np.uint8).fill(0xA5)
         with _lock:
-            _free.setdefault((arr.dtype.str, arr.shape[0]), []).append(arr)
-            _bytes += arr.nbytes
+            if _bytes + arr.nbytes <= POOL_BYTES:
+                _free.setdefault((arr.dtype.str, arr.shape[0]), []).append(arr)
+                _bytes += arr.nbytes
 
 
 def clear() -> None:
