@@ -17,18 +17,19 @@ SRC = ROOT / "src" / "fuseflow"
 # entry with a dot allows that module only. Lower layers first, as docs/architecture.md draws them.
 LAYERS = {
     "errors": set(),
+    "scalar_ops": set(),  # the one table of scalar ops and reductions, below ir and sim
     "memory": {"errors"},
     "files": {"errors"},  # files users name: regular files only, atomic writes
     "tables": {"errors"},  # results as rows, DataFrames, CSV (duck-typed)
-    "ir": {"errors", "memory"},  # values check the memory a dense array needs
+    "ir": {"errors", "memory", "scalar_ops"},  # values check the memory a dense array needs
     "sam": {"errors"},
     "report": {"errors", "sam"},  # pictures and pages of graphs, compiled schedules and results (duck-typed)
     "gpu": {"errors", "memory", "files"},  # sizes of a plan search checked against the memory budget
     "data": {"errors", "memory", "files"},  # files and archives sized against the memory budget
     "frontend": {"errors", "ir"},
     "schedule": {"errors", "ir"},
-    "fusion": {"errors", "ir", "sam", "schedule", "report"},
-    "sim": {"errors", "sam", "ir.formats", "ir.values", "memory"},  # runs a SamGraph without the compiler
+    "fusion": {"errors", "ir", "sam", "schedule", "report", "scalar_ops"},
+    "sim": {"errors", "sam", "ir.formats", "ir.values", "memory", "scalar_ops"},  # runs a SamGraph without the compiler
     "models": {"errors", "ir", "frontend", "data", "schedule"},
     "execute": {"errors", "ir", "sam", "sim", "memory"},
     "pipeline": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "report"},
