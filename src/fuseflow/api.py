@@ -67,7 +67,7 @@ def simulate(program, schedule=None, inputs: dict | None = None, *, seed: int = 
     check_allocation(program, given, known, budget, f"inputs of {program.name}", density)
     data = complete_inputs(program, given, density, seed, known)
     if schedule is not None and not isinstance(schedule, Compiled):
-        schedule = str(check_schedule(program, schedule, known))
+        schedule = check_schedule(program, schedule, known)  # parsed once (if a string), passed on as the record
     return pipeline.simulate(program, schedule, data, seed=seed, density=density, hw=hw, engine=engine,
                              check=check, on_kernel=on_kernel, budget=budget, on_events=on_events)
 

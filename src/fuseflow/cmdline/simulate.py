@@ -41,10 +41,10 @@ def _print_result(result) -> None:
           f"{result.wall_seconds:.2f} s")
 
 
-def _simulate_with_report(source, args, data, hw):
+def _simulate_with_report(source, schedule, args, data, hw):
     """`simulate_report`: the HTML report is written (atomically) also when the simulation fails,
     then the failure is raised."""
-    check_schedule(source.program, source.schedule(args.schedule), source.input_shapes())
+    schedule = check_schedule(source.program, schedule, source.input_shapes())
     temp = temporary_beside(args.html, "--html")
 
     def written(path: str) -> None:
@@ -52,7 +52,7 @@ def _simulate_with_report(source, args, data, hw):
         print(f"wrote {args.html}", file=sys.stderr)
 
     try:
-        return simulate_report(source.program, source.schedule(args.schedule), data, path=temp, seed=args.seed,
+        return simulate_report(source.program, schedule, data, path=temp, seed=args.seed,
                                density=args.density, hw=hw, engine=args.engine, on_written=written)
     finally:
         if os.path.exists(temp):
@@ -65,15 +65,16 @@ def run(args) -> int:
             check_output(path, flag, suffixes)
     budget = budget_of(args)
     source = load_source(args, budget)
+    schedule = source.schedule(args.schedule)
     data = source.data(args.density, args.seed, budget)
     hw = HwConfig(hbm=args.hbm, channel_depth=args.depth)
     label = f"{source.program.name} {args.schedule or '(default schedule)'}"
     with RunProgress(label, enabled=None if not args.json else False) as bar, \
             numba_notice():
         if args.html:
-            result = _simulate_with_report(source, args, data, hw)
+            result = _simulate_with_report(source, schedule, args, data, hw)
         else:
-            result = api.simulate(source.program, source.schedule(args.schedule), data, seed=args.seed,
+            result = api.simulate(source.program, schedule, data, seed=args.seed,
                                   density=args.density, hw=hw, engine=args.engine, budget=budget,
                                   on_kernel=bar.on_kernel, on_events=bar.on_events)
     if args.save_outputs:

@@ -26,7 +26,7 @@ from ..frontend.torch_loader import program_from_torch_spec
 from ..ir.canonicalize import prepare
 from ..ir.generate import complete_inputs
 from ..models.resolve import resolve
-from ..schedule.schedule import statement_groups
+from ..schedule.schedule import Schedule, statement_groups
 from .args import format_items, shape_items
 
 
@@ -44,13 +44,14 @@ class Source:
     note: str = ""
     layers: tuple[int, int] | None = None  # a built-in case's (decoders simulated, decoders of the model)
 
-    def schedule(self, text: str | None) -> str | None:
-        """A built-in model's preset name as its schedule string (no schedule: its `full`
-        preset); anything else as it is (for an MLIR file or a PyTorch class, `full` is the plain
-        schedule `full`, and None the first schedule that compiles; studies use presets)."""
-        if self.kind != "model":
-            return text
-        return self.presets.get(text or "full", text)
+    def schedule(self, text: str | None) -> Schedule | None:
+        """The schedule `--schedule` names, parsed here once (the command passes the record down):
+        a built-in model's preset name is its preset (no schedule: its `full` preset); anything else
+        is read as it is (for an MLIR file or a PyTorch class, `full` is the plain schedule `full`,
+        and None the first schedule that compiles; studies use presets)."""
+        if self.kind == "model":
+            text = self.presets.get(text or "full", text)
+        return None if text is None else Schedule.parse(text)
 
     def input_shapes(self) -> dict:
         """Every input's shape (given data, --shape, declarations); a dynamic dimension nothing
