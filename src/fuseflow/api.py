@@ -25,7 +25,7 @@ from .ir.reference import bind_inputs
 from .ir.stats import stats_for
 from .memory import Budget
 from .studies import MAX_TOKENS
-from .studies.granularity import StudyResult, fusion_study, same_schedules
+from .studies.granularity import StudyResult, fusion_study, read_schedules, same_schedules
 
 
 def _check_options(seed: int, density: float) -> None:
@@ -84,6 +84,7 @@ def study(model, dataset=None, schedules=("unfused", "partial", "full"), *, engi
         build(model, dataset, budget=budget, **options)
     check_inputs(case.program, case.inputs, f"inputs of {case.name}")
     names = [schedules] if isinstance(schedules, str) else list(schedules)
+    read = read_schedules(case, names)  # each schedule parsed once, for the study and its notes
     rows = fusion_study(case, names, engine=engine, progress=progress,
-                        max_tokens=MAX_TOKENS if max_tokens is None else max_tokens, budget=budget)
-    return StudyResult(case, rows, same_schedules(case, names))
+                        max_tokens=MAX_TOKENS if max_tokens is None else max_tokens, budget=budget, read=read)
+    return StudyResult(case, rows, same_schedules(case, read))
