@@ -13,7 +13,7 @@ nests), `lower_values` (ALUs and reductions), `lower_write` (writers).
 from __future__ import annotations
 
 from ..ir.formats import TensorFormat
-from ..sam.graph import SamGraph, Stream
+from ..sam.graph import GraphTensor, SamGraph, Stream
 from .blocking import Tiling
 from .keys import Iteration, LeafRef
 from .table import FusionTable
@@ -47,10 +47,9 @@ class LoweringState:
         self.universe: dict = {}
         self.finished: set[int] = set()
         for leaf in self.r.leaves:
-            self.g.tensors.setdefault(leaf.storage, {
-                "role": "input", "source": leaf.tensor, "shape": list(leaf.shape),
-                "levels": [str(x) for x in leaf.format.levels], "mode_order": list(leaf.format.mode_order),
-                "fill": self.r.background.get(leaf.tensor) or 0.0})
+            self.g.tensors.setdefault(leaf.storage, GraphTensor(
+                "input", tuple(leaf.shape), tuple(str(x) for x in leaf.format.levels), tuple(leaf.format.mode_order),
+                self.r.background.get(leaf.tensor) or 0.0, source=leaf.tensor))
 
     # -- boxes -------------------------------------------------------------------------------------------
     def _find(self, key):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..errors import NotSupported
 from ..ir.formats import COMPRESSED, DENSE
+from ..sam.graph import GraphTensor
 from .keys import Iteration, Output, Values
 from .lower_state import LoweringState
 
@@ -58,5 +59,5 @@ class WriteStep(LoweringState):
                                      "dim": shape[mode_order[k]]}, crd=crd)
         axes = self.axes[inst.id]
         self.add("value_write", {"tensor": name, **self.tiling.param([axes], axes)}, val=self.env[Values(inst.id)])
-        self.g.tensors[name] = {"role": "output", "shape": list(shape), "levels": [str(x) for x in levels],
-                                "mode_order": mode_order, "fill": self.r.background.get(name) or 0.0}
+        self.g.tensors[name] = GraphTensor("output", shape, tuple(str(x) for x in levels), tuple(mode_order),
+                                           self.r.background.get(name) or 0.0)
