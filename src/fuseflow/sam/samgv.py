@@ -24,7 +24,7 @@ import json
 
 from .comal import comal_name
 from .graph import SamGraph, Stream
-from .labels import node_label, ref_tensor, stream_var
+from .labels import node_label, ref_tensor, source_name, stream_var
 
 EDGE = {"crd": {"style": "dashed"}, "ref": {"style": "bold"}, "val": {}, "repsig": {"style": "dotted"}}
 SAM_TYPE = {"scan": "fiberlookup", "repsig": "repsiggen", "array": "arrayvals", "spacc": "spaccumulator",
@@ -41,15 +41,15 @@ def _q(text) -> str:
 
 def _tensor(graph: SamGraph, storage: str) -> str:
     """SAM's name of a stored tensor: the program's name, or a safe name for a re-laid-out copy."""
-    source = graph.tensors.get(storage, {}).get("source", storage)
+    source = source_name(graph, storage)
     return source if storage == source else comal_name(storage)
 
 
 def _formats(graph: SamGraph) -> str:
     parts = []
     for name, meta in graph.tensors.items():
-        levels = "".join("s" if x.startswith("compressed") else "d" for x in meta.get("levels", []))
-        parts.append(f"{_tensor(graph, name)}={levels}{''.join(str(m) for m in meta.get('mode_order', []))}")
+        levels = "".join("s" if x.startswith("compressed") else "d" for x in meta.levels)
+        parts.append(f"{_tensor(graph, name)}={levels}{''.join(str(m) for m in meta.mode_order)}")
     return ",".join(parts)
 
 
