@@ -36,14 +36,10 @@ LAYERS = {
     "interop": {"errors", "ir", "sam", "sim"},  # Comal and SAM files of a compiled schedule
     "simreport": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "report"},
     "checks": {"errors", "ir", "memory", "schedule", "fusion", "data"},  # what users hand fuseflow, at the edge
-    "explore": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline",
-                "frontend", "data", "models", "checks", "files", "cmdline.args"},
-    "granularity": {"errors", "ir", "memory", "schedule", "fusion", "pipeline", "explore", "models", "report",
-                    "checks", "tables"},
-    "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "granularity", "models"},
-    # suites of fusion studies: the study's step per task, run on explore's executors and store
-    "suite": {"errors", "ir", "memory", "schedule", "fusion", "pipeline", "explore", "models", "granularity",
-              "files", "tables"},
+    # many simulations and their results: the fusion study, sweeps, suites, their store and charts
+    "studies": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",
+                "data", "models", "checks", "files", "report", "tables", "cmdline.progress"},
+    "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "studies", "models"},
     "demo": {"errors", "ir", "frontend", "data", "models"},
     "": {"errors", "ir", "frontend"},  # fuseflow/__init__: the public names
 }
@@ -146,7 +142,7 @@ def test_no_import_cycles():
 
 def test_checks_catch_what_they_guard_against():
     """The walker sees a lazy import inside a function and resolves relative imports."""
-    imports = _imports(SRC / "explore" / "runner.py")
+    imports = _imports(SRC / "studies" / "runner.py")
     assert "fuseflow.sim.fast" in imports and "fuseflow.pipeline" in imports
     assert not _allowed("fuseflow.sim.oracle", "fuseflow.fusion.compile")
     assert not _allowed("fuseflow.sim.oracle", "fuseflow.ir.program")
