@@ -107,3 +107,21 @@ def emit_cuda(chain: Chain, plan, name: str = "fused", device: Device | None = N
     if "@" in body:
         raise AssertionError("unfilled template field in the CUDA source")
     return HEADER + body if header else body
+
+
+def emit_library(chain: Chain, ranked_plans, device: Device | None = None, dtype: str = "fp16") -> tuple[str, dict]:
+    """One translation unit with a kernel per (rank, plan) that the generator supports; returns the
+    source and {rank: launcher name} (plans it cannot build are left out: see :func:`supported`).
+
+    >>> from fuseflow.gpu.benchmarks import BENCHMARKS
+    >>> from fuseflow.gpu.planner import plan_chain
+    >>> src, names = emit_library(BENCHMARKS["G2"], enumerate(plan_chain(BENCHMARKS["G2"], topk=2).plans, 1))
+    >>> names
+    {1: 'fuseflow_r1_launch', 2: 'fuseflow_r2_launch'}
+    """
+    parts, names = [HEADER], {}
+    for rank, plan in ranked_plans:
+        if supported(chain, plan, device) is None:
+            parts.append(emit_cuda(chain, plan, name=f"r{rank}", device=device, header=False, dtype=dtype))
+            names[rank] = launcher_name(f"r{rank}")
+    return "\n".join(parts), names
