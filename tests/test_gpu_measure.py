@@ -148,3 +148,16 @@ def test_gpu_commands_say_there_is_no_cuda_device(argv):
     proc = subprocess.run([sys.executable, "-m", "fuseflow.gpu.cli", *argv], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "no CUDA device" in proc.stderr
+
+
+def test_run_all_stops_starting_chains_after_three_hangs(monkeypatch, tmp_path):
+    monkeypatch.setattr(bench_run, "precompile", lambda opts, device: {n: "" for n in opts.chains})
+    started = []
+
+    def hang(name, opts):
+        started.append(name)
+        return bench_run.failed_chain(name, (1, 1, 1, 1), "timed out after 60 s (a kernel hang?)")
+    monkeypatch.setattr(bench_run, "run_chain_process", hang)
+    opts = RunOptions(("G1", "G2", "G3", "G4", "G5"), budget_s=1e6, out_dir=str(tmp_path))
+    out = run_all(opts, lambda *a: fake_timing(1.0), progress=lambda line: None)
+    assert started == ["G1", "G2", "G3"] and "3 chains in a row timed out" in out[4].fused.error

@@ -26,6 +26,7 @@ from .nvcc import compile_cuda
 from .planner import plan_chain
 
 COMPILE_ESTIMATE_S = 25     # a torch.compile of one chain, first call included (budget check)
+HANGS_BEFORE_STOP = 3       # chains in a row whose process timed out before the rest are not started
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,8 @@ class RunOptions:
     dtype: str = "fp16"
     reps: int = 25
     budget_s: float = 420.0
-    chain_timeout_s: float = 90.0
-    out_dir: str = "."
+    chain_timeout_s: float = 60.0
+    out_dir: str = "."       # where each chain's process writes its JSON
 
 
 def failed_chain(name: str, dims, why: str) -> ChainMeasurement:
@@ -94,14 +95,17 @@ def run_all(opts: RunOptions, measure_compiled, progress=print) -> list[ChainMea
     device = Device()
     errors = precompile(opts, device)
     progress(f"compiled {len(errors)} chain libraries in {time.monotonic() - start:.0f} s")
-    rows = []
+    rows, timeouts = [], 0
     for name in opts.chains:
         if errors[name]:
             rows.append(failed_chain(name, BENCHMARKS[name].dims, "nvcc failed: " + errors[name].splitlines()[-1]))
+        elif timeouts >= HANGS_BEFORE_STOP:
+            rows.append(failed_chain(name, BENCHMARKS[name].dims, f"not run: {timeouts} chains in a row timed out"))
         elif time.monotonic() + opts.chain_timeout_s / 3 > deadline:
             rows.append(failed_chain(name, BENCHMARKS[name].dims, "not run: the run's time budget was spent"))
         else:
             rows.append(run_chain_process(name, opts))
+            timeouts = timeouts + 1 if "timed out" in rows[-1].fused.error else 0
         f = rows[-1].fused
         progress(f"{name}: " + (f"{f.timing.median_us:.1f} us, err {f.max_error:.1e}" if f and f.timing
                                 else (f.error if f else "no plan")))

@@ -17,6 +17,7 @@ import json
 import pathlib
 import subprocess
 import sys
+import tempfile
 import time
 
 from fuseflow.errors import FuseflowError, NotSupported, UserError
@@ -212,8 +213,9 @@ def cmd_bench_run(args) -> int:
         raise UserError(f"unknown benchmark chain {unknown[0]!r}", "--chains", "use ids G1-G10, S1-S8, C1-C8")
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    opts = RunOptions(chains, args.topk_measure, args.dtype, args.reps, args.budget_s, out_dir=str(out))
-    rows = run_all(opts, measure_compiled, progress=lambda line: print(line, flush=True))
+    with tempfile.TemporaryDirectory() as work:
+        opts = RunOptions(chains, args.topk_measure, args.dtype, args.reps, args.budget_s, out_dir=work)
+        rows = run_all(opts, measure_compiled, progress=lambda line: print(line, flush=True))
     report = build_report(rows, _gpu_info(torch))
     slug = "".join(ch for ch in report.device_file.split('"')[1].split()[-1].lower() if ch.isalnum()) or "gpu"
     write_text(str(out / "measured.json"), json.dumps([r.to_json() for r in rows], indent=1), "--out")

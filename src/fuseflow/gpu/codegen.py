@@ -88,7 +88,7 @@ def _loops(lay: KernelLayout) -> tuple[str, str, str]:
     decl = "".join(f"  const int {var[d]} = 0;\n" for d in "MNL" if d not in lay.spatial and d not in lay.temporal)
     loops = "".join(f"{'  ' * (i + 1)}for (int {var[d]} = 0; {var[d]} < t{d}; ++{var[d]})\n"
                     for i, d in enumerate(lay.temporal))
-    return "\n".join(decode) or "  (void)cid;", decl, loops or "  {\n"
+    return "\n".join(decode) or "  (void)cid;", decl, loops
 
 
 def emit_cuda(chain: Chain, plan, name: str = "fused", device: Device | None = None, header: bool = True,

@@ -271,11 +271,28 @@ def kernel_layout(chain: Chain, plan, device: Device | None = None, dtype: str =
         raise NotSupported(reason, where)
     spatial = tuple(d for d in "MN" if d in plan.schedule.spatial)
     temporal = tuple(d for d in plan.schedule.temporal if d != "K")
-    for bk1 in (c for c in D_CHUNKS if plan.blk[1] % c == 0):
-        lay = KernelLayout(chain, plan.strategy, dtype, spatial, temporal, tuple(plan.cls), tuple(plan.blk), bk1,
-                           plan.clusters, _smem_map(plan.blk, plan.cls, plan.strategy, bk1, spatial,
-                                                        chain.padded[1] // (plan.cls[1] * plan.blk[1])))
-        if lay.smem_bytes <= device.smem_per_block:
-            return lay
+    tn = chain.padded[1] // (plan.cls[1] * plan.blk[1])
+    for blk in _k_steps(chain, plan):
+        for bk1 in (c for c in D_CHUNKS if blk[1] % c == 0):
+            lay = KernelLayout(chain, plan.strategy, dtype, spatial, temporal, tuple(plan.cls), blk, bk1,
+                               plan.clusters, _smem_map(blk, plan.cls, plan.strategy, bk1, spatial, tn))
+            if lay.smem_bytes <= device.smem_per_block:
+                return lay
     raise NotSupported(f"the kernel's shared memory ({lay.smem_bytes} bytes with 16 rows of D a step) exceeds "
                        f"one block's {device.smem_per_block}", where)
+
+
+K_STEP_MIN = 64   # elements of K a block loads per pipeline stage, at least, where K allows
+
+
+def _k_steps(chain: Chain, plan):
+    """Block tiles to try, widest K step first: the plan's blk_k changes no modelled volume (only staging
+    space), so the kernel loads K_STEP_MIN or more of K a stage when that divides K, for fewer, larger
+    bulk copies and fewer pipeline barriers; the plan's own tile is the last resort."""
+    bm, bn, bk, bl = plan.blk
+    per_cluster = 1 if plan.strategy == "spatial" else plan.cls[2]
+    out = []
+    for mult in (8, 4, 2):
+        if bk * mult <= max(K_STEP_MIN, bk) * 2 and chain.padded[2] % (per_cluster * bk * mult) == 0:
+            out.append((bm, bn, bk * mult, bl))
+    return out + [tuple(plan.blk)]
