@@ -24,6 +24,7 @@ from fuseflow import cli
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.interop import _format, _values, emit_comal, emit_sam_gv, read_tensor_files
 from fuseflow.sam.comal import comal_name, stream_ids
+from fuseflow.sam.comal_loader import check
 from fuseflow.sam.comal_schema import message
 
 MLIR = Path(__file__).parent / "mlir"
@@ -93,15 +94,21 @@ def _comal_edges(graph_message) -> tuple[collections.Counter, dict]:
             for item in (value if fd.is_repeated else [value]):
                 if getattr(item, "DESCRIPTOR", None) is not None and item.DESCRIPTOR.name.endswith("Stream"):
                     kinds[item.id.id].add((item.DESCRIPTOR.name, op.WhichOneof("op")))
+    def chain_copy(op) -> bool:  # a broadcast inside the ALU chain of one node (`n7.a.copy`)
+        return op.WhichOneof("op") == "broadcast" and op.name.endswith(".copy")
+
     def producer(i):
         source = writer[i]
-        while source.WhichOneof("op") == "broadcast":
+        while source.WhichOneof("op") == "broadcast" and not chain_copy(source):
             source = writer[stream_ids(source)[0][0]]
         return source
 
+    def node(op) -> str:  # the fuseflow node an operation stands for (`n7.2` is step 2 of n7's chain)
+        return op.name.split(".")[0]
+
     edges = collections.Counter()
     for op in ops:
-        if op.WhichOneof("op") == "broadcast":
+        if op.WhichOneof("op") == "broadcast" and not chain_copy(op):
             continue
         body = getattr(op, op.WhichOneof("op"))
         signal = None
@@ -112,9 +119,9 @@ def _comal_edges(graph_message) -> tuple[collections.Counter, dict]:
             if i == signal:
                 while source.WhichOneof("op") == "fork":
                     source = producer(stream_ids(source)[0][0])
-                edges[("signal", int(source.name[1:]), op.name)] += 1
-            else:
-                edges[(source.name, op.name)] += 1
+                edges[("signal", int(node(source)[1:]), node(op))] += 1
+            elif node(source) != node(op):  # the steps of one chain feed each other
+                edges[(node(source), node(op))] += 1
     return edges, kinds
 
 
@@ -136,6 +143,10 @@ def test_comal_round_trip(tmp_path, name, schedule):
         parsed = message("ComalGraph").FromString((where / "graph.bin").read_bytes())
         assert parsed.name == graph.name and parsed.channel_size == 1024
         by_name = {op.name: op for op in parsed.graph.operators}
+        entry = manifest["kernels"][kernel.index]["entry"]  # none for 4x4 tiles: Comal's are 16, 32, 64
+        assert entry == ("run_graph" if "block" not in schedule else None)
+        loads = entry is not None and check(parsed, entry, str(where)).loads
+        assert loads == manifest["kernels"][kernel.index]["loads"]
         for node in graph.nodes:  # one operation per primitive, of the mapped kind
             if node.kind == "broadcast" or (node.kind == "repsig" and f"n{node.id}" not in by_name):
                 continue
@@ -170,9 +181,13 @@ def test_comal_notes_name_what_has_no_equivalent(tmp_path):
     compiled, data = _compiled("softmax_sparse.mlir", "full")
     manifest = emit_comal(compiled, data, str(tmp_path))
     notes = manifest["kernels"][0]["notes"]
-    # the max reduction's reset quirk, and the two coalesces of a background other than 0
+    # the max reduction's reset quirk; the coalesces of a background other than 0 read streams
+    # that hold no Empty in Comal, so they pass the values on (a multiply by 1), and the graph loads
     assert any("reduce" in n and "restarts from 0" in n for n in notes)
-    assert sum("coalesce" in n and "func" in n for n in notes) == 2
+    assert not any("func" in n for n in notes) and manifest["kernels"][0]["loads"]
+    ops = [op for op in message("ComalGraph").FromString((tmp_path / "k0" / "graph.bin").read_bytes()).graph.operators]
+    coalesces = [op for op in ops if op.WhichOneof("op") == "alu" and "coalesce" in op.alu.label]
+    assert len(coalesces) == 2 and all(op.alu.scalar == 1.0 for op in coalesces)
 
 
 def _gv(path: Path) -> dict:
@@ -218,3 +233,133 @@ def test_cli_emit_both_formats(tmp_path, capsys):
     assert manifest["kernels"][1]["reads"]["T"] == "T" and manifest["kernels"][0]["writes"] == ["T"]
     assert cli.main(["compile", str(MLIR / "spmv.mlir"), "--emit", "protobuf", str(tmp_path / "x")]) == 2
     assert "unknown export format" in capsys.readouterr().err
+
+
+# -- Comal's loader (a replay of its rules, sam/comal_loader.py) on every exported graph ----------
+PRESETS = ("unfused", "partial", "full", "full layout=induced")
+COMPARISONS = {"eq", "ne", "gt", "ge", "lt", "le", "select"}  # no Comal ALU op computes them, alone or chained
+
+
+def _refused(compiled, data, where) -> list[tuple]:
+    """(kernel, the graph node Comal refuses, why) for every kernel the loader would not take."""
+    manifest = emit_comal(compiled, data, str(where))
+    out = []
+    for k in manifest["kernels"]:
+        if k.get("refused"):
+            graph = compiled.kernels[k["index"]].graph
+            node = graph.nodes[int(k["refused"][0].split()[0][1:].split(".")[0])]
+            out.append((k["index"], node, k["refused"][0]))
+    return out
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_comal_loader_takes_every_program(tmp_path, name):
+    """Every kernel of every test program under every preset loads (tensor files included), except
+    the comparisons and selects of masked_softmax, which no Comal ALU computes."""
+    for k, preset in enumerate(PRESETS):
+        compiled, data = _compiled(name, preset)
+        refused = _refused(compiled, data, tmp_path / str(k))
+        assert all(node.kind == "alu" and node.params["op"] in COMPARISONS and "(func)" in why
+                   for _, node, why in refused), refused
+        assert bool(refused) == (name == "masked_softmax.mlir"), (preset, refused)
+
+
+def _model_refusals(tmp_path, model, dataset, **kw):
+    case = fuseflow.model(model, dataset=dataset, **kw)
+    shapes = {n: np.shape(v) for n, v in case.inputs.items()}
+    out = {}
+    for k, (preset, schedule) in enumerate(case.presets.items()):
+        if model == "gpt3-bigbird" and preset.startswith("full"):
+            continue  # fuseflow itself refuses to fuse all 99 ops (docs/interop.md)
+        compiled = compile_schedule(case.program, schedule, shapes)
+        out[preset] = _refused(compiled, case.inputs, tmp_path / str(k))
+    return out
+
+
+@pytest.mark.parametrize("model, dataset", [("gcn", "karate"), ("graphsage", "karate"), ("sae", "small")])
+def test_comal_loader_takes_graph_models_whole(tmp_path, model, dataset):
+    refused = _model_refusals(tmp_path, model, dataset)
+    assert set(refused) == {"unfused", "partial", "full"} and not any(refused.values()), refused
+
+
+@pytest.mark.slow
+def test_comal_loader_on_gpt3_names_what_keeps_each_kernel_out(tmp_path):
+    """GPT-3 (tiny, 16x16 tiles): a kernel stays out only for the mask's comparison and select, or,
+    in the true-block mode, for an ALU that mode lacks (exp, rsqrt, sigmoid) or a tensor of
+    16-vectors (the mode reads every value as a 16x16 tile)."""
+    refused = _model_refusals(tmp_path, "gpt3-bigbird", "tiny", block=16)
+    for preset, kernels in refused.items():
+        for _, node, why in kernels:
+            tile_arm = "run_graph_true_block16" in why and any(op in why for op in ("EXP", "RSQRT", "SIGMOID"))
+            vector = node.kind == "array" and "not whole 16x16 tiles" in why  # a tensor of 16-vectors
+            assert tile_arm or vector or (node.params.get("op") in COMPARISONS and "(func)" in why), (preset, why)
+    assert refused["partial-unblocked"] and all("(func)" in why for _, _, why in refused["partial-unblocked"])
+
+
+def _op(graph, name, kind):
+    op = graph.graph.operators.add(name=name)
+    return getattr(op, kind)
+
+
+def _stream(field, sid):
+    field.id.id = sid
+    return field
+
+
+def test_comal_loader_replay_refuses_what_comal_refuses(tmp_path):
+    from fuseflow.sam.comal_schema import enum_value
+    graph_type = message("ComalGraph")
+
+    def alu(op_name, inputs, entry="run_graph"):
+        g = graph_type()
+        body = _op(g, "n1", "alu")
+        for k in range(inputs):
+            _stream(body.vals.inputs.add(), 10 + k)
+            _stream(_op(g, f"n{2 + k}", "reduce").output_val, 10 + k)  # the writers of the inputs
+        body.stages.add(op=enum_value("ALU.ALUOp", op_name))
+        _stream(body.vals.output, 0)
+        return [str(r) for r in check(g, entry).rejections if r.op == "n1"]
+
+    assert alu("MAX", 2)[0].startswith("n1 (alu MAX): no two-input MAX")
+    assert alu("MAX", 1) == [] and alu("DIV", 2) == []
+    assert "no one-input EXP in run_graph_true_block16" in alu("EXP", 1, "run_graph_true_block16")[0]
+    assert "no two-input DIV" in alu("DIV", 2, "run_graph_true_block32")[0]
+    # a repeat signal made by a repeatsig lands in the repsig map, the repeat reads the ref map
+    g = graph_type()
+    _stream(_op(g, "n1", "repeatsig").output_rep_sig, 5)
+    repeat = _op(g, "n2", "repeat")
+    _stream(repeat.rep_ref, 5)
+    _stream(repeat.in_ref, 6)
+    _stream(repeat.out_ref, 0)
+    _stream(_op(g, "n3", "root").output_ref, 6)
+    reasons = [r.reason for r in check(g).rejections]
+    assert "repsig stream 5 is written but nothing reads it" in reasons
+    assert "ref stream 5 is read but nothing writes it" in reasons
+    # a scan reads its files; a compressed level's are numbered by the mode it names
+    g = graph_type()
+    scan = _op(g, "n1", "fiber_lookup")
+    scan.tensor, scan.mode, scan.format = "A", 1, "compressed"
+    (tmp_path / "tensor_A_mode_1_seg").write_text("0\n2\n")
+    assert [r.reason for r in check(g, "run_graph", str(tmp_path)).rejections][-1].startswith(
+        "reads tensor_A_mode_1_crd, which is missing")
+    # two readers of one id, a read of id 0, func, and spacc order 2 where the block modes build order 1
+    g = graph_type()
+    _stream(_op(g, "n1", "root").output_ref, 3)
+    _stream(_op(g, "n2", "fiber_write").input_crd, 0)
+    _stream(_op(g, "n3", "array").input_ref, 3)
+    _stream(_op(g, "n4", "array").input_ref, 3)
+    _op(g, "n5", "func").name = "erf"
+    reasons = [str(r) for r in check(g).rejections]
+    assert any(r.startswith("n2 (fiber_write): reads crd stream id 0") for r in reasons)
+    assert any(r.startswith("n4 (array): ref stream 3 has a second reader") for r in reasons)
+    assert any(r.startswith("n5 (func): func: todo!()") for r in reasons)
+    g = graph_type()
+    spacc = _op(g, "n1", "spacc")
+    spacc.order = 2
+    for k, sid in enumerate((1, 2, 3)):
+        _stream(spacc.input_inner_crd if k == 0 else spacc.input_outer_crds.add(), sid)
+        _stream(_op(g, f"n{2 + k}", "fiber_lookup").output_crd, sid)
+    _stream(spacc.output_outer_crds.add(), 0)
+    assert [r.reason for r in check(g).rejections if "crd" in r.reason] == []
+    block = [r.reason for r in check(g, "run_graph_block16").rejections]
+    assert "crd stream 3 is written but nothing reads it" in block
