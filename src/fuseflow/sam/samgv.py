@@ -20,7 +20,7 @@ own keep their names (fork, join, and ALU ops such as `exp`), which SAM's tools 
     >>> from fuseflow.frontend import from_mlir
     >>> text = to_samgv(compile_schedule(from_mlir("tests/mlir/spmv.mlir"), "full").kernels[0].graph)
     >>> text.splitlines()[:2]
-    ['digraph SAM {', '    comment="A=ds01,x=d0,y=d0"']
+    ['digraph SAM {', '    comment="y=d0,A=ds01,x=d0"']
     >>> 'type="fiberlookup" index="i" tensor="A" mode="0" format="dense" src="true" root="true"' in text
     True
 """
