@@ -412,3 +412,36 @@ def test_comal_loader_replay_refuses_what_comal_refuses(tmp_path):
     assert [r.reason for r in check(g).rejections if "crd" in r.reason] == []
     block = [r.reason for r in check(g, "run_graph_block16").rejections]
     assert "crd stream 3 is written but nothing reads it" in block
+
+
+def test_reference_numbered_csc_data_pairs_with_our_graph(tmp_path):
+    """Tensor files written as the reference's tools write them, numbered by dimension, straight from
+    scipy (a CSC matrix stores dimension 1 outermost: its compressed level holds dimension 0, so its
+    arrays are `tensor_A_mode_0_seg/_crd`), load with our graph: every scan names a mode whose
+    files are there, Comal's loader takes the pair, and our writer and reader agree with them."""
+    import scipy.sparse as sp
+    compiled, data = _compiled("transpose.mlir", "unfused")
+    A = sp.random(6, 9, density=0.3, random_state=4, format="csc")
+    data["A"] = A.toarray()
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    for suffix, numbers in (("shape", A.shape), ("0_seg", A.indptr), ("0_crd", A.indices), ("vals", A.data)):
+        (reference / f"tensor_A_mode_{suffix}").write_text("".join(f"{x!r}\n" for x in np.asarray(numbers).tolist()))
+    manifest = emit_comal(compiled, data, str(tmp_path / "ours"))
+    kernel = next(k for k in manifest["kernels"] if "A" in k["reads"])
+    ours = tmp_path / "ours" / kernel["data"]
+    for name in os.listdir(reference):  # the same numbers under the same names
+        assert np.allclose(np.loadtxt(reference / name, ndmin=1), np.loadtxt(ours / name, ndmin=1)), name
+    parsed = message("ComalGraph").FromString((tmp_path / "ours" / kernel["graph"]).read_bytes())
+    scans = [op.fiber_lookup for op in parsed.graph.operators if op.WhichOneof("op") == "fiber_lookup"
+             and op.fiber_lookup.tensor == "A"]
+    assert sorted((s.mode, s.format) for s in scans) == [(0, "compressed"), (1, "dense")]
+    for other in os.listdir(ours):  # the kernel's other tensors, beside the reference's A
+        if other.startswith("tensor_") and not other.startswith("tensor_A_"):
+            shutil.copy(ours / other, reference / other)
+    loaded = check(parsed, kernel["entry"], str(reference))
+    assert loaded.loads, loaded.rejections
+    assert {"tensor_A_mode_0_seg", "tensor_A_mode_0_crd", "tensor_A_mode_shape"} <= loaded.files
+    meta = compiled.kernels[kernel["index"]].graph.tensors["A"]
+    back = read_tensor_files("A", str(reference), _format(meta), meta["shape"])
+    assert np.array_equal(back.to_dense(), A.toarray())
