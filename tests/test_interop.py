@@ -23,7 +23,8 @@ import pytest
 import fuseflow
 from fuseflow import cli
 from fuseflow.fusion.compile import compile_schedule
-from fuseflow.interop import _format, _values, emit_comal, emit_sam_gv, read_tensor_files
+from fuseflow.interop import _values, emit_comal, emit_sam_gv, read_tensor_files
+from fuseflow.ir.formats import TensorFormat
 from fuseflow.sam.comal import comal_name, stream_ids
 from fuseflow.sam.comal_loader import check
 from fuseflow.sam.comal_schema import message
@@ -165,11 +166,10 @@ def test_comal_round_trip(tmp_path, name, schedule):
         funcs = [op.name for op in parsed.graph.operators if op.WhichOneof("op") == "func"]
         assert sorted(n.split()[0] for n in notes if "written as func" in n) == sorted(funcs)
         for stored, meta in graph.tensors.items():  # every tensor file holds the right data
-            folder = where if meta["role"] == "input" else where / "expected"
-            tensor = read_tensor_files(comal_name(stored), str(folder), _format(meta), meta["shape"],
-                                       meta.get("fill", 0.0))
-            want = values[meta.get("source", stored)]
-            assert np.allclose(tensor.to_dense(), np.reshape(want, meta["shape"]), equal_nan=True), stored
+            folder = where if meta.role == "input" else where / "expected"
+            tensor = read_tensor_files(comal_name(stored), str(folder), TensorFormat.of(meta), meta.shape, meta.fill)
+            want = values[meta.stores(stored)]
+            assert np.allclose(tensor.to_dense(), np.reshape(want, meta.shape), equal_nan=True), stored
         for op in parsed.graph.operators:  # every tensor an operation reads has its files
             if op.WhichOneof("op") == "fiber_lookup":
                 lookup = op.fiber_lookup
@@ -443,5 +443,5 @@ def test_reference_numbered_csc_data_pairs_with_our_graph(tmp_path):
     assert loaded.loads, loaded.rejections
     assert {"tensor_A_mode_0_seg", "tensor_A_mode_0_crd", "tensor_A_mode_shape"} <= loaded.files
     meta = compiled.kernels[kernel["index"]].graph.tensors["A"]
-    back = read_tensor_files("A", str(reference), _format(meta), meta["shape"])
+    back = read_tensor_files("A", str(reference), TensorFormat.of(meta), meta.shape)
     assert np.array_equal(back.to_dense(), A.toarray())

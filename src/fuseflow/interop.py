@@ -35,7 +35,7 @@ import numpy as np
 from google.protobuf import text_format
 
 from .errors import UserError
-from .ir.formats import LEVEL_FORMATS, TensorFormat
+from .ir.formats import TensorFormat
 from .ir.reference import bind_inputs, reference
 from .sam.comal import comal_name, entry_point, to_comal
 from .sam.comal_loader import check
@@ -43,11 +43,6 @@ from .sam.samgv import to_samgv
 from .sim.storage import Level, StoredTensor
 
 FORMATS = ("comal", "sam-gv")
-
-
-def _format(meta: dict) -> TensorFormat:
-    block = tuple(meta["block"]) if meta.get("block") else None
-    return TensorFormat(tuple(LEVEL_FORMATS[x] for x in meta["levels"]), tuple(meta["mode_order"]), block)
 
 
 def _write_numbers(path: str, values, integer: bool) -> None:
@@ -129,9 +124,8 @@ def emit_comal(compiled, data: dict, directory: str) -> dict:
             handle.write("".join(n + "\n" for n in export.notes))
         files: dict[str, list[str]] = {}
         for name, meta in graph.tensors.items():
-            source = meta.get("source", name)
-            stored = StoredTensor.from_dense(values[source], _format(meta), meta.get("fill", 0.0))
-            where = path if meta["role"] == "input" else os.path.join(path, "expected")
+            stored = StoredTensor.from_dense(values[meta.stores(name)], TensorFormat.of(meta), meta.fill)
+            where = path if meta.role == "input" else os.path.join(path, "expected")
             files[comal_name(name)] = write_tensor_files(stored, comal_name(name), where)
         for name, dim in export.universes.items():
             _write_numbers(os.path.join(path, f"tensor_{name}_mode_shape"), [dim], True)
@@ -144,8 +138,8 @@ def emit_comal(compiled, data: dict, directory: str) -> dict:
             "index": kernel.index, "name": graph.name, "ops": kernel.group, "order": kernel.order,
             "graph": f"k{kernel.index}/graph.bin", "data": f"k{kernel.index}", "entry": entry,
             "loads": not refused, "refused": refused,
-            "reads": {comal_name(n): m.get("source", n) for n, m in graph.tensors.items() if m["role"] == "input"},
-            "writes": [comal_name(n) for n, m in graph.tensors.items() if m["role"] == "output"],
+            "reads": {comal_name(n): m.stores(n) for n, m in graph.tensors.items() if m.role == "input"},
+            "writes": [comal_name(n) for n, m in graph.tensors.items() if m.role == "output"],
             "files": files, "notes": export.notes})
     with open(os.path.join(directory, "manifest.json"), "w") as handle:
         json.dump(manifest, handle, indent=1)

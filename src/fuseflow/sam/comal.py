@@ -438,8 +438,8 @@ class _Builder:
         body, p = op.fiber_write, node.params
         self.set_in(body.input_crd, node, "crd")
         lab = node_label(self.g, node)
-        meta = self.g.tensors.get(p["tensor"], {})
-        dims = [meta["shape"][m] for m in meta.get("mode_order", [])] if meta.get("shape") else []
+        meta = self.g.tensors.get(p["tensor"])
+        dims = [meta.shape[m] for m in meta.mode_order] if meta is not None else []
         level = int(p.get("level", 0))
         body.index, body.tensor = lab.var, comal_name(p["tensor"])
         body.mode_val, body.format = str(lab.mode if lab.mode is not None else level), str(p["format"])
@@ -450,10 +450,10 @@ class _Builder:
     def op_value_write(self, op, node):
         body = op.val_write
         self.set_in(body.input_val, node, "val")
-        meta = self.g.tensors.get(node.params["tensor"], {})
+        meta = self.g.tensors.get(node.params["tensor"])
         body.tensor, body.sink, body.label = comal_name(node.params["tensor"]), True, node_label(self.g, node).long
-        if meta.get("shape"):
-            body.crdsize = str(math.prod(meta["shape"]))
+        if meta is not None:
+            body.crdsize = str(math.prod(meta.shape))
 
     def op_fork(self, op, node):
         kind = self.kind(node.inputs["in"])

@@ -31,7 +31,7 @@ import json
 
 from .comal import comal_name
 from .graph import SamGraph, Stream
-from .labels import node_label, ref_tensor, stream_var
+from .labels import node_label, ref_tensor, source_name, stream_var
 
 EDGE = {"crd": {"style": "dashed"}, "ref": {"style": "bold"}, "val": {}, "repsig": {"style": "dotted"}}
 SAM_TYPE = {"scan": "fiberlookup", "repsig": "repsiggen", "array": "arrayvals", "spacc": "spaccumulator",
@@ -48,7 +48,7 @@ def _q(text) -> str:
 
 def _tensor(graph: SamGraph, storage: str) -> str:
     """SAM's name of a stored tensor: the program's name, or a safe name for a re-laid-out copy."""
-    source = graph.tensors.get(storage, {}).get("source", storage)
+    source = source_name(graph, storage)
     return source if storage == source else comal_name(storage)
 
 
@@ -56,10 +56,10 @@ def _formats(graph: SamGraph) -> str:
     """The graph comment: each tensor's level formats and mode order, the output first as SAM's
     tools expect (`x=s0,B=ss01`); a tensor without levels is `none`."""
     parts = []
-    ordered = sorted(graph.tensors.items(), key=lambda item: item[1].get("role") != "output")
+    ordered = sorted(graph.tensors.items(), key=lambda item: item[1].role != "output")
     for name, meta in ordered:
-        levels = "".join("s" if x.startswith("compressed") else "d" for x in meta.get("levels", []))
-        order = "".join(str(m) for m in meta.get("mode_order", []))
+        levels = "".join("s" if x.startswith("compressed") else "d" for x in meta.levels)
+        order = "".join(str(m) for m in meta.mode_order)
         parts.append(f"{_tensor(graph, name)}={levels + order or 'none'}")
     return ",".join(parts)
 
@@ -85,17 +85,16 @@ def _size(graph: SamGraph, extents: list[int]) -> str:
     dims = {}
     for name, meta in graph.tensors.items():
         sam = _tensor(graph, name)
-        if meta.get("role") == "input" and len(sam) == 1 and sam not in "xX":
-            for m, extent in enumerate(meta.get("shape", [])):
+        if meta.role == "input" and len(sam) == 1 and sam not in "xX":
+            for m, extent in enumerate(meta.shape):
                 dims.setdefault(int(extent), f"{sam}{m}_dim")
     return "*".join(dims.get(int(e)) or _digits(e) for e in extents) or "1"
 
 
 def _stored_extents(graph: SamGraph, storage: str) -> list[int]:
     """The extent of each stored level of a tensor, outermost first."""
-    meta = graph.tensors.get(storage, {})
-    shape = meta.get("shape") or []
-    return [int(shape[m]) for m in meta.get("mode_order", range(len(shape)))]
+    meta = graph.tensors.get(storage)
+    return [int(meta.shape[m]) for m in meta.mode_order] if meta is not None else []
 
 
 def _from_root(graph: SamGraph, stream: Stream) -> bool:
