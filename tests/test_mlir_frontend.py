@@ -101,7 +101,19 @@ CASES = [
                             "out(i,j) = ex(i,j) / sum(i)"],
          {"S": "dense,dense", "M": "dense,compressed"},
          lambda d: {"out": _masked_softmax(d["S"], d["M"])}),
+    Case("nonfinite", ["T(i,j) = X(i,j) / 0", "E(i,j) = exp(X(i,j) * 100)", "AT(i,k) = sum[j] A(i,j) * T(j,k)",
+                       "AE(i,k) = sum[j] A(i,j) * E(j,k)", "Y(i,j) = AT(i,j) + AE(i,j)", "S(i,j) = A(i,j) * T(i,j)"],
+         {"A": "dense,compressed", "T": "dense,dense", "S": "dense,compressed"},
+         lambda d: _sparse_products_of_non_finite(d), density=0.15),
 ]
+
+
+def _sparse_products_of_non_finite(d):
+    """nonfinite.mlir by scipy: only A's stored entries take part in its products."""
+    A = sp.csr_array(d["A"])
+    with np.errstate(all="ignore"):
+        T, E = d["X"] / 0.0, np.exp(100.0 * d["X"])
+        return {"Y": A @ T + A @ E, "S": A.multiply(T).toarray()}
 
 
 def _masked_softmax(S, M):

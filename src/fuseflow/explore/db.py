@@ -123,6 +123,7 @@ class SweepDB:
         except sqlite3.Error as err:
             raise UserError(f"cannot open database {path}: {err}", "--db") from None
         self.conn.row_factory = sqlite3.Row
+        self.created = not existing and path != ":memory:"  # this object made the file
         try:
             fresh = self._check_marker(existing)
             if readonly:
@@ -195,6 +196,15 @@ class SweepDB:
 
     def close(self) -> None:
         self.conn.close()
+
+    def abandon(self) -> None:
+        """Close after a refused run: a file this object created and no row was written to is
+        removed (with SQLite's side files), so a refused sweep or suite leaves nothing behind."""
+        empty = self.created and self.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+        self.conn.close()
+        for name in ([self.path, self.path + "-wal", self.path + "-shm"] if empty else []):
+            if os.path.exists(name):
+                os.remove(name)
 
     def done_keys(self) -> set[tuple]:
         return {tuple(r) for r in self.conn.execute("SELECT program, schedule, data, seed FROM runs")}

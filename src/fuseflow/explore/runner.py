@@ -301,7 +301,9 @@ def run_sweep(spec: SweepSpec, progress: bool = True, out=None, budget: int | No
         finally:
             if bar:
                 bar.close()
-    finally:
-        db.close()
+    except BaseException:
+        db.abandon()  # a refused run leaves no new file
+        raise
+    db.close()
     summary.seconds = time.perf_counter() - start
     return summary

@@ -215,8 +215,10 @@ def run_suite(suite: Suite, db_path: str, executor: str = "dask", scheduler: str
                 summary.estimated += row["status"] == "estimated"
                 summary.failed += row["status"] == "error"
                 bar.finished(task.label(), row)
-    finally:
-        db.close()
+    except BaseException:
+        db.abandon()  # a refused run leaves no new file
+        raise
+    db.close()
     summary.seconds = time.perf_counter() - start
     return summary
 
