@@ -16,6 +16,7 @@ refused before anything in it changes.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import sqlite3
@@ -196,6 +197,17 @@ class SweepDB:
 
     def close(self) -> None:
         self.conn.close()
+
+    @contextlib.contextmanager
+    def kept_if_written(self):
+        """Close the database when the block ends; if it raises, `abandon` it instead (a refused
+        sweep or suite leaves no new file behind)."""
+        try:
+            yield self
+        except BaseException:
+            self.abandon()
+            raise
+        self.close()
 
     def abandon(self) -> None:
         """Close after a refused run: a file this object created and no row was written to is

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from ..errors import NotSupported, UserError
-from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary, renumber_inputs
+from ..ir.expr import Binary, Const, Expr, In, map_inputs, renumber_inputs
 from ..ir.formats import TensorFormat
 from ..ir.program import Access, IndexOp, Program, ReshapeOp, Tensor, op_output
 from ..ir.verify import verify
@@ -482,17 +482,7 @@ class _Importer:
 
 def _with_zero(e: Expr, slot: int) -> Expr:
     """`e` with operand `slot` replaced by the constant 0."""
-    if e == In(slot):
-        return Const(0.0)
-    if isinstance(e, Unary):
-        return Unary(e.op, _with_zero(e.arg, slot))
-    if isinstance(e, Binary):
-        return Binary(e.op, _with_zero(e.lhs, slot), _with_zero(e.rhs, slot))
-    if isinstance(e, Compare):
-        return Compare(e.pred, _with_zero(e.lhs, slot), _with_zero(e.rhs, slot))
-    if isinstance(e, Select):
-        return Select(*(_with_zero(c, slot) for c in e.children()))
-    return e
+    return map_inputs(e, lambda leaf: Const(0.0) if leaf.index == slot else leaf)
 
 
 def _var_key(v: str):
