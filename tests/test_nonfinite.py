@@ -89,3 +89,18 @@ def test_a_refused_sweep_leaves_no_database(tmp_path, capsys):
                     capsys)
     assert "bogus" in line
     assert not list(tmp_path.iterdir())
+
+
+def test_a_mismatch_in_a_study_exits_3(monkeypatch, capsys):
+    calls = []
+
+    def wrong_after_the_first(program, tensors):
+        calls.append(1)
+        gold = reference(program, tensors)
+        return gold if len(calls) == 1 else {name: value + 1.0 for name, value in gold.items()}
+
+    monkeypatch.setattr(pipeline, "reference", wrong_after_the_first)
+    code = main(["study", "fusion", os.path.join(HERE, "mlir", "spmv.mlir"), "--schedules", "unfused,full"])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert "differs from the reference at" in err
