@@ -107,7 +107,8 @@ class _State:
         import torch  # noqa: PLC0415 - torch is slow to import; only PyTorch models need it
 
         # every node's example value, from one eager run before the graph changes
-        lifts = any(n.op == "call_module" or getattr(n.target, "__name__", "") in SPARSE_BUILDERS or
+        lifts = any(n.op == "call_module" and _is_pyg(traced.get_submodule(n.target)) or
+                    n.op == "call_function" and getattr(n.target, "__name__", "") in SPARSE_BUILDERS or
                     n.op == "call_method" and n.target in SPARSE_CONVERSIONS for n in self.graph.nodes)
         self.evaluated = _evaluate(traced, list(values.values())) if lifts else {}
 
@@ -261,8 +262,14 @@ def _evaluate(traced, inputs: list) -> dict:
             seen[n] = super().run_node(n)
             return seen[n]
 
-    with torch.no_grad():
-        Recorder(traced).run(*inputs)
+    try:
+        with torch.no_grad():
+            Recorder(traced).run(*inputs)
+    except Exception as err:  # noqa: BLE001 - whatever the user's forward raises on its example inputs
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise NotSupported(f"running {type(traced).__name__} on its example inputs (to build its sparse "
+                           f"adjacency) failed: {first}", "from_torch",
+                           "build sparse tensors only from forward()'s inputs, before other computation") from None
     return seen
 
 
