@@ -12,6 +12,7 @@ import pytest
 from cli_helpers import error_of
 
 import fuseflow
+from fuseflow.checks import dynamic_shapes
 from fuseflow.cli import main
 
 MLIR = Path(__file__).parent / "mlir"
@@ -62,7 +63,7 @@ def test_dynamic_dimensions_take_one_size_or_a_default(flags, rows, capsys):
 
 def test_one_size_for_every_dynamic_dimension_in_python():
     program = fuseflow.from_mlir(MLIR / "dynamic.mlir")
-    data = fuseflow.random_inputs(program, shapes=fuseflow.checks.dynamic_shapes(program, {"?": 5}, {}))
+    data = fuseflow.random_inputs(program, shapes=dynamic_shapes(program, {"?": 5}, {}))
     assert data["A"].shape == (5, 8)
 
 

@@ -9,14 +9,14 @@ import pytest
 
 import fuseflow
 from fuseflow import cli
-from fuseflow.explore.plot import bar_labels, study_figure
 from fuseflow.fusion.compile import compile_schedule
-from fuseflow.granularity import StudyTable, fusion_study
 from fuseflow.models.registry import build
 from fuseflow.pipeline import simulate
 from fuseflow.report.overview import kernel_io, overview_dot
 from fuseflow.sam.draw import fit_scale, hidden, svg, to_dot
 from fuseflow.sam.labels import node_label
+from fuseflow.studies.granularity import StudyTable, fusion_study
+from fuseflow.studies.plot import bar_labels, study_figure
 
 MLIR = Path(__file__).parent / "mlir"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
@@ -32,7 +32,7 @@ def test_labels_name_primitive_variable_tensor_mode_and_format():
     for node in graph.nodes:
         if node.kind == "scan" and node.params["tensor"]:
             meta = graph.tensors[node.params["tensor"]]
-            want = meta["mode_order"][node.params["level"]]
+            want = meta.mode_order[node.params["level"]]
             assert (labels[node.id].var, labels[node.id].mode, labels[node.id].format) == \
                 (node.var, want, node.params["format"])
         if node.kind == "repeat":  # the variable it repeats along is the one its signal's coordinates carry
