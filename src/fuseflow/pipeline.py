@@ -25,7 +25,10 @@ from .sim.hw import HwConfig
 
 
 class VerificationError(FuseflowError):
-    """A simulated output differs from the reference: a bug in fuseflow, reported with its place."""
+    """A simulated output differs from the reference: a bug in fuseflow, reported with its place
+    (the CLI exits with status 3)."""
+
+    exit_status = 3
 
 
 @dataclass

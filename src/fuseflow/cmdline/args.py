@@ -81,12 +81,13 @@ def size(text: str) -> int:
 
 
 def shape_items(items, flag: str = "--shape") -> dict[str, tuple[int, ...]]:
-    """`NAME=AxB` items as {name: shape}; every dimension a whole number >= 1, each name once."""
+    """`NAME=AxB` items as {name: shape} (`?=N`: one size for every dynamic dimension, as {"?": N});
+    every dimension a whole number >= 1, each name once."""
     shapes = {}
     for item in items or []:
         name, sep, dims = str(item).partition("=")
         parts = dims.lower().split("x")
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name) or \
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*|\?", name) or name == "?" and len(parts) != 1 or \
                 not all(p.isascii() and p.isdigit() and len(p) < 19 for p in parts):
             raise UserError(f"{item!r} is not NAME=AxB with whole numbers", flag, f"write e.g. {flag} A=64x64")
         shape = tuple(int(p) for p in parts)
@@ -94,7 +95,7 @@ def shape_items(items, flag: str = "--shape") -> dict[str, tuple[int, ...]]:
             raise UserError(f"{item!r} has a dimension below 1", flag, f"write e.g. {flag} A=64x64")
         if name in shapes:
             raise UserError(f"{name} is given twice", flag, "give each input's shape once")
-        shapes[name] = shape
+        shapes[name] = shape[0] if name == "?" else shape
     return shapes
 
 

@@ -122,7 +122,10 @@ def add_source_arguments(parser, default_model: str | None = None) -> None:
     group.add_argument("--format", action="append", metavar="NAME=LEVELS",
                        help="declare an input's storage, e.g. W=compressed,compressed (repeatable)")
     group.add_argument("--shape", action="append", metavar="NAME=AxB",
-                       help="shape of an input with dynamic dimensions, e.g. A=64x8 (repeatable)")
+                       help="shape of an input with dynamic dimensions, e.g. A=64x8, or one size for every "
+                            "dynamic dimension, ?=32 (repeatable; default 16, said on stderr)")
+    group.add_argument("--strict", action="store_true",
+                       help="refuse reading an unfilled dense tensor.empty() (default: zeros, with a note)")
     group.add_argument("--inputs", metavar="FILE.npz",
                        help="input data keyed arg0, arg1, ... or by name (missing ones are generated)")
     group.add_argument("--density", type=fraction, default=0.1, help="density of generated sparse inputs")
