@@ -39,7 +39,10 @@ LAYERS = {
                 "frontend", "data", "models", "checks", "files", "cmdline.args"},
     "granularity": {"errors", "ir", "memory", "schedule", "fusion", "pipeline", "explore", "models", "report",
                     "checks", "tables"},
-    "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "granularity", "models"},
+    # partitioned simulation: kernels on windows of their outer loop, sharded or sampled
+    "partition": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline"},
+    "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "granularity", "models", "partition",
+            "explore"},
     # suites of fusion studies: the study's step per task, run on explore's executors and store
     "suite": {"errors", "ir", "memory", "schedule", "fusion", "pipeline", "explore", "models", "granularity",
               "files", "tables"},
