@@ -19,15 +19,15 @@ import numpy as np
 from . import pipeline
 from .checks import check_allocation, check_inputs, check_schedule, input_shapes
 from .errors import UserError
-from .explore.cluster import dask_client
 from .fusion.compile import Compiled, compile_schedule
-from .granularity import MAX_TOKENS, StudyResult, fusion_study, same_schedules
 from .ir.generate import complete_inputs
 from .ir.reference import bind_inputs
 from .ir.stats import stats_for
 from .memory import Budget
 from .partition.run import simulate_partitioned
 from .partition.sampled import SamplePlan
+from .studies.cluster import dask_client
+from .studies.granularity import MAX_TOKENS, StudyResult, fusion_study, same_schedules
 
 
 def _check_options(seed: int, density: float) -> None:
