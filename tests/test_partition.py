@@ -156,12 +156,12 @@ def test_strata_and_a_whole_sample():
 def test_sampled_mode_end_to_end():
     program, data, compiled = _case("sddmm_masked", "full")
     whole = fuseflow.simulate(program, compiled, data)
-    r = simulate_partitioned(program, compiled, data, sample=SamplePlan(fraction=0.4, seed=1))
+    r = simulate_partitioned(program, compiled, data, sample=SamplePlan(fraction=0.4, seed=1, min_width=4))
     assert r.mode == "sampled" and r.verified and 0 < r.sampled_fraction <= 1
     assert r.cycles_low <= r.cycles <= r.cycles_high
     assert abs(r.cycles - whole.cycles) <= 0.03 * whole.cycles
     assert r.kernels[0].cycles_low <= r.kernels[0].cycles <= r.kernels[0].cycles_high
-    target = simulate_partitioned(program, compiled, data, sample=SamplePlan(error=0.01, seed=1))
+    target = simulate_partitioned(program, compiled, data, sample=SamplePlan(error=0.01, seed=1, min_width=4))
     assert (target.cycles_high - target.cycles_low) / 2 <= 0.01 * target.cycles or target.sampled_fraction == 1
 
 

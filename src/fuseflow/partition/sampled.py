@@ -5,10 +5,11 @@ coordinates each). Each window's
 auxiliary value x is its estimated work: its outer coordinates plus the stored positions under
 them in every tensor its outer scanners read (the nonzeros per row and per fiber the heuristic
 cost model counts). Windows are stratified by x, sampled (`estimate`), simulated, and each
-sampled window's cycles less the mean overlap of a window boundary (measured as the sharded
-mode does, on `BOUNDARIES` boundaries drawn at random: what a whole run overlaps of one window's
-drain and the next one's fill) are y. The kernel's cycles: the ratio estimate of sum(y), plus
-one overlap back (W windows have W - 1 boundaries), with a 95% interval. Tokens and counters are ratio estimates too (no
+sampled window's cycles less the overlap at its left boundary (measured as the sharded mode
+does, with a margin settled on a few boundaries first: what a whole run overlaps of the previous
+window's drain and this one's fill) are y, so that the y of all windows sum to a whole run's
+cycles. The kernel's cycles: the ratio estimate of sum(y) with a 95% interval (the overlaps'
+spread included). Tokens and counters are ratio estimates too (no
 interval). With `error`, windows are added (doubling the sample) until the interval's half-width
 is at most `error` of the estimate, or every window was simulated (then the result is exact, as
 the sharded mode's).
@@ -19,9 +20,9 @@ the sharded mode's).
     >>> p = fuseflow.from_mlir("tests/mlir/spmv.mlir")
     >>> data = fuseflow.random_inputs(p, density=0.3, seed=1)
     >>> setup = kernel_setup(compile_schedule(p, "full").kernels[0], reference_values(p, data))
-    >>> est = sample_kernel(setup, SamplePlan(fraction=0.25, seed=0), None, "fast", None)
+    >>> est = sample_kernel(setup, SamplePlan(fraction=0.25, seed=0), None, "fast", None)  # 4 windows: all
     >>> est.cycles.low <= est.cycles.total <= est.cycles.high, est.fraction
-    (True, 0.25)
+    (True, 1.0)
 """
 from __future__ import annotations
 
@@ -33,13 +34,13 @@ import numpy as np
 from ..errors import UserError
 from ..sim.window import Window, outer_scanners
 from .estimate import RatioEstimate, allocate, draw, ratio_total, stratify
-from .sharded import MIN_MARGIN, Boundary, boundary_windows, map_windows
+from .sharded import Boundary, map_windows, overlaps, settled_margin
 from .windows import KernelSetup, WindowRun
 
-MAX_WINDOWS = 1024  # windows per kernel (fewer when the outer loop is shorter) ...
-MIN_WIDTH = 4  # ... each at least this many outer coordinates (a boundary's overlap stays small beside it)
+MAX_WINDOWS = 256  # windows per kernel (fewer when the outer loop is shorter) ...
+MIN_WIDTH = 64  # ... each at least this many outer coordinates (a boundary's overlap stays small beside it)
+MARGIN_SHARE = 4  # a boundary's margin: at most a window's width / this
 STRATA = 8
-BOUNDARIES = 8  # boundaries whose overlap is measured (their mean is every boundary's)
 COUNTERS = ("flops", "mem_reads", "mem_writes")
 
 
@@ -52,6 +53,7 @@ class SamplePlan:
     error: float | None = None
     seed: int = 0
     windows: int = MAX_WINDOWS
+    min_width: int = MIN_WIDTH
 
     def __post_init__(self):
         if (self.fraction is None) == (self.error is None):
@@ -103,9 +105,9 @@ class KernelSample:
     max_occupancy: int
 
 
-def _windows(setup: KernelSetup, count: int) -> tuple[list[Window], np.ndarray]:
+def _windows(setup: KernelSetup, count: int, min_width: int) -> tuple[list[Window], np.ndarray]:
     """Windows of equal width and the estimated work of each."""
-    windows = Window.even(setup.extent, max(1, min(count, setup.extent // MIN_WIDTH)))
+    windows = Window.even(setup.extent, max(1, min(count, setup.extent // min_width)))
     work = np.cumsum(np.concatenate([[0.0], window_work(setup)]))
     x = np.array([work[w.ranges[0][1]] - work[w.ranges[0][0]] for w in windows])
     return windows, x
@@ -125,46 +127,38 @@ def _grow(labels, x, picked: np.ndarray, n: int, rng) -> np.ndarray:
 
 def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client) -> KernelSample:
     """Estimate `setup`'s kernel from a stratified sample of its windows (see the module doc)."""
-    windows, x = _windows(setup, plan.windows)
+    windows, x = _windows(setup, plan.windows, plan.min_width)
     labels = stratify(x, STRATA)
     rng = np.random.default_rng(plan.seed)
     first = math.ceil((plan.fraction or 0.01) * len(windows))
     picked = draw(labels, allocate(x, labels, first), rng)
+    edges = [w.ranges[0][1] for w in windows[:-1]]
+    margin = settled_margin(setup, sorted(rng.permutation(edges).tolist()), max(1, min(w.width() for w in windows)
+                                                                                 // MARGIN_SHARE), hw, engine, client)
     runs: dict[int, WindowRun] = {}
-    boundaries = _boundaries(setup, windows, rng, hw, engine, client)
+    left: dict[int, Boundary | None] = {}
     while True:
         todo = [int(i) for i in picked if int(i) not in runs]
         for i, run in zip(todo, map_windows(setup, [windows[i] for i in todo], hw, engine, client)):
             runs[i] = run
-        est = _estimate(x, labels, picked, runs, boundaries, lambda r: r.cycles)
+        inner = [i for i in todo if i > 0]
+        left.update(zip(inner, overlaps(setup, [windows[i].ranges[0][0] for i in inner], margin, hw, engine, client)))
+        left.update({i: None for i in todo if i == 0})
+        est = _estimate(x, labels, picked, runs, left, lambda r: r.cycles)
         if plan.error is None or est.half_width <= plan.error or len(picked) == len(windows):
             break
         picked = _grow(labels, x, picked, 2 * len(picked), rng)
-    tokens = round(_estimate(x, labels, picked, runs, boundaries, lambda r: r.tokens).total)
-    counters = {c: round(_estimate(x, labels, picked, runs, boundaries, lambda r, c=c: r.counters.get(c, 0)).total)
+    tokens = round(_estimate(x, labels, picked, runs, left, lambda r: r.tokens).total)
+    counters = {c: round(_estimate(x, labels, picked, runs, left, lambda r, c=c: r.counters.get(c, 0)).total)
                 for c in COUNTERS}
     sampled = [runs[int(i)] for i in picked]
     return KernelSample(setup, est, tokens, counters, sampled, len(picked) / len(windows),
                         max(r.max_occupancy for r in sampled))
 
 
-def _boundaries(setup: KernelSetup, windows: list[Window], rng, hw, engine: str, client) -> list[Boundary]:
-    """Up to BOUNDARIES boundaries between windows, drawn at random, with their runs."""
-    edges = [w.ranges[0][1] for w in windows[:-1]]
-    if not edges:
-        return []
-    chosen = sorted(rng.choice(edges, size=min(BOUNDARIES, len(edges)), replace=False).tolist())
-    margin = max(MIN_MARGIN, min(w.width() for w in windows))
-    runs = map_windows(setup, [w for at in chosen for w in boundary_windows(setup.extent, at, margin)], hw, engine,
-                       client)
-    return [Boundary(*runs[3 * k:3 * k + 3]) for k in range(len(chosen))]
-
-
-def _estimate(x, labels, picked, runs, boundaries: list[Boundary], value) -> RatioEstimate:
-    """The ratio estimate of a whole run's `value`: windows' values less a boundary's mean
-    overlap, summed, plus one overlap (W windows, W - 1 boundaries)."""
-    overlap = float(np.mean([b.overlap(value) for b in boundaries])) if boundaries else 0.0
-    y = np.array([value(runs[int(i)]) - overlap for i in picked], dtype=np.float64)
-    est = ratio_total(x, labels, picked, y)
-    return RatioEstimate(est.total + overlap, est.low + overlap, est.high + overlap, est.sampled, est.population,
-                         est.strata)
+def _estimate(x, labels, picked, runs, left: dict, value) -> RatioEstimate:
+    """The ratio estimate of a whole run's `value`: each window's value less the overlap at its
+    left boundary (what a whole run does not pay twice there), summed over all windows."""
+    y = np.array([value(runs[int(i)]) - (left[int(i)].overlap(value) if left[int(i)] else 0) for i in picked],
+                 dtype=np.float64)
+    return ratio_total(x, labels, picked, y)

@@ -2,15 +2,15 @@
 client is given), outputs and counts combined.
 
 A whole run overlaps one slice's drain with the next one's fill; separate window runs each pay
-both. So every boundary b between two windows is measured on its own: the `margin` coordinates
-left of it (L), right of it (R), and both (LR) are simulated, and the boundary's overlap is
-L + R - LR. Combined: cycles = sum(window cycles) - sum(overlaps), and the same for tokens and
-counters (each run pays its own stops and `D`s, which the overlap counts too). The margins cost
-about 6 x margin x (N - 1) coordinates of extra work. Tokens and counters come out exact, cycles
-exact or within a few cycles per boundary on most test kernels; a kernel whose nodes carry much
-from one outer coordinate to the next (a row of a fused matmul chain in flight for hundreds of
-cycles, an accumulator reordered over the outer loop) keeps a gap that shrinks as the margin
-grows (`docs/partitioned.md` has the measured gaps).
+both. So every boundary between two windows is measured on its own: the `margin` coordinates
+left of it (L), right of it (R), and both (LR) are simulated, and its overlap is L + R - LR.
+The margin is widened until the overlap settles (`settled_margin`: a whole run can hold many
+outer coordinates in flight around a boundary), at most 1/32 of a window, so the margins cost at
+most about a fifth of a window per boundary. Combined: cycles = sum(window cycles) -
+sum(overlaps), and the same for tokens and counters (each run pays its own stops and `D`s,
+which the overlap counts too). Tokens and counters come out exact on the test programs, cycles
+exact or within a few cycles per boundary on most; a kernel whose accumulator reorders its
+output over the outer loop keeps a gap (`docs/partitioned.md` has the measured gaps).
 
     >>> import fuseflow
     >>> from fuseflow.fusion.compile import compile_schedule
@@ -36,13 +36,15 @@ def map_windows(setup: KernelSetup, windows: list[Window], hw, engine: str, clie
     stored inputs sent to each worker once), or one after another here without a client."""
     if client is None:
         return [run_window_of(setup, w, hw, engine) for w in windows]
-    shared = client.scatter(setup, broadcast=True)
+    shared = client.scatter(setup, broadcast=True, hash=False)  # its own key: an earlier call's may be released
     futures = [client.submit(run_window_of, shared, w, hw, engine, pure=False) for w in windows]
     return client.gather(futures)
 
 
-MARGIN_SHARE = 256  # a boundary's margin: the outer loop's extent / (MARGIN_SHARE x windows) ...
-MIN_MARGIN = 4  # ... but at least this many coordinates (at most the neighbouring windows' widths)
+MIN_MARGIN = 4  # a boundary's first margin (coordinates on each side) ...
+SETTLED = 0.02  # ... doubled while the measured overlap still grows by more than this share
+PROBES = 3  # boundaries the margin is settled on
+SHARD_MARGIN_SHARE = 32  # sharded: margins at most a window's width / this (their runs cost ~6/32 of a window)
 
 
 @dataclass
@@ -63,9 +65,27 @@ def boundary_windows(extent: int, at: int, margin: int) -> list[Window]:
     return [Window(((lo, at),)), Window(((at, hi),)), Window(((lo, hi),))]
 
 
-def margin_for(extent: int, windows: list[Window]) -> int:
-    narrowest = min(w.width() for w in windows)
-    return max(1, min(narrowest, max(MIN_MARGIN, extent // (MARGIN_SHARE * len(windows)))))
+def overlaps(setup: KernelSetup, edges: list[int], margin: int, hw, engine: str, client) -> list[Boundary]:
+    """Each boundary at `edges` measured with `margin` coordinates on each side."""
+    runs = map_windows(setup, [w for at in edges for w in boundary_windows(setup.extent, at, margin)], hw, engine,
+                       client)
+    return [Boundary(*runs[3 * k:3 * k + 3]) for k in range(len(edges))]
+
+
+def settled_margin(setup: KernelSetup, edges: list[int], limit: int, hw, engine: str, client) -> int:
+    """The margin at which the overlap (mean over up to PROBES of `edges`) stops growing: a whole
+    run can hold many outer coordinates in flight around a boundary (an unbounded channel lets
+    fast nodes run ahead), so a margin narrower than that misses part of the overlap. Doubled
+    from MIN_MARGIN while the overlap grows by more than SETTLED, at most `limit`."""
+    probes = [edges[k * len(edges) // PROBES] for k in range(min(PROBES, len(edges)))]
+    margin, previous = min(MIN_MARGIN, max(1, limit)), None
+    while probes:
+        mean = sum(b.overlap(lambda r: r.cycles) for b in overlaps(setup, probes, margin, hw, engine, client)) / \
+            len(probes)
+        if (previous is not None and mean - previous <= SETTLED * max(previous, 1.0)) or 2 * margin > limit:
+            break
+        previous, margin = mean, 2 * margin
+    return margin
 
 
 @dataclass
@@ -102,8 +122,9 @@ def shard_kernel(setup: KernelSetup, shards: int, hw, engine: str, client) -> Ke
     """Run `setup`'s kernel as `shards` windows of equal width (fewer when its outer loop is
     shorter) and the runs that measure each boundary's overlap."""
     windows = Window.even(setup.extent, max(1, min(shards, setup.extent)))
-    margin = margin_for(setup.extent, windows)
     edges = [w.ranges[0][1] for w in windows[:-1]]
+    limit = max(MIN_MARGIN, min(w.width() for w in windows) // SHARD_MARGIN_SHARE)
+    margin = settled_margin(setup, edges, limit, hw, engine, client)
     extra = [w for at in edges for w in boundary_windows(setup.extent, at, margin)]
     runs = map_windows(setup, [*windows, *extra], hw, engine, client)
     rest = runs[len(windows):]
