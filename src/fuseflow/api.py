@@ -26,8 +26,9 @@ from .ir.stats import stats_for
 from .memory import Budget
 from .partition.run import simulate_partitioned
 from .partition.sampled import SamplePlan
+from .studies import MAX_TOKENS
 from .studies.cluster import dask_client
-from .studies.granularity import MAX_TOKENS, StudyResult, fusion_study, same_schedules
+from .studies.granularity import StudyResult, fusion_study, same_schedules
 
 
 def _check_options(seed: int, density: float) -> None:

@@ -85,7 +85,7 @@ def _verify(part, values: dict, rtol: float, atol: float, schedule: str) -> None
     if isinstance(part, KernelShards):
         for name, got in part.outputs().items():
             meta = part.setup.graph.tensors[name]
-            problem = compare(name, got, values[meta.get("source", name)], rtol, atol)[1]
+            problem = compare(name, got, values[meta.stores(name)], rtol, atol)[1]
             if problem:
                 raise VerificationError(f"kernel {part.setup.index} combined from windows: {problem}",
                                         f"schedule {schedule}", "please report this with the program and schedule")

@@ -45,7 +45,7 @@ class KernelSetup:
     @property
     def reduces(self) -> bool:
         """Whether some output is a sum over the outer loop (windows write partial sums)."""
-        return any(m["role"] == "output" and n not in self.dims for n, m in self.graph.tensors.items())
+        return any(m.role == "output" and n not in self.dims for n, m in self.graph.tensors.items())
 
 
 @dataclass
@@ -78,7 +78,7 @@ def run_window_of(setup: KernelSetup, window: Window, hw, engine: str) -> Window
     """Simulate `setup`'s kernel on `window` (a module-level function: dask pickles it)."""
     run, windowed = run_window(setup.graph, setup.stored, window, hw, engine_function(engine))
     outputs = {name: decode(run.written[name], windowed.written_meta(name))
-               for name, meta in setup.graph.tensors.items() if meta["role"] == "output"}
+               for name, meta in setup.graph.tensors.items() if meta.role == "output"}
     return WindowRun(window, int(run.cycles), int(sum(run.stream_tokens.values())), dict(run.counters),
                      max((run.max_occupancy or {}).values(), default=0), outputs)
 
@@ -105,9 +105,9 @@ def window_problem(setup: KernelSetup, run: WindowRun, values: dict, rtol=1e-6, 
     rows and its background elsewhere; else what differs. (Partial sums are checked summed.)"""
     for name, dim in setup.dims.items():
         meta = setup.graph.tensors[name]
-        want = values[meta.get("source", name)]
-        mask = _row_mask(run.window, meta["shape"][dim])
-        problem = compare(name, run.outputs[name], _masked(want, dim, mask, meta.get("fill", 0.0)), rtol, atol)[1]
+        want = values[meta.stores(name)]
+        mask = _row_mask(run.window, meta.shape[dim])
+        problem = compare(name, run.outputs[name], _masked(want, dim, mask, meta.fill), rtol, atol)[1]
         if problem:
             return f"window {run.window} of kernel {setup.index}: {problem}"
     return None
@@ -118,9 +118,9 @@ def combined_outputs(setup: KernelSetup, runs: list[WindowRun]) -> dict:
     that computed them, partial sums added."""
     outputs = {}
     for name, meta in setup.graph.tensors.items():
-        if meta["role"] != "output":
+        if meta.role != "output":
             continue
-        fill = meta.get("fill", 0.0)
+        fill = meta.fill
         parts = [r.outputs[name] for r in runs]
         if fill == 0.0:  # disjoint rows or partial sums: adding them is both
             total = parts[0]
@@ -128,10 +128,10 @@ def combined_outputs(setup: KernelSetup, runs: list[WindowRun]) -> dict:
                 total = total + part
             outputs[name] = total
         elif name in setup.dims and not any(is_sparse(p) for p in parts):
-            dim, total = setup.dims[name], np.full(meta["shape"], fill)
+            dim, total = setup.dims[name], np.full(meta.shape, fill)
             for r, part in zip(runs, parts):
-                total = np.where(_masked(np.ones(meta["shape"], bool), dim, _row_mask(r.window, meta["shape"][dim]),
-                                         False), part, total)
+                total = np.where(_masked(np.ones(meta.shape, bool), dim, _row_mask(r.window, meta.shape[dim]), False),
+                                 part, total)
             outputs[name] = total
         else:
             raise NotSupported(f"output {name} of kernel {setup.index} sums partial results over a background "

@@ -20,10 +20,11 @@ crd and seg writes back out of `mem_writes` (a dense level stores nothing).
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 
 from ..errors import NotSupported, UserError
-from ..sam.graph import SamGraph
+from ..sam.graph import GraphTensor, SamGraph
 
 _PASS = ("broadcast",)  # nodes a root's reference passes through unchanged to the outer scanners
 _CRD_PASS = ("broadcast", "fork", "join")  # nodes an outer coordinate stream passes through
@@ -90,9 +91,9 @@ def outer_extent(graph: SamGraph) -> int:
     extents = []
     for nid in outer_scanners(graph):
         p = graph.nodes[nid].params
-        meta = graph.tensors.get(p.get("tensor"), {})
-        if meta:
-            extents.append(int(meta["shape"][meta["mode_order"][p.get("level", 0)]]))
+        meta = graph.tensors.get(p.get("tensor"))
+        if meta is not None:
+            extents.append(int(meta.shape[meta.mode_order[p.get("level", 0)]]))
         elif p.get("dim") is not None:
             extents.append(int(p["dim"]))
     if not extents:
@@ -117,7 +118,7 @@ def outer_dims(graph: SamGraph) -> dict[str, int]:
             outer.add(node.out("outer"))
         elif node.kind == "level_write" and node.inputs["crd"] in outer:
             meta = graph.tensors[node.params["tensor"]]
-            dims[node.params["tensor"]] = int(meta["mode_order"][node.params.get("level", 0)])
+            dims[node.params["tensor"]] = int(meta.mode_order[node.params.get("level", 0)])
     return dims
 
 
@@ -134,15 +135,14 @@ class WindowedGraph:
     graph: SamGraph
     partial_levels: list[tuple[str, int]]
 
-    def written_meta(self, name: str) -> dict:
+    def written_meta(self, name: str) -> GraphTensor:
         """The metadata of output `name` as the window run writes it."""
-        meta = dict(self.graph.tensors[name])
-        levels = list(meta["levels"])
+        meta = self.graph.tensors[name]
+        levels = list(meta.levels)
         for tensor, k in self.partial_levels:
             if tensor == name:
                 levels[k] = "compressed"
-        meta["levels"] = levels
-        return meta
+        return dataclasses.replace(meta, levels=tuple(levels))
 
 
 def restrict(graph: SamGraph, window: Window) -> WindowedGraph:
