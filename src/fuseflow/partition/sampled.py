@@ -15,14 +15,15 @@ is at most `error` of the estimate, or every window was simulated (then the resu
 the sharded mode's).
 
     >>> import fuseflow
-    >>> from fuseflow.fusion.compile import compile_schedule
     >>> from fuseflow.partition.windows import kernel_setup, reference_values
-    >>> p = fuseflow.from_mlir("tests/mlir/spmv.mlir")
-    >>> data = fuseflow.random_inputs(p, density=0.3, seed=1)
-    >>> setup = kernel_setup(compile_schedule(p, "full").kernels[0], reference_values(p, data))
-    >>> est = sample_kernel(setup, SamplePlan(fraction=0.25, seed=0), None, "fast", None)  # 4 windows: all
-    >>> est.cycles.low <= est.cycles.total <= est.cycles.high, est.fraction
-    (True, 1.0)
+    >>> from fuseflow.pipeline import prepared
+    >>> p = fuseflow.from_mlir("tests/mlir/sddmm_masked.mlir")
+    >>> data, compiled = prepared(p, "full", None, seed=2, density=0.3)
+    >>> setup = kernel_setup(compiled.kernels[0], reference_values(p, data))
+    >>> plan = SamplePlan(fraction=0.25, seed=0, min_width=1)  # 40 windows, at least 2 from each of 8 strata
+    >>> est = sample_kernel(setup, plan, None, "fast", None)
+    >>> bool(est.cycles.low <= est.cycles.total <= est.cycles.high), est.fraction
+    (True, 0.4)
 """
 from __future__ import annotations
 
