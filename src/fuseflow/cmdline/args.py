@@ -64,6 +64,14 @@ def fraction(text: str) -> float:
     return value
 
 
+def relative(text: str) -> float:
+    """A share in (0, 1), as a fraction or a percentage: `0.02` or `2%` (target errors)."""
+    value = _real(text[:-1]) / 100 if text.endswith("%") else _real(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is outside (0, 1) (0%, 100%)")
+    return value
+
+
 def positive_real(text: str) -> float:
     """A finite number > 0 (scales, token limits)."""
     value = _real(text)
