@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from fuseflow.granularity import fusion_study
 from fuseflow.ir.program import op_output
 from fuseflow.models.registry import build
 from fuseflow.schedule.schedule import Schedule
+from fuseflow.studies.granularity import fusion_study
 
 
 def groupings(case) -> dict[str, str]:

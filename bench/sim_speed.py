@@ -256,8 +256,8 @@ def _gcn_layer(args) -> dict:
 
 
 def _gcn_study(args) -> dict:
-    from fuseflow.granularity import fusion_study
     from fuseflow.models.registry import build
+    from fuseflow.studies.granularity import fusion_study
 
     build("gcn", dataset="karate")
     fusion_study(build("gcn", dataset="karate"), ["unfused", "partial", "full"])  # numba kernels loaded

@@ -17,11 +17,11 @@ from pathlib import Path
 warnings.filterwarnings("ignore")
 
 from fuseflow.fusion.compile import compile_schedule  # noqa: E402
-from fuseflow.granularity import fusion_study, plot  # noqa: E402
 from fuseflow.models.registry import build  # noqa: E402
 from fuseflow.report.overview import render_overview  # noqa: E402
 from fuseflow.sam.draw import render  # noqa: E402
 from fuseflow.simreport import simulate_report  # noqa: E402
+from fuseflow.studies.granularity import fusion_study, plot  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "pictures"
 

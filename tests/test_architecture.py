@@ -17,32 +17,29 @@ SRC = ROOT / "src" / "fuseflow"
 # entry with a dot allows that module only. Lower layers first, as docs/architecture.md draws them.
 LAYERS = {
     "errors": set(),
+    "scalar_ops": set(),  # the one table of scalar ops and reductions, below ir and sim
     "memory": {"errors"},
     "files": {"errors"},  # files users name: regular files only, atomic writes
     "tables": {"errors"},  # results as rows, DataFrames, CSV (duck-typed)
-    "ir": {"errors", "memory"},  # values check the memory a dense array needs
+    "ir": {"errors", "memory", "scalar_ops"},  # values check the memory a dense array needs
     "sam": {"errors"},
     "report": {"errors", "sam"},  # pictures and pages of graphs, compiled schedules and results (duck-typed)
     "gpu": {"errors", "memory", "files"},  # sizes of a plan search checked against the memory budget
     "data": {"errors", "memory", "files"},  # files and archives sized against the memory budget
     "frontend": {"errors", "ir"},
     "schedule": {"errors", "ir"},
-    "fusion": {"errors", "ir", "sam", "schedule", "report"},
-    "sim": {"errors", "sam", "ir.formats", "ir.values", "memory"},  # runs a SamGraph without the compiler
+    "fusion": {"errors", "ir", "sam", "schedule", "report", "scalar_ops"},
+    "sim": {"errors", "sam", "ir.formats", "ir.values", "memory", "scalar_ops"},  # runs a SamGraph without the compiler
     "models": {"errors", "ir", "frontend", "data", "schedule"},
     "execute": {"errors", "ir", "sam", "sim", "memory"},
     "pipeline": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "report"},
     "interop": {"errors", "ir", "sam", "sim"},  # Comal and SAM files of a compiled schedule
     "simreport": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "report"},
     "checks": {"errors", "ir", "memory", "schedule", "fusion", "data"},  # what users hand fuseflow, at the edge
-    "explore": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline",
-                "frontend", "data", "models", "checks", "files", "cmdline.args"},
-    "granularity": {"errors", "ir", "memory", "schedule", "fusion", "pipeline", "explore", "models", "report",
-                    "checks", "tables"},
-    "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "granularity", "models"},
-    # suites of fusion studies: the study's step per task, run on explore's executors and store
-    "suite": {"errors", "ir", "memory", "schedule", "fusion", "pipeline", "explore", "models", "granularity",
-              "files", "tables"},
+    # many simulations and their results: the fusion study, sweeps, suites, their store and charts
+    "studies": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",
+                "data", "models", "checks", "files", "report", "tables", "cmdline.progress"},
+    "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "studies", "models"},
     "demo": {"errors", "ir", "frontend", "data", "models"},
     "": {"errors", "ir", "frontend"},  # fuseflow/__init__: the public names
 }
@@ -145,7 +142,7 @@ def test_no_import_cycles():
 
 def test_checks_catch_what_they_guard_against():
     """The walker sees a lazy import inside a function and resolves relative imports."""
-    imports = _imports(SRC / "explore" / "runner.py")
+    imports = _imports(SRC / "studies" / "runner.py")
     assert "fuseflow.sim.fast" in imports and "fuseflow.pipeline" in imports
     assert not _allowed("fuseflow.sim.oracle", "fuseflow.fusion.compile")
     assert not _allowed("fuseflow.sim.oracle", "fuseflow.ir.program")

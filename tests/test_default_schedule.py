@@ -129,8 +129,8 @@ def test_a_proof_walk_within_its_work_says_so():
 
 
 def test_study_runs_a_preset_without_a_valid_order_with_induced_layouts():
-    from fuseflow.granularity import fusion_study
     from fuseflow.models.registry import ModelCase
+    from fuseflow.studies.granularity import fusion_study
 
     program = prepare(fuseflow.from_mlir(CSR_TIMES_CSC))
     data = fuseflow.random_inputs(program, density=0.5, seed=2)

@@ -7,9 +7,9 @@ import torch
 import fuseflow
 from fuseflow.cli import main
 from fuseflow.fusion.compile import compile_schedule
-from fuseflow.granularity import fusion_study
 from fuseflow.models.gpt3 import bigbird_mask
 from fuseflow.models.registry import build
+from fuseflow.studies.granularity import fusion_study
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_gcn_study_ranks_partial_unfused_full(gcn):
 
 
 def test_data_aware_orders_do_less_work_than_size_only_ones(gcn):
-    from fuseflow.explore.heuristic import CostModel
+    from fuseflow.fusion.estimate import CostModel
 
     model = CostModel(gcn.program, gcn.inputs)
     tokens = {}
@@ -127,8 +127,8 @@ def test_simulate_reports_each_kernel(gcn):
 
 
 def test_study_estimates_schedules_too_big_to_simulate(gcn):
-    from fuseflow.explore.heuristic import CostModel
-    from fuseflow.granularity import format_table
+    from fuseflow.fusion.estimate import CostModel
+    from fuseflow.studies.granularity import format_table
 
     limit = 2 * CostModel(gcn.program, gcn.inputs).estimate_schedule(gcn.presets["unfused"]).tokens
     rows = fusion_study(gcn, ["unfused", "full"], max_tokens=limit)
@@ -141,7 +141,7 @@ def test_study_estimates_schedules_too_big_to_simulate(gcn):
 
 
 def test_study_keeps_going_when_a_schedule_fails(gcn):
-    from fuseflow.granularity import format_table
+    from fuseflow.studies.granularity import format_table
 
     rows = fusion_study(gcn, ["unfused", "fusion=[nope]", "partial"])
     assert [r["verified"] for r in rows] == [True, "failed", True]
@@ -154,7 +154,7 @@ def test_gpt3_attention_reads_qkv_in_the_layouts_it_wants():
     # the LN+QKV kernel's cheapest order alone would store Q, K, V so that attention costs ~5x
     # more; the attention kernel asks for the layouts of its own best order (cost-based
     # negotiation), which keeps the partial schedule near the unfused FLOPs
-    from fuseflow.explore.heuristic import CostModel
+    from fuseflow.fusion.estimate import CostModel
 
     case = build("gpt3-bigbird", "tiny", block=16)
     model = CostModel(case.program, case.inputs)
@@ -178,7 +178,7 @@ def test_gpt3_full_fusion_beats_partial_without_recomputing():
     assert all(r["verified"] is True for r in rows.values())
     assert rows["full"]["cycles"] < rows["partial"]["cycles"] < rows["unfused"]["cycles"]
     assert rows["full"]["flops_ratio"] < 1.05
-    from fuseflow.explore.heuristic import CostModel
+    from fuseflow.fusion.estimate import CostModel
 
     model = CostModel(case.program, case.inputs)
     compiled = compile_schedule(case.program, case.presets["full"], model.shapes, stats=model.stats)

@@ -216,7 +216,7 @@ def test_emptied_rows_are_dropped_after_the_join(tmp_path):
 def test_heuristic_divides_the_parallel_body():
     """SpMV rows over P lanes: the estimate's busiest nodes live in the j loop, so it drops about
     P-fold at i; the i-level scan and the writers stay serial, so a j-level par changes nothing."""
-    from fuseflow.explore.heuristic import estimate
+    from fuseflow.fusion.estimate import estimate
 
     program, _ = load(os.path.join(MLIR, "spmv.mlir"))
     base = estimate(program, "full order=i,j").cycles

@@ -9,14 +9,14 @@ import pytest
 
 import fuseflow
 from fuseflow import cli
-from fuseflow.explore.plot import bar_labels, study_figure
 from fuseflow.fusion.compile import compile_schedule
-from fuseflow.granularity import StudyTable, fusion_study
 from fuseflow.models.registry import build
 from fuseflow.pipeline import simulate
 from fuseflow.report.overview import kernel_io, overview_dot
 from fuseflow.sam.draw import fit_scale, hidden, svg, to_dot
 from fuseflow.sam.labels import node_label
+from fuseflow.studies.granularity import StudyTable, fusion_study
+from fuseflow.studies.plot import bar_labels, study_figure
 
 MLIR = Path(__file__).parent / "mlir"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")

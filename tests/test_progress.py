@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fuseflow.explore.progress import RunProgress, SuiteProgress, TaskProgress, numba_notice
-from fuseflow.granularity import fusion_study
+from fuseflow.cmdline.progress import RunProgress, SuiteProgress, TaskProgress, numba_notice
 from fuseflow.models.registry import build
+from fuseflow.studies.granularity import fusion_study
 
 
 class Terminal(io.StringIO):
@@ -106,7 +106,7 @@ def test_a_suites_task_bar_counts_past_its_estimate():
 def test_numba_compilation_is_announced_once(monkeypatch):
     import numba
 
-    import fuseflow.explore.progress as progress
+    import fuseflow.cmdline.progress as progress
 
     monkeypatch.setattr(progress, "_NOTICE_GIVEN", progress.threading.Event())  # as in a fresh process
     out = io.StringIO()

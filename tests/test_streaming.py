@@ -12,13 +12,13 @@ import scipy.sparse as sp
 import fuseflow
 from fuseflow.execute import _format, decode
 from fuseflow.fusion.compile import compile_schedule
-from fuseflow.granularity import fusion_study
 from fuseflow.memory import Budget, MemoryLimitError, release_freed, resident_bytes
 from fuseflow.pipeline import simulate
 from fuseflow.sim import fast
 from fuseflow.sim.fast import pool
 from fuseflow.sim.fast.engine import WHOLE
 from fuseflow.sim.storage import StoredTensor
+from fuseflow.studies.granularity import fusion_study
 
 COLUMN_SUMS = """
 #CSR = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed) }}>

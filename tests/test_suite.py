@@ -11,12 +11,12 @@ from cli_helpers import error_of
 
 from fuseflow.cli import main
 from fuseflow.errors import UserError
-from fuseflow.explore.db import COLUMNS_2, SCHEMA_VERSION, SweepDB
-from fuseflow.granularity import fusion_study
 from fuseflow.models.registry import build
-from fuseflow.suite.page import write_page
-from fuseflow.suite.run import run_suite, study_rows, suite_rows
-from fuseflow.suite.spec import load_suite, parse_suite
+from fuseflow.studies.db import COLUMNS_2, SCHEMA_VERSION, SweepDB
+from fuseflow.studies.granularity import fusion_study
+from fuseflow.studies.suite.page import write_page
+from fuseflow.studies.suite.run import run_suite, study_rows, suite_rows
+from fuseflow.studies.suite.spec import load_suite, parse_suite
 
 KARATE = """
 [suite]
@@ -184,7 +184,7 @@ def test_ratios_wait_for_the_baseline():
 
 def test_retry_failed_runs_the_failed_rows_again(tmp_path, monkeypatch, capsys):
     """A resumed suite keeps its failed rows; `--retry-failed` runs those tasks, and only those, again."""
-    import fuseflow.suite.run as run
+    import fuseflow.studies.suite.run as run
 
     suite_file = tmp_path / "retry.toml"
     suite_file.write_text('[suite]\nname = "retry"\nschedules = ["unfused", "partial", "full"]\n'

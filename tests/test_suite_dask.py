@@ -14,10 +14,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fuseflow.explore.db import SweepDB
-from fuseflow.explore.runner import SweepSpec, run_sweep
-from fuseflow.suite.run import run_suite
-from fuseflow.suite.spec import parse_suite
+from fuseflow.studies.db import SweepDB
+from fuseflow.studies.runner import SweepSpec, run_sweep
+from fuseflow.studies.suite.run import run_suite
+from fuseflow.studies.suite.spec import parse_suite
 
 pytest.importorskip("distributed")
 

@@ -29,7 +29,7 @@ datasets = ["karate"]
 # each task first spends a silent second and a half (as a large case does building and compiling)
 CHILD = """
 import sys, time
-import fuseflow.suite.run as run
+import fuseflow.studies.suite.run as run
 study = run.study_schedule
 def slow(*args, **kwargs):
     time.sleep(1.5)

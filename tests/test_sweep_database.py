@@ -11,7 +11,7 @@ import pytest
 
 from fuseflow import UserError
 from fuseflow.cli import main
-from fuseflow.explore.db import APPLICATION_ID, COLUMNS, SCHEMA_VERSION, SweepDB
+from fuseflow.studies.db import APPLICATION_ID, COLUMNS, SCHEMA_VERSION, SweepDB
 
 SPMV = str(Path(__file__).parent / "mlir" / "spmv.mlir")
 ROW = {"program": "p.mlir", "schedule": "full", "data": "density=0.1", "seed": 0, "status": "ok"}

@@ -20,11 +20,11 @@ from . import pipeline
 from .checks import check_allocation, check_inputs, check_schedule, input_shapes
 from .errors import UserError
 from .fusion.compile import Compiled, compile_schedule
-from .granularity import MAX_TOKENS, StudyResult, fusion_study, same_schedules
 from .ir.generate import complete_inputs
 from .ir.reference import bind_inputs
 from .ir.stats import stats_for
 from .memory import Budget
+from .studies.granularity import MAX_TOKENS, StudyResult, fusion_study, same_schedules
 
 
 def _check_options(seed: int, density: float) -> None:

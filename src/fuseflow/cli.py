@@ -28,18 +28,17 @@ import numpy as np
 from . import __version__, api
 from .checks import check_schedule
 from .cmdline.args import Parser, count, positive, positive_real, size
+from .cmdline.progress import RunProgress, numba_notice
 from .cmdline.quiet import quiet
 from .cmdline.source import add_source_arguments, load_source
 from .cmdline.suite import add_figure_option, add_suite_command
+from .cmdline.sweep import add_commands as add_sweep_commands
 from .cmdline.topics import TOPICS, topic_text
 from .demo import run_demo
 from .errors import FuseflowError, UserError
-from .explore.cli import add_commands as add_explore_commands
-from .explore.progress import RunProgress, numba_notice
 from .files import atomic_path, check_output, kernel_paths, temporary_beside, write_text
 from .fusion.listing import order_listing
 from .gpu.cli import add_commands as add_gpu_commands
-from .granularity import MAX_TOKENS
 from .interop import emit
 from .ir.program import op_output
 from .memory import Budget
@@ -49,6 +48,7 @@ from .sam.draw import render
 from .schedule.schedule import Schedule
 from .sim.hw import HwConfig
 from .simreport import simulate_report
+from .studies.granularity import MAX_TOKENS
 
 
 def _budget(args):
@@ -368,7 +368,7 @@ def build_parser() -> Parser:
                         help="memory a run may take, e.g. 4G (default: what the machine has available)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     _add_model_commands(sub)
-    add_explore_commands(sub)
+    add_sweep_commands(sub)
     add_figure_option(sub.choices["plot"], sub.choices["plot"].get_default("run"))
     add_gpu_commands(sub)
 

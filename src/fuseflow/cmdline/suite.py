@@ -13,11 +13,11 @@ import os
 import sys
 
 from ..errors import UserError
-from ..explore.db import open_existing
 from ..files import check_output
-from ..suite.page import draw_figure, write_page
-from ..suite.run import run_suite, study_rows, suite_rows
-from ..suite.spec import BUILT_IN, Suite, load_suite
+from ..studies.db import open_existing
+from ..studies.suite.page import draw_figure, write_page
+from ..studies.suite.run import run_suite, study_rows, suite_rows
+from ..studies.suite.spec import BUILT_IN, Suite, load_suite
 from ..tables import to_csv
 from .args import count, positive
 

@@ -5,7 +5,7 @@ a consumer's extra loop pays for every iteration of it): by sizes alone, or, whe
 (`Region.stats`) show compressed inputs, the coordinates the nest streams. `loop_work` breaks
 ties between equal-size orders by assuming a fixed density for compressed levels.
 
-Why this is not `explore.heuristic.CostModel`: the search evaluates this cost on *prefixes* of
+Why this is not `fusion.estimate.CostModel`: the search evaluates this cost on *prefixes* of
 orders, millions of times per region, and prunes with it, so it must be cheap and a lower bound
 of every order that extends the prefix (an instance's cost only grows as loops are placed). The
 heuristic estimates a finished, lowered kernel (FLOPs, memory words, tokens, the busiest node's

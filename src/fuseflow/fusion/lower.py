@@ -31,14 +31,13 @@ from ..errors import NotSupported
 from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary
 from ..ir.formats import COMPRESSED, DENSE, TensorFormat
 from ..sam.graph import SamGraph, Stream
+from ..scalar_ops import is_identity
 from .blocking import Tiling, union_axes
 from .instances import LeafInput
 from .keys import BufferedValues, Coord, Iteration, LeafRef, Output, UniverseRef, Values
 from .merge import located_operands
 from .patterns import Intersect, Merge, Nothing, Operand, Union, Universe
 from .table import FusionTable
-
-IDENTITY = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}
 
 
 class _Lowering:
@@ -308,7 +307,7 @@ class _Lowering:
             raise NotSupported(f"{inst.tensor}: a copy that reorders tile axes {axes} to {final}")
         if any(v not in axes for v in final):
             raise NotSupported(f"{inst.tensor}: a reduction that broadcasts to tile axes {final}")
-        if op.init is not None and (isinstance(op.init, str) or op.init != IDENTITY.get(op.reduce_kind, 0.0)):
+        if not is_identity(op.init, op.reduce_kind):
             raise NotSupported(f"{inst.tensor}: a reduction starting from {op.init} (not the identity)")
         self.env[Values(inst.id)] = self.reduction(inst, value, self.tiling.param([axes], final), final)
         self.axes[inst.id] = final

@@ -23,10 +23,11 @@ import math
 
 import numpy as np
 
+from ..scalar_ops import REDUCTIONS
 from .expr import BINARY, COMPARE, UNARY, Binary, Compare, Const, Expr, In, Select, Unary
 from .program import IndexOp, Program, op_output
 
-IDENTITY = {"sum": 0.0, "max": -math.inf, "min": math.inf}
+IDENTITY = {kind: r.identity for kind, r in REDUCTIONS.items()}
 
 
 def _same(a, b) -> bool:

@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import copy
 
+from ..scalar_ops import REDUCTIONS, is_identity
 from .expr import Binary, Const, In
 from .program import Access, IndexOp, Program, Tensor, op_output
-from .reference import _is_identity_init
 from .verify import infer_shapes, verify
-
-COMBINE = {"sum": "add", "max": "max", "min": "min"}  # how a reduction folds in its starting value
 
 
 def prepare(program: Program, shapes: dict | None = None) -> Program:
@@ -56,13 +54,13 @@ def split_starts(program: Program) -> Program:
         >>> [str(op) for op in split_starts(p).ops]
         ['Y_r(i,j) = sum[k] A(i,k) * B(k,j)', 'Y(i,j) = C(i,j) + Y_r(i,j)']
     """
-    if not any(isinstance(op, IndexOp) and op.reduce_vars and not _is_identity_init(op.init, op.reduce_kind)
+    if not any(isinstance(op, IndexOp) and op.reduce_vars and not is_identity(op.init, op.reduce_kind)
                for op in program.ops):
         return program
     result = copy.deepcopy(program)
     ops = []
     for op in result.ops:
-        if not (isinstance(op, IndexOp) and op.reduce_vars and not _is_identity_init(op.init, op.reduce_kind)):
+        if not (isinstance(op, IndexOp) and op.reduce_vars and not is_identity(op.init, op.reduce_kind)):
             ops.append(op)
             continue
         out = op.output.tensor
@@ -72,10 +70,11 @@ def split_starts(program: Program) -> Program:
         ops.append(IndexOp(Access(name, op.output.indices), op.inputs, op.body, op.reduce_vars, op.reduce_kind,
                            None, op.loc))
         partial = Access(name, op.output.indices)
+        fold = REDUCTIONS[op.reduce_kind].op  # how the reduction folds in its starting value
         if isinstance(op.init, str):
-            start, body = (Access(op.init, op.output.indices), partial), Binary(COMBINE[op.reduce_kind], In(0), In(1))
+            start, body = (Access(op.init, op.output.indices), partial), Binary(fold, In(0), In(1))
         else:
-            start, body = (partial,), Binary(COMBINE[op.reduce_kind], Const(float(op.init)), In(0))
+            start, body = (partial,), Binary(fold, Const(float(op.init)), In(0))
         ops.append(IndexOp(op.output, start, body, loc=op.loc))
     result.ops = ops
     verify(result)
@@ -179,7 +178,7 @@ def drop_unit_variables(program: Program, shapes: dict | None = None) -> Program
                 if isinstance(index, str) and dim is not None:
                     extent[index] = dim
         unit = {v for v, d in extent.items() if d == 1}
-        if op.reduce_vars and not _is_identity_init(op.init, op.reduce_kind):
+        if op.reduce_vars and not is_identity(op.init, op.reduce_kind):
             unit -= set(op.reduce_vars)
         if unit:
             reduce_vars = tuple(v for v in op.reduce_vars if v not in unit)

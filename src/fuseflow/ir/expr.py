@@ -18,38 +18,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..scalar_ops import numpy_functions
 
-def _erf(x):
-    try:
-        from scipy.special import erf  # noqa: PLC0415 - scipy.special is slow to import; only erf needs it
-        return erf(x)
-    except ImportError:  # pragma: no cover - scipy is a dependency
-        return np.vectorize(math.erf)(x)
-
-
-UNARY: dict[str, Callable] = {
-    "neg": np.negative,
-    "exp": np.exp,
-    "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1.0 / np.sqrt(x),
-    "tanh": np.tanh,
-    "erf": _erf,
-    "abs": np.abs,
-}
-BINARY: dict[str, Callable] = {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "div": np.divide,
-    "max": np.maximum,
-    "min": np.minimum,
-}
+UNARY: dict[str, Callable] = numpy_functions("unary")
+BINARY: dict[str, Callable] = numpy_functions("binary")
 INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 PRECEDENCE = {"add": 1, "sub": 1, "mul": 2, "div": 2}
-COMPARE: dict[str, Callable] = {
-    "gt": np.greater, "ge": np.greater_equal, "lt": np.less,
-    "le": np.less_equal, "eq": np.equal, "ne": np.not_equal,
-}
+COMPARE: dict[str, Callable] = numpy_functions("compare")
 COMPARE_TEXT = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}
 
 

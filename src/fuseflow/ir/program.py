@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from ..scalar_ops import is_identity
 from .expr import Expr
 from .expr import from_json as expr_from_json
 from .formats import DENSE, LEVEL_FORMATS, TensorFormat
@@ -97,7 +98,7 @@ class IndexOp:
         rhs = self.body.to_text([str(a) for a in self.inputs])
         if self.reduce_vars:
             rhs = f"{self.reduce_kind}[{','.join(self.reduce_vars)}] {rhs}"
-        if self.init is not None and not _is_identity(self.init, self.reduce_kind):
+        if self.init is not None and not is_identity(self.init, self.reduce_kind):
             start = self.init if isinstance(self.init, str) else _fmt_const(self.init)
             rhs = f"{start} ⊕ {rhs}" if self.reduce_kind != "sum" else f"{start} + {rhs}"
         return f"{self.output} = {rhs}"
@@ -122,13 +123,6 @@ class ReshapeOp:
 
 
 Op = IndexOp | ReshapeOp
-
-
-def _is_identity(init, kind) -> bool:
-    if isinstance(init, str):
-        return False
-    return (kind in (None, "sum") and init == 0.0) or (kind == "max" and init == -np.inf) or \
-        (kind == "min" and init == np.inf)
 
 
 def _fmt_const(v: float) -> str:

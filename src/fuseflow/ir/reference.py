@@ -26,6 +26,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import UserError
+from ..scalar_ops import REDUCTIONS, is_identity
 from . import sparse_eval
 from .expr import Const, In, product_factors
 from .program import IndexOp, Program, ReshapeOp, op_output
@@ -99,7 +100,7 @@ def _evaluate(op: IndexOp, env, out_shape, dtype):
     result = None
     if any(is_sparse(env[a.tensor]) for a in op.inputs):
         result = sparse_eval.evaluate(op, env, out_shape, dtype)
-        if result is not None and _is_identity_init(op.init, op.reduce_kind or "sum"):
+        if result is not None and is_identity(op.init, op.reduce_kind):
             return result
         env = {**env, **{a.tensor: densify(env[a.tensor], f"operand {a.tensor} of {op}", dtype)
                          for a in op.inputs if is_sparse(env[a.tensor])}}
@@ -109,7 +110,7 @@ def _evaluate(op: IndexOp, env, out_shape, dtype):
         result = _evaluate_dense(op, env, out_shape, dtype)
     if op.init is not None:
         init = densify(env[op.init], f"the start of {op}", dtype) if isinstance(op.init, str) else dtype(op.init)
-        combine = {"max": np.maximum, "min": np.minimum}.get(op.reduce_kind, np.add)
+        combine = REDUCTIONS[op.reduce_kind or "sum"].numpy
         result = combine(init, result) if op.reduce_vars else result
     return np.ascontiguousarray(result, dtype=dtype)
 
@@ -163,12 +164,11 @@ def _evaluate_general(op: IndexOp, env, dtype, out_shape=()) -> np.ndarray:
         shape = [min(rows, full[0] - start)] + full[1:]
         value = np.broadcast_to(np.asarray(op.body.evaluate(part, dtype), dtype=dtype), shape)
         if reduce_axes:
-            reducer = {"sum": np.sum, "max": np.max, "min": np.min}[op.reduce_kind]
-            value = reducer(value, axis=reduce_axes)
+            value = REDUCTIONS[op.reduce_kind].numpy.reduce(value, axis=reduce_axes)
         pieces.append(value)
     axis_is_reduced = vars_[0] in op.reduce_vars
     if axis_is_reduced:
-        combine = {"sum": np.add, "max": np.maximum, "min": np.minimum}[op.reduce_kind]
+        combine = REDUCTIONS[op.reduce_kind].numpy
         result = pieces[0]
         for piece in pieces[1:]:
             result = combine(result, piece)
@@ -176,12 +176,3 @@ def _evaluate_general(op: IndexOp, env, dtype, out_shape=()) -> np.ndarray:
         result = np.concatenate(pieces, axis=0)
     kept = [v for v in vars_ if v not in op.reduce_vars]
     return np.transpose(result, [kept.index(v) for v in out_vars])
-
-
-def _is_identity_init(init, kind) -> bool:
-    """True when a reduction's starting value changes nothing (None, 0 for sum, -inf for max)."""
-    if init is None:
-        return True
-    if isinstance(init, str):
-        return False
-    return {"sum": 0.0, "max": -np.inf, "min": np.inf}.get(kind, 0.0) == init

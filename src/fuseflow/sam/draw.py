@@ -35,7 +35,7 @@ import graphviz
 from ..errors import UserError
 from .labels import node_label
 
-if TYPE_CHECKING:  # the graph draws itself with svg() (SamGraph._repr_svg_): its types only for annotations
+if TYPE_CHECKING:  # annotations only (the drawing reads graphs, fuseflow.sam hooks svg() into SamGraph)
     from .graph import SamGraph, Stream
 
 EDGE_STYLE = {"crd": {"color": "#1f5fbf"}, "ref": {"color": "#2e8b2e", "style": "dashed"},

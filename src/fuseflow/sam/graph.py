@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Callable, ClassVar
 
-from .draw import svg
 from .primitives import ANY, PAYLOAD, PRIMITIVES
 
 
@@ -184,8 +184,12 @@ class SamGraph:
                 raise GraphError(f"stream {stream} has {len(users)} consumers and no broadcast")
 
     # -- exporters -----------------------------------------------------------------
-    def _repr_svg_(self) -> str:  # Jupyter shows the picture (sam.draw)
-        return svg(self)
+    # What Jupyter shows of a graph: its picture, drawn by the function `fuseflow.sam` sets here
+    # from sam.draw when the package loads (drawing depends on the graph, not the reverse)
+    picture: ClassVar[Callable[["SamGraph"], str] | None] = None
+
+    def _repr_svg_(self) -> str | None:
+        return None if SamGraph.picture is None else SamGraph.picture(self)
 
     def to_text(self) -> str:
         return "\n".join([f"graph {self.name}"] + [n.describe() for n in self.nodes])

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the graph draws itself through sam.draw, which labels with this module: types only
+if TYPE_CHECKING:  # annotations only
     from .graph import Node, SamGraph, Stream
 
 SUBSCRIPT = dict(zip("0123456789", "₀₁₂₃₄₅₆₇₈₉"))

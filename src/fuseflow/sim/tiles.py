@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import erf as _erf
 
 from ..sam.graph import GraphError
+from ..scalar_ops import OPS, REDUCTIONS
 
 REDUCE_KINDS = ("reduce", "spacc", "spacc2")
 
@@ -44,20 +44,6 @@ class Tile:
 
     def __repr__(self) -> str:
         return "tile(" + "x".join(map(str, self.a.shape)) + ")"
-
-
-def _bool(x):
-    return x.astype(np.float64)
-
-
-UNARY = {"neg": np.negative, "exp": np.exp, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a),
-         "tanh": np.tanh, "erf": _erf, "abs": np.abs}
-BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": np.maximum,
-          "min": np.minimum, "gt": lambda a, b: _bool(a > b), "ge": lambda a, b: _bool(a >= b),
-          "lt": lambda a, b: _bool(a < b), "le": lambda a, b: _bool(a <= b),
-          "eq": lambda a, b: _bool(a == b), "ne": lambda a, b: _bool(a != b)}
-COMBINE = {"sum": np.add, "max": np.maximum, "min": np.minimum}
-IDENTITY = {"sum": 0.0, "max": -np.inf, "min": np.inf}
 
 
 @dataclass(frozen=True)
@@ -147,14 +133,12 @@ class TileSpec:
             if any(x not in self.out for x in ax):
                 raise GraphError(f"tile op {op} cannot drop an axis of {ax} (only mul contracts)")
         xs = [self.expand(s, ax) for s, ax in zip(stacks, axes)]
+        row = OPS.get(op)
+        if row is None or row.numpy is None or row.arity != len(xs):
+            raise GraphError(f"no tile version of ALU op {op} with {len(xs)} operands")
         with np.errstate(all="ignore"):
-            if op in UNARY and len(xs) == 1:
-                return np.ascontiguousarray(UNARY[op](xs[0]))
-            if op in BINARY and len(xs) == 2:
-                return np.ascontiguousarray(BINARY[op](xs[0], xs[1]))
-            if op == "select" and len(xs) == 3:
-                return np.where(xs[0] != 0, xs[1], xs[2])
-        raise GraphError(f"no tile version of ALU op {op} with {len(xs)} operands")
+            got = row.numpy(*xs)
+        return got.astype(np.float64) if row.family == "compare" else np.ascontiguousarray(got)
 
     def contract(self, a: np.ndarray, a_axes, b: np.ndarray, b_axes) -> np.ndarray:
         """The tile matmul: sum over the axes of both operands that the output lacks, as one
@@ -183,15 +167,15 @@ class TileSpec:
             raise GraphError(f"a reduction from tile axes {ins} cannot make {self.out}")
         drop = tuple(1 + d for d, x in enumerate(ins) if x not in self.out)
         kept = [x for x in ins if x in self.out]
-        red = COMBINE[kind].reduce(stack, axis=drop) if drop else stack
+        red = REDUCTIONS[kind].numpy.reduce(stack, axis=drop) if drop else stack
         return np.ascontiguousarray(np.transpose(red, (0,) + tuple(1 + kept.index(x) for x in self.out)))
 
     def combine(self, kind: str, acc: np.ndarray, tile: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
-            return COMBINE[kind](acc, tile)
+            return REDUCTIONS[kind].numpy(acc, tile)
 
     def identity(self, kind: str) -> np.ndarray:
-        return np.full(self.shape(self.out), IDENTITY[kind], dtype=np.float64)
+        return np.full(self.shape(self.out), REDUCTIONS[kind].identity, dtype=np.float64)
 
 
 def tile_class(kind: str, params: dict):

@@ -13,6 +13,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ...scalar_ops import OPS
 from ..oracle.alu import _alu_signature
 from . import tiles
 from .core import (
@@ -37,9 +38,30 @@ from .core import (
 from .stream import DONE as D_TOK
 from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
 
-ALU_CODES = {"neg": 0, "exp": 1, "sqrt": 2, "rsqrt": 3, "tanh": 4, "erf": 5, "abs": 6, "const": 7,
-             "add": 8, "sub": 9, "mul": 10, "div": 11, "max": 12, "min": 13, "gt": 14, "ge": 15,
-             "lt": 16, "le": 17, "eq": 18, "ne": 19, "select": 20, "coalesce": 21}
+ALU_CODES = {name: op.code for name, op in OPS.items()}  # every op of the table runs here
+# the kernels compare with these (numba freezes them into its cache of this file)
+_NEG = OPS["neg"].code
+_EXP = OPS["exp"].code
+_SQRT = OPS["sqrt"].code
+_RSQRT = OPS["rsqrt"].code
+_TANH = OPS["tanh"].code
+_ERF = OPS["erf"].code
+_ABS = OPS["abs"].code
+_CONST = OPS["const"].code
+_ADD = OPS["add"].code
+_SUB = OPS["sub"].code
+_MUL = OPS["mul"].code
+_DIV = OPS["div"].code
+_MAX = OPS["max"].code
+_MIN = OPS["min"].code
+_GT = OPS["gt"].code
+_GE = OPS["ge"].code
+_LT = OPS["lt"].code
+_LE = OPS["le"].code
+_EQ = OPS["eq"].code
+_NE = OPS["ne"].code
+_SELECT = OPS["select"].code
+_COALESCE = OPS["coalesce"].code
 
 
 @njit(cache=True)
@@ -61,50 +83,51 @@ def _sqrt(a, nan):
 @njit(cache=True)
 def alu_op(op, x0, x1, x2, nan):
     """One ALU result, as `oracle.arith.ALU_OPS` computes it."""
-    if op == 0:
+    if op == _NEG:
         return -x0
-    if op == 1:
+    if op == _EXP:
         return math.exp(x0)
-    if op == 2:
+    if op == _SQRT:
         return _sqrt(x0, nan)
-    if op == 3:
+    if op == _RSQRT:
         return _div(1.0, _sqrt(x0, nan), nan)
-    if op == 4:
+    if op == _TANH:
         return math.tanh(x0)
-    if op == 5:
+    if op == _ERF:
         return math.erf(x0)
-    if op == 6:
+    if op == _ABS:
         return abs(x0)
-    if op == 8:
+    if op == _ADD:
         return x0 + x1
-    if op == 9:
+    if op == _SUB:
         return x0 - x1
-    if op == 10:
+    if op == _MUL:
         return x0 * x1
-    if op == 11:
+    if op == _DIV:
         return _div(x0, x1, nan)
-    if op == 12:
+    if op == _MAX:
         if x0 != x0 or x1 != x1:
             return nan
         return x0 if x0 >= x1 else x1
-    if op == 13:
+    if op == _MIN:
         if x0 != x0 or x1 != x1:
             return nan
         return x0 if x0 <= x1 else x1
-    if op == 14:
+    if op == _GT:
         return 1.0 if x0 > x1 else 0.0
-    if op == 15:
+    if op == _GE:
         return 1.0 if x0 >= x1 else 0.0
-    if op == 16:
+    if op == _LT:
         return 1.0 if x0 < x1 else 0.0
-    if op == 17:
+    if op == _LE:
         return 1.0 if x0 <= x1 else 0.0
-    if op == 18:
+    if op == _EQ:
         return 1.0 if x0 == x1 else 0.0
-    if op == 19:
+    if op == _NE:
         return 1.0 if x0 != x1 else 0.0
-    # select
-    return x1 if x0 != 0 else x2
+    if op == _SELECT:
+        return x1 if x0 != 0 else x2
+    return nan  # const and coalesce never get here
 
 
 @njit(cache=True)
@@ -153,8 +176,8 @@ def _k_alu(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ck_, cd, c_
         if nin >= 3:
             c = ck_[pc]
             rt = max(rt, c_s[pc] + cl)
-        if op != 21 and _is_elem(a) and _is_elem(b) and _is_elem(c):
-            if op == 7:
+        if op != _COALESCE and _is_elem(a) and _is_elem(b) and _is_elem(c):
+            if op == _CONST:
                 res = scalar
             else:
                 x0 = float(ad[pa]) if a == VAL else 0.0
@@ -178,7 +201,7 @@ def _k_alu(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ck_, cd, c_
             flops += 1
             ok[j] = VAL
             od[j] = res
-        elif op == 21 and _is_elem(a):  # coalesce: N -> the scalar, values pass (no flop)
+        elif op == _COALESCE and _is_elem(a):  # coalesce: N -> the scalar, values pass (no flop)
             ok[j] = VAL
             od[j] = scalar if a == EMPTY else float(ad[pa])
         else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ...scalar_ops import REDUCTIONS
 from . import tiles
 from .core import (
     DONE,
@@ -18,7 +19,6 @@ from .core import (
     FLOPS,
     FREE,
     II,
-    INF,
     NANV,
     PORT,
     STEPS,
@@ -35,27 +35,30 @@ from .core import (
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
 
-REDUCE_CODES = {"sum": 0, "max": 1, "min": 2}
+REDUCE_CODES = {name: r.code for name, r in REDUCTIONS.items()}
+# the kernels compare with these (numba freezes them into its cache of this file)
+_SUM, _MAX, _MIN = (REDUCTIONS[k].code for k in ("sum", "max", "min"))
+_IDENTITY_SUM, _IDENTITY_MAX, _IDENTITY_MIN = (REDUCTIONS[k].identity for k in ("sum", "max", "min"))
 
 
 @njit(cache=True)
 def combine(red, a, b, nan):
-    if red == 0:
+    if red == _SUM:
         return a + b
     if a != a or b != b:
         return nan
-    if red == 1:
+    if red == _MAX:
         return a if a >= b else b
     return a if a <= b else b
 
 
 @njit(cache=True)
 def identity(red):
-    if red == 0:
-        return 0.0
-    if red == 1:
-        return -INF
-    return INF
+    if red == _SUM:
+        return _IDENTITY_SUM
+    if red == _MAX:
+        return _IDENTITY_MAX
+    return _IDENTITY_MIN
 
 
 _OPEN = FREE  # a fiber has elements so far

@@ -14,8 +14,8 @@ import pytest
 
 from fuseflow import cli as fuseflow_cli
 from fuseflow.errors import UserError
-from fuseflow.explore.db import SweepDB
-from fuseflow.explore.runner import SweepSpec, run_sweep
+from fuseflow.studies.db import SweepDB
+from fuseflow.studies.runner import SweepSpec, run_sweep
 
 HERE = os.path.dirname(__file__)
 ROOT = os.path.dirname(HERE)
@@ -65,7 +65,7 @@ def test_sweep_writes_rows_and_resumes(tmp_path, capsys):
 
 
 def test_failures_are_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    import fuseflow.explore.runner as runner  # the module whose `simulate` the sweep calls
+    import fuseflow.studies.runner as runner  # the module whose `simulate` the sweep calls
 
     real = runner.simulate
 
@@ -136,8 +136,8 @@ def test_bad_toml(tmp_path, capsys):
 
 
 def test_model_hook_missing(monkeypatch, tmp_path):
-    import fuseflow.explore.space as space
     import fuseflow.models
+    import fuseflow.studies.space as space
 
     monkeypatch.setitem(sys.modules, "fuseflow.models.registry", None)  # import fails
     monkeypatch.delattr(fuseflow.models, "registry", raising=False)
@@ -150,7 +150,7 @@ def test_model_hook_missing(monkeypatch, tmp_path):
 def test_model_hook(monkeypatch, tmp_path):
     """A model comes from fuseflow.models.registry.build(name, dataset=..), with its presets."""
     import fuseflow
-    import fuseflow.explore.space as space
+    import fuseflow.studies.space as space
 
     program = fuseflow.from_mlir(SPMV)
     calls = []

@@ -1,6 +1,6 @@
 """Suites: named sets of fusion studies (model x dataset x block x schedule x seed), each
 (model, dataset, schedule) one task, read from TOML. `figure12` is built in
-(`suite/figure12.toml`, with the published cycle counts beside the cases).
+(`studies/suite/figure12.toml`, with the published cycle counts beside the cases).
 
 A suite file:
 
@@ -33,10 +33,10 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
-from ..errors import UserError
-from ..files import read_file
+from ...errors import UserError
+from ...files import read_file
+from ...models.registry import MODELS
 from ..granularity import MAX_TOKENS
-from ..models.registry import MODELS
 
 BUILT_IN = ("figure12",)
 SUITE_KEYS = {"name": str, "description": str, "schedules": list, "seeds": list, "max_tokens": (int, float),

@@ -14,13 +14,13 @@ import os
 import tempfile
 import tomllib
 
-from ..cmdline.args import MAX_COUNT, count, positive, positive_real, shape_items
 from ..errors import UserError
 from ..files import read_file
-from .analysis import summary_text
-from .db import open_existing
-from .plot import draw
-from .runner import SweepSpec, run_sweep
+from ..studies.analysis import summary_text
+from ..studies.db import open_existing
+from ..studies.plot import draw
+from ..studies.runner import SweepSpec, run_sweep
+from .args import MAX_COUNT, count, positive, positive_real, shape_items
 
 DEFAULT_PRUNE = 1.5  # measured: keeps the best schedule of every swept group (docs/exploration.md)
 

@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 
 import fuseflow
-from fuseflow.explore.analysis import groups, pooled_spearman, prune_stats, summary_text
-from fuseflow.explore.db import SweepDB
-from fuseflow.explore.heuristic import CostModel
-from fuseflow.explore.runner import SweepSpec, run_sweep
 from fuseflow.fusion.compile import compile_schedule
+from fuseflow.fusion.estimate import CostModel
 from fuseflow.ir.formats import TensorFormat
 from fuseflow.ir.stats import DataStats
+from fuseflow.studies.analysis import groups, pooled_spearman, prune_stats, summary_text
+from fuseflow.studies.db import SweepDB
+from fuseflow.studies.runner import SweepSpec, run_sweep
 
 HERE = os.path.dirname(__file__)
 MATMUL_CHAIN = os.path.join(HERE, "mlir", "matmul_chain.mlir")
-GCN2 = os.path.join(HERE, "explore", "gcn2.mlir")
+GCN2 = os.path.join(HERE, "studies", "gcn2.mlir")
 PRUNE = 1.5
 
 

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from fuseflow.explore.db import SweepDB
-from fuseflow.explore.runner import SweepSpec, run_sweep
+from fuseflow.studies.db import SweepDB
+from fuseflow.studies.runner import SweepSpec, run_sweep
 
 distributed = pytest.importorskip("distributed")
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import datetime
 import os
 
-from ..explore.plot import figure12_chart
-from ..files import atomic_path, write_text
+from ...files import atomic_path, write_text
+from ..plot import figure12_chart
 from .run import suite_rows
 
 HEAD = ["model", "dataset", "unfused cycles", "partial", "full", "winner", "published partial / full",

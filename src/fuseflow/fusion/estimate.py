@@ -46,16 +46,16 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..fusion.compile import compile_schedule
-from ..fusion.instances import LeafInput
-from ..fusion.merge import located_operands
-from ..fusion.patterns import Intersect, Nothing, Operand, Union, Universe
 from ..ir.expr import Const, In
 from ..ir.generate import random_inputs
 from ..ir.program import IndexOp, Program
 from ..ir.reference import bind_inputs
 from ..ir.stats import DataStats, stats_for
 from ..ir.values import shape_of
+from .compile import compile_schedule
+from .instances import LeafInput
+from .merge import located_operands
+from .patterns import Intersect, Nothing, Operand, Union, Universe
 
 WORD_BYTES = 4
 # share of a kernel's non-bottleneck stream traffic that adds to its bottleneck (imperfect overlap)

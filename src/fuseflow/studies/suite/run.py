@@ -20,14 +20,14 @@ import socket
 import time
 from dataclasses import dataclass
 
-from ..errors import FuseflowError
-from ..explore.cluster import PROGRESS_TOPIC, dask_client, post_progress, worker_budget
-from ..explore.db import SweepDB
-from ..explore.heuristic import CostModel
-from ..explore.progress import SuiteProgress
-from ..explore.runner import _one_line, resolve_engine
+from ...cmdline.progress import SuiteProgress
+from ...errors import FuseflowError
+from ...fusion.estimate import CostModel
+from ...models.registry import build
+from ..cluster import PROGRESS_TOPIC, dask_client, post_progress, worker_budget
+from ..db import SweepDB
 from ..granularity import add_ratios, study_schedule
-from ..models.registry import build
+from ..runner import _one_line, resolve_engine
 from .spec import Suite, SuiteTask
 
 EVENT_SECONDS = 1.0  # least time between two progress events of a task on a worker

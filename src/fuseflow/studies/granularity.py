@@ -12,19 +12,19 @@ import html
 import sys
 import time
 
-from .checks import check_schedule
-from .errors import FuseflowError, UserError
-from .explore.heuristic import CostModel
-from .explore.plot import study_chart
-from .explore.progress import RunProgress, is_terminal, numba_notice
-from .fusion.compile import compile_schedule
-from .fusion.search import NoValidOrder
-from .memory import MemoryLimitError, release_freed
-from .models.gpt3 import model_cycles
-from .pipeline import simulate
-from .report.notebook import table_html
-from .schedule.schedule import Schedule
-from .tables import to_csv, to_frame
+from ..checks import check_schedule
+from ..cmdline.progress import RunProgress, is_terminal, numba_notice
+from ..errors import FuseflowError, UserError
+from ..fusion.compile import compile_schedule
+from ..fusion.estimate import CostModel
+from ..fusion.search import NoValidOrder
+from ..memory import MemoryLimitError, release_freed
+from ..models.gpt3 import model_cycles
+from ..pipeline import simulate
+from ..report.notebook import table_html
+from ..schedule.schedule import Schedule
+from ..tables import to_csv, to_frame
+from .plot import study_chart
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
            ("speedup", "speedup", "{:.2f}x"), ("flops_ratio", "FLOPs/unf", "{:.2f}"),
@@ -52,7 +52,7 @@ def _too_long(compiled, est, max_tokens: float) -> str:
 
 def _skipped_row(case, name: str, compiled, est, why: str, wall: float = 0.0) -> dict:
     """The row of a schedule not simulated (too long, or beyond the memory budget): the
-    heuristic's estimates (`explore.heuristic`) instead, and why."""
+    heuristic's estimates (`fusion.estimate`) instead, and why."""
     return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": str(compiled.schedule),
             "kernels": len(est.kernels), "cycles": None, "est_cycles": est.cycles, "est_flops": est.flops,
             "est_mem": est.reads + est.writes, "flops": None, "mem": None, "max_occupancy": None,
@@ -252,7 +252,7 @@ def format_table(rows: list[dict]) -> str:
 
 def plot(rows: list[dict], path: str) -> str:
     """Speedup (higher is better) and FLOPs and memory (lower is better) relative to the first
-    schedule, on separate axes with value labels (`explore.plot.study_chart`)."""
+    schedule, on separate axes with value labels (`studies.plot.study_chart`)."""
     return study_chart(rows, path)
 
 
