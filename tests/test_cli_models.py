@@ -10,8 +10,8 @@ import pytest
 from cli_helpers import error_of
 
 from fuseflow.cli import main
-from fuseflow.cmdline.source import BUILT_IN
 from fuseflow.models import registry
+from fuseflow.models.resolve import BUILT_IN
 
 MLIR = Path(__file__).parent / "mlir"
 

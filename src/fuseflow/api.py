@@ -24,7 +24,8 @@ from .ir.generate import complete_inputs
 from .ir.reference import bind_inputs
 from .ir.stats import stats_for
 from .memory import Budget
-from .studies.granularity import MAX_TOKENS, StudyResult, fusion_study, same_schedules
+from .studies import MAX_TOKENS
+from .studies.granularity import StudyResult, fusion_study, same_schedules
 
 
 def _check_options(seed: int, density: float) -> None:

@@ -16,7 +16,7 @@ import math
 import re
 
 from ..errors import UserError
-from ..memory import parse_size
+from ..memory import Budget, parse_size
 
 MAX_COUNT = 2**62  # larger whole numbers are refused before they reach numpy's int64
 
@@ -110,3 +110,8 @@ def format_items(items) -> dict[str, str]:
             raise UserError(f"{name} is given twice", "--format", "give each input's format once")
         formats[name] = fmt
     return formats
+
+
+def budget_of(args) -> Budget | None:
+    """The memory budget `--max-memory` sets (None: what the machine has available)."""
+    return Budget(args.max_memory) if args.max_memory else None

@@ -7,16 +7,14 @@ accepts it the same ways:
     fuseflow CMD --torch net.py:Net --input 34x34:csr --input 34x16 [--init JSON]   (or net.py:Net)
     fuseflow CMD --model gcn --dataset cora [--data-dir DIR] [--scale S] [--block B]  (or model:gcn)
 
-`load_source(args)` resolves them to a `Source`: the program (canonical for built-in models,
-whose schedules name its ops), its presets, and the data given (a model's dataset, `--inputs`).
-
-    >>> classify("tests/mlir/spmv.mlir"), classify("net.py:Net"), classify("model:gcn")
-    (('mlir', 'tests/mlir/spmv.mlir'), ('torch', 'net.py:Net'), ('model', 'gcn'))
+The flags are `cmdline.grammar.add_source_arguments`; what a MODEL text names is decided by
+`models.resolve` (the rules sweeps and suites follow too). `load_source(args)` loads it as a
+`Source`: the program (canonical for built-in models, whose schedules name its ops), its presets,
+and the data given (a model's dataset, `--inputs`).
 """
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 
 from ..checks import check_allocation, input_shapes
@@ -27,68 +25,9 @@ from ..frontend import from_mlir
 from ..frontend.torch_loader import program_from_torch_spec
 from ..ir.canonicalize import prepare
 from ..ir.generate import complete_inputs
+from ..models.resolve import resolve
 from ..schedule.schedule import statement_groups
-from .args import count, format_items, fraction, positive, positive_real, shape_items
-
-TORCH_SPEC = re.compile(r".+\.py:[A-Za-z_][A-Za-z0-9_]*")
-# what --dataset takes per built-in model, for help texts (parsing them needs no model import;
-# tests check these against models.registry)
-BUILT_IN = {"gcn": "graph", "graphsage": "graph", "sae": ("small", "imagenet", "nih-cxr", "luna16"),
-            "gpt3-bigbird": ("tiny", "mini", "wide", "deep", "small", "small2")}
-GRAPH_DATASETS = "karate, cora, citeseer, cora_ml, dblp, synthetic:{cora,cora_ml,dblp,collab,mag,...}, a graph .npz"
-
-
-def add_source_arguments(parser, default_model: str | None = None) -> None:
-    """The model flags every model command takes (see the module docstring)."""
-    parser.add_argument("source", nargs="?", metavar="MODEL",
-                        help="an .mlir file, FILE.py:Class (a PyTorch module) or model:NAME (built in)")
-    group = parser.add_argument_group("model and data (one vocabulary for every command)")
-    group.add_argument("--model", default=default_model, metavar="NAME",
-                       help=f"built-in model: {', '.join(BUILT_IN)} (or any MODEL form)"
-                            + (f"; default {default_model}" if default_model else ""))
-    group.add_argument("--dataset", metavar="D",
-                       help=f"gcn/graphsage: {GRAPH_DATASETS} or URL.npz#sha256=HEX; sae: "
-                            f"{', '.join(BUILT_IN['sae'])}; gpt3-bigbird: {', '.join(BUILT_IN['gpt3-bigbird'])}")
-    group.add_argument("--data-dir", metavar="DIR",
-                       help="directory with your own cora.npz, ... and for downloads (default: the "
-                            "copies shipped with fuseflow; downloads in $FUSEFLOW_DATA or ~/.cache/fuseflow)")
-    group.add_argument("--scale", type=positive_real, default=1.0, help="size factor of synthetic graphs")
-    group.add_argument("--block", type=positive, default=16,
-                       help="gpt3-bigbird: BigBird block size; its presets run blocked with tiles of it")
-    group.add_argument("--torch", metavar="FILE.py:CLASS", help="a PyTorch module class")
-    group.add_argument("--input", action="append", metavar="SHAPE[:LAYOUT]",
-                       help="example input of --torch, in forward() order, e.g. 34x34:csr (layouts: dense, "
-                            "csr, csc, coo, bsrB); default: the file's example_inputs()")
-    group.add_argument("--init", metavar="JSON", help="keyword arguments of the --torch class's constructor")
-    group.add_argument("--func", help="MLIR function to import when the module has several")
-    group.add_argument("--format", action="append", metavar="NAME=LEVELS",
-                       help="declare an input's storage, e.g. W=compressed,compressed (repeatable)")
-    group.add_argument("--shape", action="append", metavar="NAME=AxB",
-                       help="shape of an input with dynamic dimensions, e.g. A=64x8 (repeatable)")
-    group.add_argument("--inputs", metavar="FILE.npz",
-                       help="input data keyed arg0, arg1, ... or by name (missing ones are generated)")
-    group.add_argument("--density", type=fraction, default=0.1, help="density of generated sparse inputs")
-    group.add_argument("--seed", type=count, default=0, help="seed of generated inputs and weights")
-    parser.set_defaults(default_model=default_model)
-
-
-def classify(text: str, flag: str = "MODEL") -> tuple[str, str]:
-    """(kind, value) of a model argument: ('mlir', path), ('torch', FILE.py:Class) or
-    ('model', name); anything else is reported as a missing file."""
-    text = str(text).strip()
-    if text.startswith("model:"):
-        return "model", text[len("model:"):]
-    if TORCH_SPEC.fullmatch(text) and not os.path.exists(text):
-        return "torch", text
-    if os.path.exists(text) or text.endswith(".mlir"):
-        return "mlir", text
-    if text in tuple(BUILT_IN):
-        return "model", text
-    if flag == "--model" and "/" not in text and "." not in text:
-        raise UserError(f"unknown model {text!r}", flag, f"built-in models: {', '.join(tuple(BUILT_IN))}; "
-                        "or an .mlir file or FILE.py:Class")
-    raise UserError(f"no such file {text!r}", flag,
-                    f"give an .mlir file, FILE.py:Class or model:NAME (built in: {', '.join(tuple(BUILT_IN))})")
+from .args import format_items, shape_items
 
 
 @dataclass
@@ -150,7 +89,8 @@ def _one_source(args) -> tuple[str, str, str]:
     flag, value = (explicit or given)[0]
     if flag == "--torch":
         return "torch", value, flag
-    return (*classify(value, flag), flag)
+    ref = resolve(value, flag)
+    return ref.kind, ref.name, flag
 
 
 def load_source(args, budget=None) -> Source:

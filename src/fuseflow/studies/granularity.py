@@ -24,6 +24,7 @@ from ..pipeline import simulate
 from ..report.notebook import table_html
 from ..schedule.schedule import Schedule
 from ..tables import to_csv, to_frame
+from . import MAX_TOKENS
 from .plot import study_chart
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
@@ -32,11 +33,6 @@ COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycle
            ("verified", "verified", "{}"), ("wall", "wall s", "{:.1f}")]
 MODEL_CYCLES = ("model_cycles", "model cycles", "{:,}")  # a few decoders scaled to the whole model
 RATIOS = ("speedup", "flops_ratio", "mem_ratio")
-
-
-# token events a study simulates by default: about five minutes of the fast engine on this
-# 2-core machine (memory no longer limits it: the engine streams; `--max-tokens` changes it)
-MAX_TOKENS = 3e10
 
 
 def _load(compiled, est) -> float:

@@ -292,7 +292,7 @@ def structure_key(compiled) -> tuple:
     for k in compiled.kernels:
         tensors = ()
         if k.graph is not None:
-            tensors = tuple(sorted((n, tuple(m.get("levels", ())), tuple(m.get("mode_order", ())))
+            tensors = tuple(sorted((n, m.levels, m.mode_order)
                                    for n, m in k.graph.tensors.items()))
         key.append((tuple(k.group), tuple(k.order), tensors, tuple(compiled.schedule.pars.get(k.index, ()))))
     return tuple(key)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from ...errors import UserError
 from ...files import read_file
 from ...models.registry import MODELS
-from ..granularity import MAX_TOKENS
+from .. import MAX_TOKENS
 
 BUILT_IN = ("figure12",)
 SUITE_KEYS = {"name": str, "description": str, "schedules": list, "seeds": list, "max_tokens": (int, float),

@@ -1,0 +1,85 @@
+"""`fuseflow simulate MODEL`: a schedule simulated cycle by cycle, its outputs verified against the
+numpy reference, with a live progress display; optionally an HTML report and the outputs saved.
+
+    fuseflow simulate tests/mlir/spmm_ikj.mlir --schedule full [--inputs data.npz] [--json] [--html r.html]
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+
+from .. import api
+from ..checks import check_schedule
+from ..files import atomic_path, check_output, temporary_beside
+from ..sim.hw import HwConfig
+from ..simreport import simulate_report
+from .args import budget_of
+from .progress import RunProgress, numba_notice
+from .source import load_source
+
+
+def _save_outputs(path: str, program, result) -> None:
+    with atomic_path(path, "--save-outputs") as temp:
+        with open(temp, "wb") as handle:
+            np.savez(handle, **{f"out{k}": result.outputs[n] for k, n in enumerate(program.outputs)})
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def _print_result(result) -> None:
+    print(f"program {result.program}  schedule: {result.schedule}")
+    print(f"{'kernel':<28} {'order':<14} {'cycles':>12} {'flops':>10} {'reads':>10} {'writes':>10} "
+          f"{'tokens':>11} {'max fifo':>8}")
+    for k in result.kernels:
+        print(f"{k.name[:28]:<28} {','.join(k.order)[:14]:<14} {k.cycles:>12,} {k.flops:>10,} {k.mem_reads:>10,} "
+              f"{k.mem_writes:>10,} {k.tokens:>11,} {k.max_occupancy:>8,}")
+    print(f"{'total':<43} {result.cycles:>12,} {result.flops:>10,} {result.mem_reads:>10,} "
+          f"{result.mem_writes:>10,} {result.tokens:>11,} {result.max_occupancy:>8,}")
+    print(f"outputs verified against the numpy reference (max abs error {result.max_abs_error:.2e}); "
+          f"{result.wall_seconds:.2f} s")
+
+
+def _simulate_with_report(source, args, data, hw):
+    """`simulate_report`: the HTML report is written (atomically) also when the simulation fails,
+    then the failure is raised."""
+    check_schedule(source.program, source.schedule(args.schedule), source.input_shapes())
+    temp = temporary_beside(args.html, "--html")
+
+    def written(path: str) -> None:
+        os.replace(path, args.html)
+        print(f"wrote {args.html}", file=sys.stderr)
+
+    try:
+        return simulate_report(source.program, source.schedule(args.schedule), data, path=temp, seed=args.seed,
+                               density=args.density, hw=hw, engine=args.engine, on_written=written)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+
+def run(args) -> int:
+    for path, flag, suffixes in ((args.save_outputs, "--save-outputs", (".npz",)), (args.html, "--html", ())):
+        if path:
+            check_output(path, flag, suffixes)
+    budget = budget_of(args)
+    source = load_source(args, budget)
+    data = source.data(args.density, args.seed, budget)
+    hw = HwConfig(hbm=args.hbm, channel_depth=args.depth)
+    label = f"{source.program.name} {args.schedule or '(default schedule)'}"
+    with RunProgress(label, enabled=None if not args.json else False) as bar, \
+            numba_notice():
+        if args.html:
+            result = _simulate_with_report(source, args, data, hw)
+        else:
+            result = api.simulate(source.program, source.schedule(args.schedule), data, seed=args.seed,
+                                  density=args.density, hw=hw, engine=args.engine, budget=budget,
+                                  on_kernel=bar.on_kernel, on_events=bar.on_events)
+    if args.save_outputs:
+        _save_outputs(args.save_outputs, source.program, result)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=1))
+    else:
+        _print_result(result)
+    return 0
