@@ -247,7 +247,7 @@ def _run_kernel(kernel, values, written, hw, run_graph_fn, options, budget, on_r
     if hw is not None and hw.channel_depth is not None:
         from .sim.bounded import bounded_cycles
 
-        run.cycles = bounded_cycles(graph, stored, hw.channel_depth, hw)
+        run.cycles = bounded_cycles(graph, stored, hw.channel_depth, hw, unbounded=run)
     for name, meta in graph.tensors.items():
         if meta.role == "output":
             values.pop(name, None)
