@@ -26,7 +26,7 @@ TORCH_SPEC = re.compile(r".+\.py:[A-Za-z_][A-Za-z0-9_]*")
 # tests check these against models.registry)
 BUILT_IN = {"gcn": "graph", "graphsage": "graph", "sae": ("small", "imagenet", "nih-cxr", "luna16"),
             "gpt3-bigbird": ("tiny", "mini", "wide", "deep", "small", "small2")}
-GRAPH_DATASETS = "karate, cora, citeseer, cora_ml, synthetic:{cora,cora_ml,dblp,collab,mag}, a graph .npz"
+GRAPH_DATASETS = "karate, cora, citeseer, cora_ml, dblp, synthetic:{cora,cora_ml,dblp,collab,mag,...}, a graph .npz"
 KINDS = ("mlir", "torch", "model")
 
 

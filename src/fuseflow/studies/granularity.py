@@ -183,8 +183,8 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
                 raise read[name]
             rows.append(study_schedule(case, name, model, engine, max_tokens, budget, not rows, progress, out,
                                        schedule=read[name]))
-        except FuseflowError as err:  # this schedule fails; the others still run
-            if not rows:
+        except FuseflowError as err:  # this schedule fails; the others still run (a mismatch is a bug: exit 3)
+            if not rows or err.exit_status == 3:
                 raise
             rows.append(failed_row(case, name, err, time.perf_counter() - start))
     if not rows:
