@@ -12,7 +12,8 @@ from .lanes import Copy, Join
 from .read import Array, Locate, Root, Scan
 from .reduce import Reduce
 from .repeat import Repeat, Repsig
-from .spacc import Spacc, Spacc2
+from .spacc_order1 import Spacc
+from .spacc_order2 import Spacc2
 from .write import LevelWrite, ValueWrite
 
 

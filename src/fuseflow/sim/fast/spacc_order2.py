@@ -1,0 +1,423 @@
+"""Kernel and runner of spacc2, the order-2 sparse accumulator (values per (mid, inner)
+coordinate pair of each outer fiber), with its per-row drain. Mirrors `sim.oracle.spacc`.
+
+The entries live in a grid of rows x inner coordinates while it stays small, else in a hash table
+keyed by (mid, inner) (`spacc_tables`), so that each accumulation costs one indexed add or one
+lookup. At an outer `S0` only the distinct entries are ordered: rows by a sort of their mid
+coordinates and each row by a scan of its cells or a sort of its own entries.
+
+    >>> from fuseflow.sim.fast import apply
+    >>> from fuseflow.sim.tokens import format_tokens
+    >>> run = apply("spacc2", {"crd_outer": "0 1 S0 D", "crd_mid": "3 S0 3 4 S0 S1 D",
+    ...                        "crd_inner": "5 S0 S1 5 S0 6 S0 S1 S2 D", "val": "1 S0 S1 2 S0 4 S0 S1 S2 D"})
+    >>> [format_tokens(run.outs[p]) for p in ("crd_mid", "crd", "val")]
+    ['3 4 S0 D', '5 S0 6 S0 S1 D', '3 S0 4 S0 S1 D']
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import pool
+from .core import (
+    ACC,
+    DONE,
+    EMIT,
+    FAIL,
+    FLOPS,
+    FREE,
+    GROW,
+    II,
+    NANV,
+    NEED,
+    PORT,
+    STEPS,
+    WAIT_OUT,
+    YIELD,
+    T,
+    enter,
+    leave,
+    missing,
+    out_at,
+    out_leave,
+)
+from .reduce import combine, identity
+from .spacc import Accumulator, log_event
+from .spacc_tables import clear, dense_fits, drain_order, rehash, relayout, slot, to_hash
+from .stream import DONE as D_TOK
+from .stream import STOP, VAL, _is_elem
+
+_NR, _NE, _CW1, _CROW, _DR, _DE, _DPH, _DNR, _NEV2, _DRAIN2, _MODE, _W = range(FREE, FREE + 12)
+
+
+@njit(cache=True)
+def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, i_s, icons, kv, dv, v_s, vcons,
+              mk_, md, mt, ck, cd, ct, vk_, vd, vt, red, nanv, rk1, rk2, rv, rslot, rw1, dval, dpres, ek1, ek2, ev_tab,
+              eslot, erow, ew2, ex, d_w1, d_off, d_c, d_v, log, ev):
+    """rk1/rk2/rv: the rows' hash table (mid coordinate -> row), rslot/rw1 per row; dval/dpres: the
+    dense table (mode 0: rows x S[_W] cells); ek1/ek2/ev_tab: the entries' hash table (mode 1:
+    (mid, inner) -> entry, values in ex); eslot/erow/ew2 per entry; d_*: drain order
+    (`spacc_tables`)."""
+    nan = nanv[0]
+    mode = S[_MODE]
+    width = S[_W]
+    cap = dpres.shape[0] // width
+    po, eo, fo, ol = enter(CH, RD, io, 0)
+    pm, em, fm, ml = enter(CH, RD, io, 1)
+    pi, ei, fi, il = enter(CH, RD, io, 2)
+    pv, evv, fv, vl = enter(CH, RD, io, 3)
+    jm = out_at(CH, io, 4, 0)
+    jc = out_at(CH, io, 4, 1)
+    jv = out_at(CH, io, 4, 2)
+    nr = S[_NR]
+    ne = S[_NE]
+    nev = S[_NEV2]
+    t = S[T]
+    ii = S[II]
+    flops = 0
+    steps = 0
+    status = 0
+    while True:
+        status = missing(po, eo, fo)
+        if status:
+            S[PORT] = 0
+            break
+        o = ko[po]
+        rt = max(o_s[po] + ol, 0)
+        if o == VAL:
+            status = missing(pm, em, fm)
+            if status:
+                S[PORT] = 1
+                break
+            mk = km[pm]
+            rt = max(rt, m_s[pm] + ml)
+            status = missing(pi, ei, fi)
+            if status:
+                S[PORT] = 2
+                break
+            ik = ki[pi]
+            rt = max(rt, i_s[pi] + il)
+            status = missing(pv, evv, fv)
+            if status:
+                S[PORT] = 3
+                break
+            if mk == VAL:
+                if not (ik == VAL or (ik == STOP and di[pi] == 0)):
+                    status = FAIL
+                    break
+                vk = kv[pv]
+                rt = max(rt, v_s[pv] + vl)
+                if ik == VAL and not _is_elem(vk):
+                    status = FAIL
+                    break
+                if ik == STOP and not (vk == STOP and dv[pv] == 0):
+                    status = FAIL
+                    break
+                w1 = dm[pm]
+                if 2 * (nr + 1) > rv.shape[0] or nr >= rw1.shape[0] or ne >= ew2.shape[0] or \
+                        (mode == 1 and 2 * (ne + 1) > ev_tab.shape[0]):
+                    status = GROW
+                    break
+                if mode == 0 and (nr >= cap or (ik == VAL and di[pi] >= width)):
+                    S[NEED] = di[pi] if ik == VAL else 0
+                    status = GROW
+                    break
+                if log and nev >= ev.shape[1]:
+                    status = YIELD
+                    break
+                if S[_CROW] >= 0 and S[_CW1] == w1:
+                    row = S[_CROW]
+                else:
+                    q = slot(rk1, rk2, rv, w1, 0)
+                    if rv[q] < 0:
+                        rk1[q] = w1
+                        rk2[q] = 0
+                        rv[q] = nr
+                        rslot[nr] = q
+                        rw1[nr] = w1
+                        nr += 1
+                    row = rv[q]
+                    S[_CW1] = w1
+                    S[_CROW] = row
+                t = max(t + ii, rt)
+                icons[pi] = t
+                vcons[pv] = t
+                if ik == VAL:
+                    w2 = di[pi]
+                    x = float(dv[pv]) if vk == VAL else 0.0
+                    if mode == 0:
+                        cell = row * width + w2
+                        if dpres[cell]:
+                            dval[cell] = combine(red, dval[cell], x, nan)
+                        else:
+                            dpres[cell] = 1
+                            dval[cell] = combine(red, identity(red), x, nan)
+                            erow[ne] = row
+                            ew2[ne] = w2
+                            ne += 1
+                    else:
+                        q = slot(ek1, ek2, ev_tab, w1, w2)
+                        if ev_tab[q] < 0:
+                            ek1[q] = w1
+                            ek2[q] = w2
+                            ev_tab[q] = ne
+                            eslot[ne] = q
+                            erow[ne] = row
+                            ew2[ne] = w2
+                            ex[ne] = combine(red, identity(red), x, nan)
+                            ne += 1
+                        else:
+                            e = ev_tab[q]
+                            ex[e] = combine(red, ex[e], x, nan)
+                    if log:
+                        nev = log_event(ev, nev, w1, w2, pv, ACC)
+                    flops += 1
+                else:  # the mid coordinate's fiber ends: its row exists even if empty
+                    mcons[pm] = t
+                    pm += 1
+                pi += 1
+                pv += 1
+            elif mk == STOP and dm[pm] == 0:
+                if not (ik == STOP and di[pi] == 1):
+                    status = FAIL
+                    break
+                rt = max(rt, v_s[pv] + vl)
+                if not (kv[pv] == STOP and dv[pv] == 1):
+                    status = FAIL
+                    break
+                t = max(t + ii, rt)
+                icons[pi] = t
+                vcons[pv] = t
+                mcons[pm] = t
+                ocons[po] = t
+                pi += 1
+                pv += 1
+                pm += 1
+                po += 1
+            else:
+                status = FAIL
+                break
+            steps += 1
+        elif o == STOP or o == D_TOK:
+            on = do[po] if o == STOP else -1
+            if nr > 0 and not (o == STOP and on == 0) and not S[_DRAIN2]:
+                status = FAIL
+                break
+            status = missing(pm, em, fm)
+            if status:
+                S[PORT] = 1
+                break
+            status = missing(pi, ei, fi)
+            if status:
+                S[PORT] = 2
+                break
+            status = missing(pv, evv, fv)
+            if status:
+                S[PORT] = 3
+                break
+            rt = max(rt, m_s[pm] + ml)
+            if not (km[pm] == o and (o == D_TOK or dm[pm] == on + 1)):
+                status = FAIL
+                break
+            rt = max(rt, i_s[pi] + il)
+            if not (ki[pi] == o and (o == D_TOK or di[pi] == on + 2)):
+                status = FAIL
+                break
+            rt = max(rt, v_s[pv] + vl)
+            if not (kv[pv] == o and (o == D_TOK or dv[pv] == on + 2)):
+                status = FAIL
+                break
+            if o == STOP and on == 0 and nr > 0 and not S[_DRAIN2]:
+                if d_w1.shape[0] < nr or d_off.shape[0] < nr + 1 or d_c.shape[0] < ne:
+                    S[NEED] = -1  # the drain order's arrays, sized once per drain
+                    status = GROW
+                    break
+                drain_order(mode, width, rw1, nr, erow, ew2, ex, ne, dval, dpres, d_w1, d_off, d_c, d_v)
+                S[_DR] = 0
+                S[_DE] = 0
+                S[_DPH] = 0
+                S[_DNR] = nr
+                S[_DRAIN2] = 1
+            if S[_DRAIN2]:  # one token per step: a row's mid coordinate, its entries, its S0
+                r = S[_DR]
+                ph = S[_DPH]
+                if ph == 0:
+                    if jm >= mk_.shape[0]:
+                        status = WAIT_OUT
+                        break
+                    t = max(t + ii, rt)
+                    mk_[jm] = VAL
+                    md[jm] = d_w1[r]
+                    mt[jm] = t
+                    jm += 1
+                    S[_DE] = d_off[r]
+                    S[_DPH] = 1
+                else:
+                    if jc >= ck.shape[0] or jv >= vk_.shape[0]:
+                        status = WAIT_OUT
+                        break
+                    if log and nev >= ev.shape[1]:
+                        status = YIELD
+                        break
+                    t = max(t + ii, rt)
+                    e = S[_DE]
+                    if e < d_off[r + 1]:
+                        ck[jc] = VAL
+                        cd[jc] = d_c[e]
+                        vk_[jv] = VAL
+                        vd[jv] = d_v[e]
+                        if log:
+                            nev = log_event(ev, nev, d_w1[r], d_c[e], jv, EMIT)
+                        S[_DE] = e + 1
+                    else:
+                        ck[jc] = STOP
+                        cd[jc] = 0
+                        vk_[jv] = STOP
+                        vd[jv] = 0.0
+                        S[_DR] = r + 1
+                        S[_DPH] = 0
+                    ct[jc] = t
+                    vt[jv] = t
+                    jc += 1
+                    jv += 1
+                steps += 1
+                if S[_DR] == S[_DNR]:  # drained: empty the tables
+                    clear(rv, rslot, nr)
+                    if mode == 1:
+                        clear(ev_tab, eslot, ne)
+                    nr = 0
+                    ne = 0
+                    S[_CROW] = -1
+                    S[_DRAIN2] = 0
+                continue
+            if jm >= mk_.shape[0] or jc >= ck.shape[0] or jv >= vk_.shape[0]:
+                status = WAIT_OUT
+                break
+            t = max(t + ii, rt)
+            steps += 1
+            ocons[po] = t
+            mcons[pm] = t
+            icons[pi] = t
+            vcons[pv] = t
+            po += 1
+            pm += 1
+            pi += 1
+            pv += 1
+            mk_[jm] = o
+            md[jm] = on if o == STOP else 0
+            mt[jm] = t
+            jm += 1
+            ck[jc] = o
+            cd[jc] = on + 1 if o == STOP else 0
+            ct[jc] = t
+            jc += 1
+            vk_[jv] = o
+            vd[jv] = on + 1 if o == STOP else 0
+            vt[jv] = t
+            jv += 1
+            if o == D_TOK:
+                status = DONE
+                break
+        else:
+            status = FAIL
+            break
+    S[_NR] = nr
+    S[_NE] = ne
+    S[_NEV2] = nev
+    S[T] = t
+    S[STEPS] += steps
+    S[FLOPS] += flops
+    out_leave(CH, io, 4, 0, jm)
+    out_leave(CH, io, 4, 1, jc)
+    out_leave(CH, io, 4, 2, jv)
+    leave(CH, RD, io, 0, po)
+    leave(CH, RD, io, 1, pm)
+    leave(CH, RD, io, 2, pi)
+    leave(CH, RD, io, 3, pv)
+    return status
+
+
+class Spacc2(Accumulator):
+    kernel = staticmethod(_k_spacc2)
+    ins, outs = ("crd_outer", "crd_mid", "crd_inner", "val"), ("crd_mid", "crd", "val")
+
+    def check(self):
+        super().check()
+        self.rows = self._table(64)
+        self.rslot = np.empty(32, dtype=np.int64)
+        self.rw1 = np.empty(32, dtype=np.int64)
+        self.S[_MODE], self.S[_W] = 0, 256
+        self.dval, self.dpres = relayout(None, None, 0, 0, 64, 256)
+        self.ents = self._table(0)
+        self.eslot = np.empty(0, dtype=np.int64)
+        self.erow = np.empty(512, dtype=np.int64)
+        self.ew2 = np.empty(512, dtype=np.int64)
+        self.ex = np.empty(0, dtype=np.float64)
+        self.d_w1, self.d_off = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        self.d_c, self.d_v = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        self.S[_CROW] = -1
+        self._log(_NEV2)
+
+    @staticmethod
+    def _table(size: int):
+        return (np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64), np.full(size, -1, dtype=np.int64))
+
+    def extra(self):
+        return (self.red, NANV, *self.rows, self.rslot, self.rw1, self.dval, self.dpres, *self.ents, self.eslot,
+                self.erow, self.ew2, self.ex, self.d_w1, self.d_off, self.d_c, self.d_v, self.logging, self.ev)
+
+    def _rehashed(self, table, slots):
+        size = 2 * table[2].shape[0]
+        self.engine.reserve(24 * size, self)
+        new = self._table(size)
+        rehash(*table, *new, slots)
+        return new
+
+    def _grow_dense(self, nr: int, ne: int) -> None:
+        """A larger grid for the dense table, or its entries moved to the hash table."""
+        S, e = self.S, self.engine
+        width, rows = int(S[_W]), self.dpres.shape[0] // int(S[_W])
+        new_width, new_rows = width, rows
+        while new_width <= S[NEED]:  # at least twice as wide or as tall: a few re-layouts per run
+            new_width *= 2
+        while new_rows <= nr:
+            new_rows *= 2
+        if dense_fits(new_rows, new_width, ne):
+            e.reserve(9 * (new_rows * new_width - rows * width), self)
+            self.dval, self.dpres = relayout(self.dval, self.dpres, rows, width, new_rows, new_width)
+            S[_W] = new_width
+            return
+        size = 1 << max(10, (2 * ne + 2).bit_length())
+        e.reserve(24 * size + 16 * self.ew2.shape[0], self)
+        self.ents = self._table(size)
+        self.eslot = np.empty(self.ew2.shape[0], dtype=np.int64)
+        self.ex = np.empty(self.ew2.shape[0], dtype=np.float64)
+        to_hash(self.rw1, self.erow, self.ew2, ne, self.dval, width, self.ex, *self.ents, self.eslot)
+        self.dval, self.dpres = relayout(None, None, 0, 0, 1, 1)
+        S[_MODE], S[_W] = 1, 1
+
+    def release(self):
+        pool.give(self.dval, self.dpres)
+        self.dval = self.dpres = None
+
+    def grow(self):
+        S, e = self.S, self.engine
+        nr, ne = int(S[_NR]), int(S[_NE])
+        if nr >= self.rw1.shape[0]:
+            self.rslot, self.rw1 = e.enlarge(self.rslot, self), e.enlarge(self.rw1, self)
+        if 2 * (nr + 1) > self.rows[2].shape[0]:
+            self.rows = self._rehashed(self.rows, self.rslot)
+        if ne >= self.ew2.shape[0]:
+            self.erow, self.ew2 = e.enlarge(self.erow, self), e.enlarge(self.ew2, self)
+            if S[_MODE] == 1:  # per entry, the hash table's slot and value
+                self.eslot, self.ex = (e.enlarge(a, self, self.ew2.shape[0]) for a in (self.eslot, self.ex))
+        if S[NEED] == -1:  # a drain: its order's arrays
+            e.reserve(16 * ne + 16 * nr, self)
+            self.d_w1, self.d_off = np.empty(nr, dtype=np.int64), np.empty(nr + 1, dtype=np.int64)
+            self.d_c, self.d_v = np.empty(ne, dtype=np.int64), np.empty(ne, dtype=np.float64)
+        elif S[_MODE] == 0 and (nr >= self.dpres.shape[0] // S[_W] or S[NEED] >= S[_W]):
+            self._grow_dense(nr, ne)
+        if S[_MODE] == 1 and 2 * (ne + 1) > self.ents[2].shape[0]:
+            self.ents = self._rehashed(self.ents, self.eslot)
+        S[NEED] = 0
+        self.invalidate()
