@@ -40,6 +40,7 @@ from .ir.reference import bind_inputs, reference
 from .sam.comal import comal_name, entry_point, to_comal
 from .sam.comal_loader import check
 from .sam.samgv import to_samgv
+from .sam.samgv_check import check_samgv
 from .sim.storage import Level, StoredTensor
 
 FORMATS = ("comal", "sam-gv")
@@ -168,8 +169,13 @@ def emit(compiled, fmt: str, directory: str, data: dict) -> str:
     except OSError as err:
         raise UserError(f"cannot create {directory}: {err.strerror}", "--emit") from None
     if fmt == "sam-gv":
-        count = len(emit_sam_gv(compiled, directory))
-        return f"wrote {count} SAM graph{'s' * (count != 1)} to {directory}/"
+        paths = emit_sam_gv(compiled, directory)
+        refused = []
+        for path in paths:
+            with open(path) as handle:
+                refused.append((os.path.basename(path), check_samgv(handle.read())))
+        return (f"wrote {len(paths)} SAM graph{'s' * (len(paths) != 1)} to {directory}/"
+                + "".join(f"\nSAM's test generator would refuse {name}: {why}" for name, why in refused if why))
     manifest = emit_comal(compiled, data, directory)
     graphs = [k for k in manifest["kernels"] if "graph" in k]
     notes = sum(len(k["notes"]) for k in graphs)

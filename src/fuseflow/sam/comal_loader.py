@@ -72,6 +72,11 @@ class _Replay:
         self.ends: dict[tuple[str, int], dict[str, list[str]]] = {}  # (map, id) -> direction -> ops
         self.op = self.kind = ""
 
+    @property
+    def op_kind(self) -> str:
+        """The operation's oneof (`func`, `alu`), without the detail `kind` may add."""
+        return self.kind.split()[0] if self.kind else ""
+
     def reject(self, reason: str) -> None:
         self.result.rejections.append(Rejection(self.op, self.kind, reason))
 
@@ -265,7 +270,9 @@ def check(graph, entry: str = "run_graph", directory: str | None = None) -> Load
         elif r.kind in ("fork", "join") and getattr(operation, r.kind).WhichOneof("conn") == "repsig":
             r.reject(f"a {r.kind} of repeat signals: Comal panics")
         elif r.kind in UNBUILT:
-            r.reject(f"{r.kind}: {UNBUILT[r.kind]} in Comal's loader")
+            if r.kind == "func":  # name the op it stands for
+                r.kind = f"func {operation.func.name}".strip()
+            r.reject(f"{r.op_kind}: {UNBUILT[r.op_kind]} in Comal's loader")
         else:
             OPERATIONS[r.kind](r, getattr(operation, r.kind))
     for (kind, sid), ends in sorted(r.ends.items()):

@@ -111,7 +111,7 @@ def _joiner_problem(graph: GvGraph, info: dict[str, dict[str, str]]) -> str | No
             if s == joiner and a.get("type") == "ref" and reader["type"] in ("fiberlookup", "repeat", "arrayvals") \
                     and reader.get("tensor") not in named:
                 return (f"{reader['type']} of {reader.get('tensor')} reads {attrs['type']} {attrs.get('index', '')}, "
-                        f"whose inputs are {', '.join(sorted(named))}")
+                        f"whose inputs are {', '.join(sorted(t for t in named if t)) or 'unnamed'}")
     return None
 
 
