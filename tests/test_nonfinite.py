@@ -33,23 +33,30 @@ func.func @spgemm(%A: tensor<60x50xf32, #DCSR>, %B: tensor<50x40xf32, #DCSR>) ->
 
 
 def _sparse_semantics(data):
-    """Y and S of nonfinite.mlir by scipy: only A's stored entries take part in the products."""
+    """The outputs of nonfinite.mlir by scipy: only A's stored entries take part in the products."""
     A = sp.csr_array(data["A"])
     with np.errstate(all="ignore"):
         T = data["X"] / 0.0
-        E = np.exp(100.0 * data["X"])
-        return {"Y": A @ T + A @ E, "S": A.multiply(T).toarray()}
+        E = np.exp(10000.0 * data["X"])
+        return {"AT": A @ T, "AE": A @ E, "S": A.multiply(T).toarray()}
 
 
-@pytest.mark.parametrize("schedule", ["unfused", "partial", "full"])
+FULL_FUSION_BUG = pytest.mark.xfail(
+    strict=True, raises=pipeline.VerificationError,
+    reason="known bug (fusion, not the reference): the fully fused kernel computes AE at positions A does not "
+           "store, so 0 * inf gives NaN where the reference (and unfused/partial) give inf or 0")
+
+
+@pytest.mark.parametrize("schedule", ["unfused", "partial", pytest.param("full", marks=FULL_FUSION_BUG)])
 def test_non_finite_intermediates_agree_under_every_preset(schedule):
     program = fuseflow.from_mlir(NONFINITE)
     data = fuseflow.random_inputs(program, density=0.15, seed=3)
     want = _sparse_semantics(data)
-    assert np.isinf(want["Y"]).any() and np.isnan(want["Y"]).any()  # the case is not vacuous
+    assert np.isnan(want["AT"]).any() and np.isinf(want["AE"]).any()  # the case is not vacuous
+    assert np.isfinite(want["AT"]).any()  # rows where A stores nothing: exact zeros
     result = fuseflow.simulate(program, schedule, data)
     assert result.verified
-    for name in ("Y", "S"):
+    for name in ("AT", "AE", "S"):
         np.testing.assert_allclose(np.asarray(result.outputs[name]), want[name], rtol=1e-6)
         np.testing.assert_allclose(reference(program, data)[name], want[name], rtol=1e-6)
 
@@ -75,7 +82,8 @@ def test_a_self_check_mismatch_exits_3_with_the_report_line(monkeypatch, capsys)
     code = main(["simulate", os.path.join(HERE, "mlir", "spmv.mlir"), "--schedule", "unfused"])
     err = capsys.readouterr().err
     assert code == 3, err
-    assert err.count("\n") == 1 and "differs from the reference at" in err and "please report" in err
+    errors = [line for line in err.splitlines() if ": error: " in line]  # (a first run also notes numba)
+    assert len(errors) == 1 and "differs from the reference at" in errors[0] and "please report" in errors[0]
 
 
 def test_an_empty_schedule_is_refused(capsys):

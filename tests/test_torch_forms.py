@@ -43,6 +43,20 @@ def test_torch_sparse_ops_compute_what_pytorch_computes():
     np.testing.assert_allclose(np.asarray(result.outputs[program.outputs[0]]), want, rtol=1e-4, atol=1e-6)
 
 
+def test_torch_mm_and_matmul_with_sparse_operands():
+    class MM(torch.nn.Module):
+        def forward(self, A, X):
+            return torch.matmul(A, torch.mm(A, X))
+
+    A = torch.eye(8)[torch.randperm(8, generator=torch.Generator().manual_seed(1))] * 2.0
+    X = torch.randn(8, 3, generator=torch.Generator().manual_seed(2))
+    for layout in (A.to_sparse_csr(), A.to_sparse_coo()):
+        program = fuseflow.from_torch(MM(), layout, X)
+        assert not program.tensors["A"].format.is_dense
+        result = fuseflow.simulate(program, "full", {"A": A.numpy(), "X": X.numpy()})
+        np.testing.assert_allclose(np.asarray(result.outputs[program.outputs[0]]), (A @ A @ X).numpy(), rtol=1e-5)
+
+
 def test_a_sparse_tensor_built_in_forward_becomes_a_sparse_input_with_its_data():
     torch.manual_seed(0)
     model = EdgeIndexMM().eval()
