@@ -36,10 +36,12 @@ LAYERS = {
     "interop": {"errors", "ir", "sam", "sim"},  # Comal and SAM files of a compiled schedule
     "simreport": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "report"},
     "checks": {"errors", "ir", "memory", "schedule", "fusion", "data"},  # what users hand fuseflow, at the edge
+    # partitioned simulation: kernels on windows of their outer loop, sharded or sampled
+    "partition": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline"},
     # many simulations and their results: the fusion study, sweeps, suites, their store and charts
     "studies": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",
                 "data", "models", "checks", "files", "report", "tables", "cmdline.progress"},
-    "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "studies", "models"},
+    "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "studies", "models", "partition"},
     "": {"errors", "ir", "frontend"},  # fuseflow/__init__: the public names
 }
 LAYERS["cmdline"] = set(LAYERS)  # the commands sit on top of everything (the grammar reads fuseflow.__version__)

@@ -13,7 +13,7 @@ import torch
 from fuseflow.gpu import bench_run
 from fuseflow.gpu.bench_run import RunOptions, run_all
 from fuseflow.gpu.device import Device, load_device
-from fuseflow.gpu.measured import ChainMeasurement, PlanMeasurement, format_measured_table, summary_lines
+from fuseflow.gpu.measured import ChainMeasurement, PlanMeasurement, format_measured_table, phase_lines, summary_lines
 from fuseflow.gpu.measured_report import GpuInfo, build_report, observations, replace_section
 from fuseflow.gpu.model_check import Observation, fit_bandwidths, most_wrong, rank_correlations
 from fuseflow.gpu.timing import Timing, time_cuda
@@ -161,3 +161,12 @@ def test_run_all_stops_starting_chains_after_three_hangs(monkeypatch, tmp_path):
     opts = RunOptions(("G1", "G2", "G3", "G4", "G5"), budget_s=1e6, out_dir=str(tmp_path))
     out = run_all(opts, lambda *a: fake_timing(1.0), progress=lambda line: None)
     assert started == ["G1", "G2", "G3"] and "3 chains in a row timed out" in out[4].fused.error
+
+
+def test_phase_shares_are_listed_for_memory_bound_chains_under_target():
+    slow = PlanMeasurement("T3", 1, "plan 1", 10.0, fake_timing(25.0), 1e-3, True, {}, 2, 1.0,
+                           phase_share={"gemm0": 0.7, "exchange": 0.1, "gemm1": 0.15, "store": 0.05})
+    rows = fake_rows() + [ChainMeasurement("T3", (1, 1, 1, 1), 1e9, [slow], fake_timing(30.0), None, 20.0, "l2")]
+    assert phase_lines(rows) == ["T3 (1.20x): gemm0 70%, exchange 10%, gemm1 15%, store 5%"]
+    compute_bound = dataclasses.replace(rows[-1], bottleneck="compute")
+    assert phase_lines([compute_bound]) == []

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
             return args.run(args)
     except FuseflowError as err:
         print(f"fuseflow: error: {err.one_line()}", file=sys.stderr)
-        return 2
+        return err.exit_status
     except KeyboardInterrupt:
         print("fuseflow: interrupted (a sweep resumes when rerun with the same arguments)", file=sys.stderr)
         return 130

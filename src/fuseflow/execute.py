@@ -140,7 +140,7 @@ def footprint(graph, chunk=None) -> int:
     return total
 
 
-def _stored_inputs(kernel, values: dict, written: dict) -> dict:
+def stored_inputs(kernel, values: dict, written: dict) -> dict:
     """The kernel's input tensors in the formats its graph reads them in."""
     stored = {}
     for name, meta in kernel.graph.tensors.items():
@@ -240,7 +240,7 @@ def _run_kernel(kernel, values, written, hw, run_graph_fn, options, budget, on_r
     if budget is not None:  # before storing the inputs: storing a large one takes memory too
         needs = footprint(graph) + _storing_bytes(kernel, values, written)
         budget.check(needs, f"kernel k{kernel.index} ({graph.name})")
-    stored = _stored_inputs(kernel, values, written)
+    stored = stored_inputs(kernel, values, written)
     run = run_graph_fn(graph, stored, hw, **options)
     if on_run is not None:
         on_run(graph, run)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from .. import __version__
 from ..models.resolve import BUILT_IN, GRAPH_DATASETS
 from ..studies import MAX_TOKENS
-from .args import Parser, count, fraction, positive, positive_real, size
+from .args import Parser, count, fraction, positive, positive_real, relative, size
 
 DEFAULT_PRUNE = 1.5  # measured: keeps the best schedule of every swept group (docs/exploration.md)
 # the GPU planner's commands are read from `gpu.cli` only when named (it loads numpy); its line in
@@ -122,7 +122,10 @@ def add_source_arguments(parser, default_model: str | None = None) -> None:
     group.add_argument("--format", action="append", metavar="NAME=LEVELS",
                        help="declare an input's storage, e.g. W=compressed,compressed (repeatable)")
     group.add_argument("--shape", action="append", metavar="NAME=AxB",
-                       help="shape of an input with dynamic dimensions, e.g. A=64x8 (repeatable)")
+                       help="shape of an input with dynamic dimensions, e.g. A=64x8, or one size for every "
+                            "dynamic dimension, ?=32 (repeatable; default 16, said on stderr)")
+    group.add_argument("--strict", action="store_true",
+                       help="refuse reading an unfilled dense tensor.empty() (default: zeros, with a note)")
     group.add_argument("--inputs", metavar="FILE.npz",
                        help="input data keyed arg0, arg1, ... or by name (missing ones are generated)")
     group.add_argument("--density", type=fraction, default=0.1, help="density of generated sparse inputs")
@@ -178,6 +181,20 @@ def _add_model_commands(sub) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable result")
     p.add_argument("--html", metavar="OUT.html", help="also write an interactive report (one self-contained file), "
                    "even when the simulation deadlocks or fails verification")
+    _partition_options(p)
+
+
+def _partition_options(p) -> None:
+    g = p.add_argument_group("partitioned simulation (windows of every kernel's outer loop; docs/partitioned.md)")
+    g.add_argument("--shards", type=positive, metavar="N",
+                   help="simulate N windows per kernel as dask tasks and combine them (sharded)")
+    g.add_argument("--sample", type=fraction, metavar="F",
+                   help="estimate cycles from a stratified sample of this share of windows (95%% interval)")
+    g.add_argument("--error", type=relative, metavar="E",
+                   help="sample until the 95%% interval's half-width is at most E (e.g. 2%%)")
+    g.add_argument("--sample-seed", type=count, default=0, metavar="S", help="seed of the sampled windows")
+    g.add_argument("--scheduler", metavar="ADDR", help="dask scheduler for the windows (default: a local cluster)")
+    g.add_argument("--workers", type=positive, metavar="N", help="local cluster workers (default: one per core)")
 
 
 # -- studies -------------------------------------------------------------------------------------

@@ -15,9 +15,10 @@ and the data given (a model's dataset, `--inputs`).
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 
-from ..checks import check_allocation, input_shapes
+from ..checks import DYNAMIC_SIZE, check_allocation, dynamic_shapes, input_shapes
 from ..data.inputs import read_inputs
 from ..errors import UserError
 from ..files import read_file
@@ -26,7 +27,7 @@ from ..frontend.torch_loader import program_from_torch_spec
 from ..ir.canonicalize import prepare
 from ..ir.generate import complete_inputs
 from ..models.resolve import resolve
-from ..schedule.schedule import statement_groups
+from ..schedule.schedule import Schedule, statement_groups
 from .args import format_items, shape_items
 
 
@@ -44,13 +45,14 @@ class Source:
     note: str = ""
     layers: tuple[int, int] | None = None  # a built-in case's (decoders simulated, decoders of the model)
 
-    def schedule(self, text: str | None) -> str | None:
-        """A built-in model's preset name as its schedule string (no schedule: its `full`
-        preset); anything else as it is (for an MLIR file or a PyTorch class, `full` is the plain
-        schedule `full`, and None the first schedule that compiles; studies use presets)."""
-        if self.kind != "model":
-            return text
-        return self.presets.get(text or "full", text)
+    def schedule(self, text: str | None) -> Schedule | None:
+        """The schedule `--schedule` names, parsed here once (the command passes the record down):
+        a built-in model's preset name is its preset (no schedule: its `full` preset); anything else
+        is read as it is (for an MLIR file or a PyTorch class, `full` is the plain schedule `full`,
+        and None the first schedule that compiles; studies use presets)."""
+        if self.kind == "model":
+            text = self.presets.get(text or "full", text)
+        return None if text is None else Schedule.parse(text)
 
     def input_shapes(self) -> dict:
         """Every input's shape (given data, --shape, declarations); a dynamic dimension nothing
@@ -104,13 +106,14 @@ def load_source(args, budget=None) -> Source:
     else:
         source = _mlir_source(value, args, formats)
     _refuse_unused(kind, args, flag)
-    source.shapes = shapes
     if args.inputs:
         source.given = {**source.given, **read_inputs(args.inputs, source.program, "--inputs", budget)}
-    unknown = sorted(set(shapes) - set(source.program.inputs))
+    unknown = sorted(set(shapes) - set(source.program.inputs) - {"?"})
     if unknown:
         raise UserError(f"--shape names {unknown[0]!r}, which is not an input of {source.program.name}", "--shape",
                         f"inputs are {', '.join(source.program.inputs)}")
+    source.shapes = dynamic_shapes(source.program, shapes, source.given, DYNAMIC_SIZE,
+                                   lambda text: print(f"fuseflow: note: {text}", file=sys.stderr))
     return source
 
 
@@ -164,10 +167,11 @@ def _mlir_source(path: str, args, formats: dict) -> Source:
         raise UserError(f"no such MLIR file {path!r}", "command line", "check the path")
     read_mlir(path)
     try:
-        program = from_mlir(path, func=args.func, formats=formats)
+        program = from_mlir(path, func=args.func, formats=formats, strict=getattr(args, "strict", False))
     except RecursionError:
         raise UserError("the program nests its ops or expressions more deeply than fuseflow's importer "
                         "follows (Python's recursion limit, about 1,000 levels)", path,
                         "split it into shorter chains of ops, or into several functions") from None
     return Source("mlir", path, program,
-                  presets=_generic_presets(prepare(program, shape_items(args.shape, "--shape"))))
+                  presets=_generic_presets(prepare(program, dynamic_shapes(program, shape_items(args.shape, "--shape"),
+                                                                           {}, DYNAMIC_SIZE))))

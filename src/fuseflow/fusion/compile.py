@@ -11,6 +11,7 @@ then the fusion table, the lowering and the schedule's parallel lanes.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -93,7 +94,7 @@ def compile_schedule(program: Program, schedule: Schedule | str | None = None, s
     except NoValidOrder as err:
         if schedule.layout == "induced":
             raise
-        induced = Schedule.parse(str(schedule))
+        induced = copy.deepcopy(schedule)  # the compiler may add to its layouts; the given schedule stays
         induced.layout = "induced"
         try:
             compiled = _compile(prog, induced, shapes, stats)

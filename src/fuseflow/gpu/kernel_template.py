@@ -37,6 +37,11 @@ static_assert(SH * CR == CN && CK * SH == CL && BLOCKS <= 16, "illegal cluster s
 static_assert(BN % CK == 0 && BL % CR == 0 && BN % BK1 == 0, "slices must be whole columns");
 
 __device__ __forceinline__ float act(float x) { return @ACT@; }
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 __device__ __forceinline__ float silu(float x) { return x / (1.0f + __expf(-x)); }
 
 struct Ctx {
@@ -305,7 +310,7 @@ __device__ Ctx setup(cg::cluster_group& cluster, unsigned char* smem) {
 
 __global__ void __launch_bounds__(NT, 1) kernel(const T* __restrict__ A, const T* __restrict__ B0,
                                                 const T* __restrict__ B1, const T* __restrict__ D,
-                                                T* __restrict__ E) {
+                                                T* __restrict__ E, unsigned long long* __restrict__ phase_ns) {
   extern __shared__ __align__(128) unsigned char smem[];
   cg::cluster_group cluster = cg::this_cluster();
   Ctx c = setup(cluster, smem);
@@ -314,10 +319,16 @@ __global__ void __launch_bounds__(NT, 1) kernel(const T* __restrict__ A, const T
 @DECL@  FragC fc[NACC][FPW_C];
   FragC fe[FPW_E];
   int cm_prev = -1, cn_prev = -1;
+  // with phase_ns, thread 0 of each cluster's first block adds the ns of each phase:
+  // [0] GEMM0 (loads + MMAs), [1] all-exchange, [2] GEMM1 with the shuffle, [3] reduce-scatter + store
+  const bool timed = phase_ns != nullptr && c.rank == 0 && c.tid == 0;
+  unsigned long long spent[4] = {0, 0, 0, 0}, t0 = timed ? now_ns() : 0;
 @LOOPS@  {
     if (m != cm_prev || n != cn_prev) {          // GEMM0 and the exchange for a new C tile
       gemm0(c, A, B0, B1, m, n, fc);
+      if (timed) { const unsigned long long t = now_ns(); spent[0] += t - t0; t0 = t; }
       exchange(cluster, c, fc);
+      if (timed) { const unsigned long long t = now_ns(); spent[1] += t - t0; t0 = t; }
       cm_prev = m; cn_prev = n;
     }
     if (@NFIRST@) {
@@ -325,19 +336,30 @@ __global__ void __launch_bounds__(NT, 1) kernel(const T* __restrict__ A, const T
       for (int i = 0; i < FPW_E; ++i) wmma::fill_fragment(fe[i], 0.0f);
     }
     gemm1(cluster, c, D, n, lt, fe);
+    if (timed) { const unsigned long long t = now_ns(); spent[2] += t - t0; t0 = t; }
     if (@NLAST@) reduce_store(cluster, c, E, m, lt, fe);
+    if (timed) { const unsigned long long t = now_ns(); spent[3] += t - t0; t0 = t; }
   }
+  if (timed)
+    for (int p = 0; p < 4; ++p) atomicAdd(phase_ns + p, spent[p]);
   cluster.sync();                                // no block leaves while a peer may read its memory
 }
 }  // namespace @NAME@
 
-// Launch on a stream; E must not alias the inputs (B1 may be null for ungated chains). Returns a cudaError_t.
-extern "C" int @LAUNCH@(const void* A, const void* B0, const void* B1, const void* D, void* E, void* stream) {
+// Launch on a stream; E must not alias the inputs (B1 may be null for ungated chains). phase_ns, when not
+// null, is 4 zeroed uint64 that receive the ns each phase took, summed over clusters. Returns a cudaError_t.
+extern "C" int @LAUNCH@(const void* A, const void* B0, const void* B1, const void* D, void* E, void* phase_ns,
+                        void* stream) {
   using namespace @NAME@;
   cudaStream_t st = static_cast<cudaStream_t>(stream);
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(SMEM_BYTES));
-  if (err == cudaSuccess && BLOCKS > 8)
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  static bool configured = false;                // attributes once, so timed launches carry no host calls
+  cudaError_t err = cudaSuccess;
+  if (!configured) {
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(SMEM_BYTES));
+    if (err == cudaSuccess && BLOCKS > 8)
+      err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    configured = err == cudaSuccess;
+  }
   if (err == cudaSuccess && REDUCE_E) err = cudaMemsetAsync(E, 0, sizeof(T) * size_t(M_) * L_, st);
   if (err != cudaSuccess) return int(err);
   cudaLaunchConfig_t cfg = {};
@@ -354,6 +376,7 @@ extern "C" int @LAUNCH@(const void* A, const void* B0, const void* B1, const voi
   cfg.numAttrs = 1;
   const T* b1 = static_cast<const T*>(B1 ? B1 : B0);
   return int(cudaLaunchKernelEx(&cfg, kernel, static_cast<const T*>(A), static_cast<const T*>(B0), b1,
-                                static_cast<const T*>(D), static_cast<T*>(E)));
+                                static_cast<const T*>(D), static_cast<T*>(E),
+                                static_cast<unsigned long long*>(phase_ns)));
 }
 """

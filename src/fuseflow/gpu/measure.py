@@ -70,11 +70,16 @@ def relative_error(E, ref) -> float:
     return float((E.float() - ref).abs().max()) / (scale or 1.0)
 
 
-def _launch(lib, name: str, args, stream: int):
+PHASES = ("gemm0", "exchange", "gemm1", "store")   # the kernel's phase_ns slots
+
+
+def _launch(lib, name: str, args, stream: int, phase_ns=None):
+    """A callable that launches kernel ``name`` with tensors ``args`` (A, B0, B1, D, E) on ``stream``."""
     fn = getattr(lib, name)
     fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_void_p] * 6
-    ptrs = [ctypes.c_void_p(t.data_ptr() if t is not None else 0) for t in args] + [ctypes.c_void_p(stream)]
+    fn.argtypes = [ctypes.c_void_p] * 7
+    ptrs = [ctypes.c_void_p(t.data_ptr() if t is not None else 0) for t in (*args, phase_ns)]
+    ptrs.append(ctypes.c_void_p(stream))
 
     def run():
         err = fn(*ptrs)
@@ -94,9 +99,19 @@ def _measure_plan(torch, lib, name, chain, rank, plan, inputs, ref, dtype, reps)
         err = relative_error(E, ref)
         ok = math.isfinite(err) and err <= TOLERANCE[dtype]
         timing = time_cuda(run, torch, reps=reps, warmup=WARMUP)
+        phases = _phase_shares(torch, lib, name, (*inputs, E)) if rank == 1 else {}
     except RuntimeError as failure:      # a launch error or a fault in the kernel, reported per plan
         return PlanMeasurement(**base, timing=None, max_error=math.nan, within_tolerance=False, error=str(failure))
-    return PlanMeasurement(**base, timing=timing, max_error=err, within_tolerance=ok)
+    return PlanMeasurement(**base, timing=timing, max_error=err, within_tolerance=ok, phase_share=phases)
+
+
+def _phase_shares(torch, lib, name, args) -> dict:
+    """One more launch with the phase timers on: each phase's share of the clusters' time."""
+    slots = torch.zeros(len(PHASES), dtype=torch.int64, device="cuda")
+    _launch(lib, name, args, torch.cuda.current_stream().cuda_stream, slots)()
+    torch.cuda.synchronize()
+    ns = slots.tolist()
+    return {p: v / sum(ns) for p, v in zip(PHASES, ns)} if sum(ns) > 0 else {}
 
 
 def measure_chain(chain: Chain, topk: int = 1, dtype: str = "fp16", reps: int = 25,

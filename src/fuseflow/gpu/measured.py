@@ -32,6 +32,7 @@ class PlanMeasurement:
     cluster_size: int
     occupancy: float
     error: str = ""
+    phase_share: dict = field(default_factory=dict)   # rank 1: share of cluster time per kernel phase
 
     @property
     def ok(self) -> bool:
@@ -141,3 +142,15 @@ def summary_lines(rows: list[ChainMeasurement]) -> list[str]:
             f"geometric-mean speedup over PyTorch unfused: {_x(geomean(r.speedup_over_torch() for r in ok))}x; "
             f"over torch.compile: {_x(geomean(r.speedup_over_compiled() for r in ok))}x",
             f"memory-bound chains (model) at >= 1.3x over PyTorch: {len(fast)} of {len(memory_bound)}"]
+
+
+def phase_lines(rows: list[ChainMeasurement]) -> list[str]:
+    """Where each fused kernel spends its time (share of cluster time per phase), for the chains the
+    model calls memory-bound that do not reach 1.3x over PyTorch."""
+    out = []
+    for r in rows:
+        f = r.fused
+        if f and f.ok and f.phase_share and r.bottleneck != "compute" and not r.speedup_over_torch() >= 1.3:
+            shares = ", ".join(f"{k} {100 * v:.0f}%" for k, v in f.phase_share.items())
+            out.append(f"{r.chain} ({_x(r.speedup_over_torch())}x): {shares}")
+    return out

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fuseflow.errors import UserError
 
 from .device import Device
-from .measured import ChainMeasurement, format_measured_table, summary_lines
+from .measured import ChainMeasurement, format_measured_table, phase_lines, summary_lines
 from .model_check import Observation, device_toml, fit_bandwidths, most_wrong, rank_correlations
 
 BEGIN, END = "<!-- measured:begin -->", "<!-- measured:end -->"
@@ -71,6 +71,9 @@ def build_report(rows: list[ChainMeasurement], gpu: GpuInfo, base: Device | None
              "Max err = max |E - E_fp32| / max |E_fp32| against PyTorch in FP32.", "",
              format_measured_table(rows), "", *[f"* {s}" for s in summary_lines(rows)],
              f"* device-to-device copy: {gpu.copy_bandwidth / 1e12:.2f} TB/s (read + write)", "",
+             "Memory-bound chains under 1.3x: share of each cluster's time per kernel phase (GEMM0 loads and "
+             "MMAs, all-exchange, GEMM1 with the shuffle, reduce-scatter and store), from one timed launch:", "",
+             *([f"* {line}" for line in phase_lines(rows)] or ["* none"]), "",
              *_model_section(obs, base), "",
              "Fitted device file (`fuseflow gpu plan --device`):", "", "```toml",
              device_toml(gpu.name, base, fitted, measured).rstrip(), "```"]

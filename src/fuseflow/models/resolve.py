@@ -61,7 +61,17 @@ def resolve(text: str, flag: str = "MODEL") -> ModelRef:
     if text in BUILT_IN:
         return ModelRef("model", text)
     if flag == "--model" and "/" not in text and "." not in text:
-        raise UserError(f"unknown model {text!r}", flag, f"built-in models: {', '.join(BUILT_IN)}; "
-                        "or an .mlir file or FILE.py:Class")
+        built_in(text, flag, "; or an .mlir file or FILE.py:Class")
     raise UserError(f"no such file {text!r}", flag,
                     f"give an .mlir file, FILE.py:Class or model:NAME (built in: {', '.join(BUILT_IN)})")
+
+
+def built_in(name, where: str, alternatives: str = "") -> ModelRef:
+    """A built-in model named by its name alone (as suites name theirs), or a one-line refusal.
+
+        >>> built_in("gcn", "suite").key
+        'model:gcn'
+    """
+    if name not in BUILT_IN:
+        raise UserError(f"unknown model {name!r}", where, f"built-in models: {', '.join(BUILT_IN)}{alternatives}")
+    return ModelRef("model", name)
