@@ -41,6 +41,9 @@ LAYERS = {
                 "data", "models", "checks", "files", "report", "tables", "cmdline.progress"},
     "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "studies", "models"},
     "demo": {"errors", "ir", "frontend", "data", "models"},
+    # compiles the fast engine's kernels into numba's cache by simulating models and products
+    "warmup": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",
+               "data", "models", "report"},
     "": {"errors", "ir", "frontend"},  # fuseflow/__init__: the public names
 }
 LAYERS["cmdline"] = set(LAYERS) - {""}  # the command's shared pieces (cmdline.args, the argument types, sit low)
