@@ -1,6 +1,7 @@
-"""Command line: ``fuseflow gpu plan`` and ``fuseflow gpu bench``.
+"""Command line: ``fuseflow gpu plan``, ``fuseflow gpu run`` and ``fuseflow gpu bench [--run]``.
 
-The lead's fuseflow.cli calls :func:`add_commands` with its top-level subparsers.
+The lead's fuseflow.cli calls :func:`add_commands` with its top-level subparsers; ``python -m
+fuseflow.gpu.cli`` runs the same commands without the rest of fuseflow (what a GPU machine needs).
 
     >>> import argparse
     >>> parser = argparse.ArgumentParser(prog="fuseflow")
@@ -11,19 +12,30 @@ The lead's fuseflow.cli calls :func:`add_commands` with its top-level subparsers
 """
 from __future__ import annotations
 
+import argparse
 import json
+import pathlib
+import subprocess
+import sys
+import tempfile
 import time
 
-from fuseflow.errors import NotSupported, UserError
+from fuseflow.errors import FuseflowError, NotSupported, UserError
 from fuseflow.files import check_output, write_text
 from fuseflow.memory import Budget
 
 from .baselines import smem_only, unfused
 from .bench import format_summary, format_table, run_bench, summarize
-from .benchmarks import parse_chain
+from .bench_run import RunOptions, run_all
+from .benchmarks import BENCHMARKS, parse_chain
 from .chains import ATOM
 from .codegen import emit_cuda, supported
 from .device import LEVELS, load_device
+from .kernel_layout import DTYPES
+from .measure import measure_chain, measure_compiled, measure_copy_bandwidth, require_cuda
+from .measured import format_measured_table, summary_lines
+from .measured_report import GpuInfo, build_report, replace_section
+from .nvcc import find_nvcc
 from .planner import DEFAULT_TOPK, plan_chain
 from .report import fmt_bytes, fmt_count
 
@@ -31,7 +43,7 @@ from .report import fmt_bytes, fmt_count
 def add_commands(subparsers) -> None:
     """Register ``gpu plan`` and ``gpu bench`` under a ``gpu`` command."""
     gpu = subparsers.add_parser("gpu", help="plan GEMM->act->GEMM fusion across GPU thread-block clusters (DSM)")
-    sub = gpu.add_subparsers(dest="gpu_command", required=True, metavar="{plan,bench}")
+    sub = gpu.add_subparsers(dest="gpu_command", required=True, metavar="{plan,run,bench}")
 
     p = sub.add_parser("plan", help="rank fused plans of one chain")
     p.add_argument("--chain", required=True,
@@ -45,12 +57,33 @@ def add_commands(subparsers) -> None:
     p.add_argument("--emit-cuda", metavar="FILE.cu", help="write a CUDA source for the best plan")
     p.set_defaults(run=cmd_plan)
 
+    _add_run_parser(sub)
     b = sub.add_parser("bench", help="best plan vs unfused and SMEM-only fusion for the 26 benchmark chains")
     b.add_argument("--chains", help="comma-separated ids (default: all 26)")
     b.add_argument("--json", action="store_true", help="machine-readable output")
     b.add_argument("--device", metavar="FILE", help="JSON or TOML file overriding H100 SXM parameters")
     b.add_argument("--memory-only", action="store_true", help="rank by memory levels only")
+    b.add_argument("--run", action="store_true", dest="measure",
+                   help="run every chain's kernels on this GPU and write the measured table (needs CUDA)")
+    b.add_argument("--topk-measure", type=int, default=4, help="plans measured per chain with --run (default 4)")
+    b.add_argument("--dtype", choices=DTYPES, default="fp16")
+    b.add_argument("--reps", type=int, default=25, help="timed runs per kernel (at least 20; default 25)")
+    b.add_argument("--budget-s", type=float, default=420.0, help="time budget of --run in seconds (default 420)")
+    b.add_argument("--out", metavar="DIR", default=".", help="folder for measured.json, measured.md, the device file")
+    b.add_argument("--docs", metavar="FILE.md", help="page whose measured section is rewritten (docs/gpu.md)")
     b.set_defaults(run=cmd_bench)
+
+
+def _add_run_parser(sub) -> None:
+    r = sub.add_parser("run", help="compile, run, check and time one chain's fused kernel on this GPU")
+    r.add_argument("--chain", required=True, help="benchmark id or chain, as for `gpu plan`")
+    r.add_argument("--plan", type=int, metavar="K", help="run the planner's K-th plan only (default 1)")
+    r.add_argument("--topk-measure", type=int, default=1, help="run the top K plans (default 1)")
+    r.add_argument("--dtype", choices=DTYPES, default="fp16")
+    r.add_argument("--reps", type=int, default=25, help="timed runs (at least 20; default 25)")
+    r.add_argument("--no-compile", action="store_true", help="leave out the torch.compile baseline")
+    r.add_argument("--json-out", metavar="FILE.json", help="write the measurement as JSON")
+    r.set_defaults(run=cmd_run)
 
 
 # measured peak memory of `plan` per combination of tile choices (S6: 11,520 combinations, 16384^4:
@@ -140,7 +173,67 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def _check_counts(args) -> None:
+    if args.reps < 20:
+        raise UserError(f"--reps must be at least 20 (a median of 20 timed runs), got {args.reps}", "command line")
+    if args.topk_measure < 1 or (getattr(args, "plan", None) is not None and args.plan < 1):
+        raise UserError("--topk-measure and --plan must be at least 1", "command line")
+
+
+def cmd_run(args) -> int:
+    _check_counts(args)
+    if args.json_out:
+        check_output(args.json_out, "--json-out", (".json",))
+    chain = parse_chain(args.chain)
+    row = measure_chain(chain, topk=args.topk_measure, dtype=args.dtype, reps=args.reps, only_rank=args.plan)
+    if not args.no_compile:
+        row = row.with_compiled(measure_compiled(chain, args.dtype, args.reps))
+    if args.json_out:
+        write_text(args.json_out, json.dumps(row.to_json(), indent=1), "--json-out")
+    print(format_measured_table([row]))
+    for p in row.plans:
+        state = f"{p.timing.median_us:.1f} us" if p.timing else p.error
+        print(f"plan #{p.rank}: {state}, max err {p.max_error:.1e}, predicted {p.predicted_us:.1f} us  {p.plan}")
+    return 0
+
+
+def _gpu_info(torch) -> GpuInfo:
+    props = torch.cuda.get_device_properties(0)
+    nvcc = subprocess.run([find_nvcc(), "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    return GpuInfo(props.name, props.multi_processor_count, int(props.L2_cache_size), measure_copy_bandwidth(torch),
+                   torch.__version__, nvcc[-1] if nvcc else "?")
+
+
+def cmd_bench_run(args) -> int:
+    _check_counts(args)
+    torch = require_cuda("gpu bench --run")
+    chains = tuple(c.strip().upper() for c in args.chains.split(",")) if args.chains else tuple(BENCHMARKS)
+    unknown = [c for c in chains if c not in BENCHMARKS]
+    if unknown:
+        raise UserError(f"unknown benchmark chain {unknown[0]!r}", "--chains", "use ids G1-G10, S1-S8, C1-C8")
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as work:
+        opts = RunOptions(chains, args.topk_measure, args.dtype, args.reps, args.budget_s, out_dir=work)
+        rows = run_all(opts, measure_compiled, progress=lambda line: print(line, flush=True))
+    report = build_report(rows, _gpu_info(torch))
+    slug = "".join(ch for ch in report.device_file.split('"')[1].split()[-1].lower() if ch.isalnum()) or "gpu"
+    write_text(str(out / "measured.json"), json.dumps([r.to_json() for r in rows], indent=1), "--out")
+    write_text(str(out / "measured.md"), report.markdown + "\n", "--out")
+    write_text(str(out / f"{slug}.toml"), report.device_file, "--out")
+    if args.docs:
+        page = pathlib.Path(args.docs).read_text()
+        write_text(args.docs, replace_section(page, report.markdown), "--docs")
+    print(format_measured_table(rows))
+    print("\n".join(summary_lines(rows)))
+    print(f"wrote {out / 'measured.json'}, {out / 'measured.md'}, {out / (slug + '.toml')}"
+          + (f" and the measured section of {args.docs}" if args.docs else ""))
+    return 0
+
+
 def cmd_bench(args) -> int:
+    if args.measure:
+        return cmd_bench_run(args)
     device = load_device(args.device)
     chains = [c.strip() for c in args.chains.split(",") if c.strip()] if args.chains else None
     start = time.perf_counter()
@@ -157,3 +250,19 @@ def cmd_bench(args) -> int:
     print(format_summary(summary))
     print(f"bench ran in {seconds:.1f} s")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m fuseflow.gpu.cli plan|run|bench ...``: errors as one line, exit 2."""
+    parser = argparse.ArgumentParser(prog="fuseflow")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["gpu", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return args.run(args)
+    except FuseflowError as err:
+        print(f"fuseflow: error: {err.one_line()}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
