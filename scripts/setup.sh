@@ -23,3 +23,6 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # torch is pinned to the CPU build (an unpinned torch pulls a multi-GB CUDA build).
 .venv/bin/python -m pip install --quiet -e '.[test]'
+# Compile the simulator's numba kernels into numba's on-disk cache now, so that no later run of
+# this install compiles them (a few minutes on 2 cores; cached kernels only load afterwards).
+.venv/bin/python -m fuseflow.warmup

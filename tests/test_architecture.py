@@ -42,6 +42,9 @@ LAYERS = {
     "studies": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",
                 "data", "models", "checks", "files", "report", "tables", "cmdline.progress"},
     "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "studies", "models", "partition"},
+    # compiles the fast engine's kernels into numba's cache by simulating models and products
+    "warmup": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",
+               "data", "models", "report"},
     "": {"errors", "ir", "frontend"},  # fuseflow/__init__: the public names
 }
 LAYERS["cmdline"] = set(LAYERS)  # the commands sit on top of everything (the grammar reads fuseflow.__version__)

@@ -6,8 +6,8 @@ first kernel never looks like a hang. It takes two callbacks: `on_kernel(done, t
 each kernel (what `simulate` reports today) and `on_events(done_events, estimated_events)` for
 token events inside the running kernel (the engine reports them as it goes). With the
 heuristic's per-kernel estimates the bar counts token events, so kernels weigh what they cost.
-`numba_notice` prints one line when numba starts compiling the simulator's kernels (first use
-only: compiled kernels are cached on disk).
+`numba_notice` prints one line when numba starts compiling the simulator's kernels (a
+signature not in numba's on-disk cache yet; `fuseflow.warmup`, run at setup, fills it).
 
     >>> import io
     >>> class Terminal(io.StringIO):
@@ -161,8 +161,9 @@ def numba_notice(out=None):
         def on_start(self, ev) -> None:
             if not _NOTICE_GIVEN.is_set():
                 _NOTICE_GIVEN.set()
-                tqdm.write("fuseflow: compiling the simulator's kernels with numba (first run only, "
-                           "cached afterwards)", file=out if out is not None else sys.stderr)
+                tqdm.write("fuseflow: compiling the simulator's kernels with numba (a kind not in its cache "
+                           "yet: once; `python -m fuseflow.warmup` compiles the common ones ahead)",
+                           file=out if out is not None else sys.stderr)
 
         def on_end(self, ev) -> None:
             pass

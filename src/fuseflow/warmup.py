@@ -1,0 +1,144 @@
+"""Compile the fast engine's numba kernels once per install, into numba's on-disk cache (the
+`__pycache__` beside `fuseflow/sim/fast`), so that later runs only load them:
+`python -m fuseflow.warmup` (scripts/setup.sh runs it; a few minutes on 2 cores).
+
+numba compiles a kernel once per signature: the types of its arguments. Two things vary them:
+the dtype of a stream's data (int64 coordinates or float64 values), and, for the kernels that
+take a tuple of arrays (broadcast and fork: one per output; intersect and union: one per
+operand; join: one per lane), the tuple's length. So the warm-up (1) simulates every built-in
+model under each of its presets on its smallest data and a sparse-sparse product under each
+dataflow order (one accumulator, none, the order-2 accumulator; fork/join lanes), which
+compiles the signatures those use, then (2) compiles each tuple-taking signature again for
+every length up to `MAX_ARITY`. A run that still meets a new signature compiles it (and says
+so once, `cmdline.progress.numba_notice`); it is cached from then on.
+
+    >>> "_k_copy" in {d.py_func.__name__ for d in kernel_dispatchers()}
+    True
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+import time
+from dataclasses import dataclass
+
+from numba import types
+from numba.core.registry import CPUDispatcher
+
+from .frontend import from_mlir
+from .ir.generate import random_inputs
+from .models.registry import build
+from .pipeline import simulate
+from .sim import fast
+
+MAX_ARITY = 16  # tuple lengths compiled ahead (GPT-3 wide's fused layer: a 13-output broadcast, a 12-way union)
+
+# built-in models on their smallest data (every preset of each is simulated)
+MODEL_CASES = (("gcn", "karate"), ("graphsage", "karate"), ("sae", "small"), ("gpt3-bigbird", "tiny"))
+
+# C = A·B with both operands and the result in one sparse format, 40x40 at 10%
+PRODUCT = """
+#SP = #sparse_tensor.encoding<{{ map = (i, k) -> ({levels}) }}>
+#mA = affine_map<(i, j, k) -> (i, j)>
+#mB = affine_map<(i, j, k) -> (j, k)>
+#mC = affine_map<(i, j, k) -> (i, k)>
+func.func @product(%A: tensor<40x40xf32, #SP>, %B: tensor<40x40xf32, #SP>) -> tensor<40x40xf32, #SP> {{
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<40x40xf32, #SP>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<40x40xf32, #SP>) -> tensor<40x40xf32, #SP>
+  %C = linalg.generic {{indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "reduction", "parallel"]}}
+      ins(%A, %B : tensor<40x40xf32, #SP>, tensor<40x40xf32, #SP>) outs(%init : tensor<40x40xf32, #SP>) {{
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }} -> tensor<40x40xf32, #SP>
+  return %C : tensor<40x40xf32, #SP>
+}}
+"""
+PRODUCT_LEVELS = ("i : dense, k : compressed", "i : compressed, k : compressed")
+# rows (a sparse accumulator), inner products (intersections), outer products (order-2
+# accumulator), and rows dealt over two lanes (fork and join)
+PRODUCT_SCHEDULES = ("full layout=induced order=i,j,k", "full layout=induced order=i,k,j",
+                     "full layout=induced order=j,i,k", "full layout=induced order=i,j,k par=i:2")
+
+
+@dataclass
+class WarmReport:
+    """What a warm-up did: runs simulated, signatures compiled (not found in the cache), seconds."""
+
+    runs: int
+    compiled: int
+    seconds: float
+
+
+def kernel_dispatchers() -> list[CPUDispatcher]:
+    """The numba functions defined in `fuseflow.sim.fast`'s modules."""
+    found = []
+    for info in pkgutil.iter_modules(fast.__path__):
+        module = importlib.import_module(f"{fast.__name__}.{info.name}")
+        found += [obj for obj in vars(module).values()
+                  if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == module.__name__]
+    return found
+
+
+def compilations() -> int:
+    """Signatures compiled in this process because numba's cache did not have them."""
+    return sum(sum(d.stats.cache_misses.values()) for d in kernel_dispatchers())
+
+
+def _simulate_cases() -> int:
+    """Simulate the models' presets and the products (verified against the reference); runs made."""
+    runs = 0
+    for name, dataset in MODEL_CASES:
+        case = build(name, dataset=dataset)
+        for preset in case.presets.values():
+            simulate(case.program, preset, case.inputs)
+            runs += 1
+    for levels in PRODUCT_LEVELS:
+        program = from_mlir(PRODUCT.format(levels=levels))
+        data = random_inputs(program, density=0.1, seed=1)
+        for schedule in PRODUCT_SCHEDULES:
+            simulate(program, schedule, data)
+            runs += 1
+    return runs
+
+
+def _with_arity(signature: tuple, k: int) -> tuple:
+    return tuple(types.UniTuple(t.dtype, k) if isinstance(t, types.UniTuple) else t for t in signature)
+
+
+def _widen_arities() -> None:
+    """Compile each signature holding tuples of arrays again for every tuple length up to MAX_ARITY."""
+    for dispatcher in kernel_dispatchers():
+        for signature in list(dispatcher.signatures):
+            tuples = [t for t in signature if isinstance(t, types.UniTuple) and isinstance(t.dtype, types.Array)]
+            if not tuples or len({t.count for t in tuples}) != 1:
+                continue
+            for k in range(1, MAX_ARITY + 1):
+                dispatcher.compile(_with_arity(signature, k))
+
+
+def warm() -> WarmReport:
+    """Compile (or load, when cached) every kernel signature the warm-up cases use, widened to
+    every tuple length up to MAX_ARITY."""
+    start = time.perf_counter()
+    runs = _simulate_cases()
+    _widen_arities()
+    return WarmReport(runs, compilations(), time.perf_counter() - start)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(prog="python -m fuseflow.warmup", description=__doc__.split("\n\n")[0]).parse_args(argv)
+    print("fuseflow: compiling the simulator's kernels with numba into its cache (once per install)",
+          file=sys.stderr, flush=True)
+    report = warm()
+    print(f"fuseflow: {report.runs} warm-up runs, {report.compiled} kernel signatures compiled "
+          f"({report.seconds:.0f} s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
