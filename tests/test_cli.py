@@ -101,3 +101,33 @@ def test_demo_checks_reference(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "reference check: PASSED" in out and "karate: 34 nodes, 156 stored edges" in out
+
+
+def _gpu_line(parser) -> str:
+    commands = next(a for a in parser._actions if a.dest == "command")
+    return next(c.help for c in commands._choices_actions if c.dest == "gpu")
+
+
+def test_the_gpu_stand_in_says_what_the_gpu_commands_say():
+    """`fuseflow --help` lists `gpu` without importing gpu/cli (numpy); its line is gpu/cli's own."""
+    from fuseflow.cmdline.grammar import build_parser
+
+    assert _gpu_line(build_parser()) == _gpu_line(build_parser("gpu"))
+    assert build_parser("gpu").parse_args(["gpu", "plan", "--chain", "G1"]).topk > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["--help"], ["help"], ["help", "schedules"], ["help", "simulate"],
+                                  ["study", "fusion", "--help"]])
+def test_help_loads_no_compiler_simulator_or_heavy_library(argv):
+    """Issue #28: help answers at once because parsing imports only the grammar; the command's
+    module (and torch, torch-mlir, numba, dask, matplotlib with it) loads when the command runs."""
+    import subprocess
+    import sys
+
+    heavy = ("torch", "torch_mlir", "numba", "dask", "matplotlib", "numpy", "fuseflow.fusion", "fuseflow.sim")
+    code = ("import sys, contextlib, io\nfrom fuseflow.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main({argv!r}) == 0\n"
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

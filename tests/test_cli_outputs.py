@@ -80,14 +80,14 @@ def test_plot_charts_into_a_missing_directory(tmp_path, capsys):
 
 
 def test_a_failed_write_leaves_nothing(tmp_path, capsys, monkeypatch):
-    import fuseflow.cli as cli
+    import fuseflow.cmdline.compile as command
 
     def half_written(graph, path):
         with open(path, "w") as handle:
             handle.write("<svg")  # then the renderer dies
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(cli, "render", half_written)
+    monkeypatch.setattr(command, "render", half_written)
     (tmp_path / "g.svg").write_text("the previous picture")
     err = error_of(["compile", SPMV, "--svg", str(tmp_path / "g.svg")], capsys)
     assert "cannot write" in err and "No space left on device" in err

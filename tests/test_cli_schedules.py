@@ -116,3 +116,25 @@ def test_orders_with_data_weighs_by_densities(capsys):
     assert main(["orders", "--model", "gcn", "--schedule", "partial"]) == 0
     out = capsys.readouterr().out
     assert out.count("weighed by the data's densities") == 2 and out.count("<- default") == 2
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", str(MLIR / "spmm_ikj.mlir"), "--schedule", "full order=i,k,j par=i:2", "--json"],
+    ["compile", str(MLIR / "spmm_ikj.mlir"), "--schedule", "full order=i,k,j par=i:2"],
+    ["simulate", "--model", "gcn", "--dataset", "karate", "--schedule", "partial", "--json"],
+])
+def test_a_command_parses_its_schedule_once(argv, monkeypatch, capsys):
+    """The schedule is read into its `Schedule` record at the edge and passed down as that record:
+    neither the checks, the API nor the compiler read its text again."""
+    from fuseflow.schedule.schedule import Schedule
+
+    texts = []
+    parse = Schedule.parse
+
+    def counted(text):
+        texts.append(text)
+        return parse(text)
+
+    monkeypatch.setattr(Schedule, "parse", staticmethod(counted))
+    assert main(argv) == 0, capsys.readouterr().err
+    assert len(texts) == 1, texts

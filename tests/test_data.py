@@ -24,7 +24,8 @@ from fuseflow.data import (
     load_planetoid,
     save_graph,
 )
-from fuseflow.data.synthetic import scaled_size
+from fuseflow.data.degrees import DegreeTarget, fit_power_law
+from fuseflow.data.synthetic import COLLAB_DEGREES, scaled_size
 
 
 def one_line(fn, *args, **kwargs) -> str:
@@ -140,6 +141,44 @@ def test_synthetic_degrees_are_heavy_tailed(key):
     s = load_graph(f"synthetic:{key}").describe()
     # real Cora: max 168 vs mean 3.9 (43×); a Poisson (Erdős–Rényi) graph would give about 3×
     assert s.max_degree > 10 * s.mean_degree
+
+
+def degree_stats(graph) -> tuple[float, float, int]:
+    out = np.diff(graph.adjacency.indptr)
+    return float(out.mean()), float(out.std()), int(out.max())
+
+
+@pytest.mark.parametrize("scale", [0.1, pytest.param(1.0, marks=pytest.mark.slow)])
+def test_collab_twin_matches_the_published_degrees(scale):
+    """ogbl-collab: mean degree 10.0, std 18.98, max 671 (the fit's targets); the fitted shape is
+    relative to the node count, so a tenth of the graph nearly keeps it (std 18.5, max 583 there)."""
+    mean, std, top = degree_stats(load_graph("synthetic:collab", scale=scale))
+    assert mean == pytest.approx(2358104 / 235868, rel=1e-3)
+    assert std == pytest.approx(18.98, rel=0.01 if scale == 1.0 else 0.05)
+    assert top == pytest.approx(671, rel=0.03 if scale == 1.0 else 0.15)
+
+
+def test_unfitted_twins_stay_available():
+    """The earlier twins (γ = 2.5, hubs of ~10^4 neighbours at full size) under their own names."""
+    assert {"synthetic:collab-unfitted", "synthetic:mag-unfitted"} <= set(list_datasets())
+    fitted = degree_stats(load_graph("synthetic:collab", scale=0.05))
+    unfitted = degree_stats(load_graph("synthetic:collab-unfitted", scale=0.05))
+    assert unfitted[2] > 2 * fitted[2] and unfitted[0] == pytest.approx(2 * 1285465 / 235868, rel=1e-3)
+
+
+@pytest.mark.slow
+def test_mag_twin_has_the_published_counts_and_no_giant_hubs():
+    g = load_graph("synthetic:mag")
+    mean, std, top = degree_stats(g)
+    assert (g.num_nodes, g.adjacency.nnz) == (736389, 5416271) and not g.describe().symmetric
+    assert 300 < top < 1000 and 10 < std < 20  # collab's shape at MAG's mean degree (7.36)
+
+
+@pytest.mark.slow
+def test_the_collab_fit_reproduces_its_recorded_shape():
+    fit = fit_power_law(DegreeTarget(235868, 2358104, 18.98, 671))
+    assert fit.alpha == pytest.approx(COLLAB_DEGREES.alpha, abs=1e-3)
+    assert fit.offset == pytest.approx(COLLAB_DEGREES.offset, rel=0.01)
 
 
 def test_synthetic_homophily_matches_spec():

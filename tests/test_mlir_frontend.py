@@ -101,7 +101,28 @@ CASES = [
                             "out(i,j) = ex(i,j) / sum(i)"],
          {"S": "dense,dense", "M": "dense,compressed"},
          lambda d: {"out": _masked_softmax(d["S"], d["M"])}),
+    Case("args_out_of_order", ["p(i,j) = sum[k] arg2(i,k) * arg0(k,j)", "y(i,j) = p(i,j) + arg1(j)"],
+         {"arg2": "dense,dense", "arg0": "dense,dense", "arg1": "dense"},
+         lambda d: {"y": d["arg2"] @ d["arg0"] + d["arg1"]}),
+    Case("empty_init", ["Y(i,j) = sum[k] A(i,k) * X(k,j)", "S(i,j) = 0 + Y(i,j)"],
+         {"A": "dense,compressed", "S": "dense,compressed"},
+         lambda d: {"Y": d["A"] @ d["X"], "S": d["A"] @ d["X"]}),
+    Case("integers", ["Y(i,j) = N(i,j) * X(i,j)", "T(i,j) = N(i,j) * 3 + 1"],
+         {"N": "dense,dense"},
+         lambda d: {"Y": d["N"].astype(np.int64) * d["X"], "T": d["N"].astype(np.int64) * 3 + 1}),
+    Case("nonfinite", ["T(i,j) = X(i,j) / 0", "E(i,j) = exp(X(i,j) * 100)", "AT(i,k) = sum[j] A(i,j) * T(j,k)",
+                       "AE(i,k) = sum[j] A(i,j) * E(j,k)", "Y(i,j) = AT(i,j) + AE(i,j)", "S(i,j) = A(i,j) * T(i,j)"],
+         {"A": "dense,compressed", "T": "dense,dense", "S": "dense,compressed"},
+         lambda d: _sparse_products_of_non_finite(d), density=0.15),
 ]
+
+
+def _sparse_products_of_non_finite(d):
+    """nonfinite.mlir by scipy: only A's stored entries take part in its products."""
+    A = sp.csr_array(d["A"])
+    with np.errstate(all="ignore"):
+        T, E = d["X"] / 0.0, np.exp(100.0 * d["X"])
+        return {"Y": A @ T + A @ E, "S": A.multiply(T).toarray()}
 
 
 def _masked_softmax(S, M):

@@ -32,7 +32,7 @@ def test_labels_name_primitive_variable_tensor_mode_and_format():
     for node in graph.nodes:
         if node.kind == "scan" and node.params["tensor"]:
             meta = graph.tensors[node.params["tensor"]]
-            want = meta["mode_order"][node.params["level"]]
+            want = meta.mode_order[node.params["level"]]
             assert (labels[node.id].var, labels[node.id].mode, labels[node.id].format) == \
                 (node.var, want, node.params["format"])
         if node.kind == "repeat":  # the variable it repeats along is the one its signal's coordinates carry

@@ -8,8 +8,8 @@ import pytest
 
 import fuseflow
 from fuseflow.cli import main
-from fuseflow.execute import _format
 from fuseflow.fusion.compile import compile_schedule
+from fuseflow.ir.formats import TensorFormat
 from fuseflow.pipeline import first_mismatch, simulate
 from fuseflow.sam.graph import SamGraph
 from fuseflow.sim.bounded import Deadlock, bounded_cycles
@@ -21,8 +21,8 @@ MLIR = os.path.join(os.path.dirname(__file__), "mlir")
 
 
 def stored(graph, data):
-    return {n: StoredTensor.from_dense(data[m.get("source", n)], _format(m))
-            for n, m in graph.tensors.items() if m["role"] == "input"}
+    return {n: StoredTensor.from_dense(data[m.stores(n)], TensorFormat.of(m))
+            for n, m in graph.tensors.items() if m.role == "input"}
 
 
 def test_simulate_verifies_and_counts():

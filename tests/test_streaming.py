@@ -10,8 +10,9 @@ import pytest
 import scipy.sparse as sp
 
 import fuseflow
-from fuseflow.execute import _format, decode
+from fuseflow.execute import decode
 from fuseflow.fusion.compile import compile_schedule
+from fuseflow.ir.formats import TensorFormat
 from fuseflow.memory import Budget, MemoryLimitError, release_freed, resident_bytes
 from fuseflow.pipeline import simulate
 from fuseflow.sim import fast
@@ -45,8 +46,8 @@ def _peak_of_run(rows: int, chunk, schedule: str = "full layout=induced order=j,
     program = fuseflow.from_mlir(COLUMN_SUMS.format(n=rows))
     (kernel,) = compile_schedule(program, schedule).kernels
     A = sp.random(rows, 64, density=0.2, format="csr", random_state=np.random.default_rng(0))
-    stored = {name: StoredTensor.from_value(A, _format(meta)) for name, meta in kernel.graph.tensors.items()
-              if meta["role"] == "input"}
+    stored = {name: StoredTensor.from_value(A, TensorFormat.of(meta)) for name, meta in kernel.graph.tensors.items()
+              if meta.role == "input"}
     fast.run_graph(kernel.graph, stored, chunk=chunk)  # warm: numba kernels loaded
     pool.clear()  # the run's buffers are counted, not the warm run's reused
     tracemalloc.start()

@@ -155,7 +155,7 @@ def test_model_hook(monkeypatch, tmp_path):
     program = fuseflow.from_mlir(SPMV)
     calls = []
 
-    def build(name, dataset=None, *, seed=0):
+    def build(name, dataset=None, *, seed=0, scale=1.0, density=0.1, block=16):  # registry.build's
         calls.append((name, dataset, seed))
         if name != "spmv":
             raise UserError(f"unknown model {name!r}")

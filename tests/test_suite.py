@@ -45,7 +45,7 @@ def test_figure12_is_built_in():
     assert len(tasks) == 54 and len({t.key for t in tasks}) == 54
     cases = {(t.model, t.dataset, t.block) for t in tasks}
     for model in ("gcn", "graphsage"):
-        for dataset in ("cora", "cora_ml", "citeseer", "synthetic:dblp", "synthetic:collab", "synthetic:mag"):
+        for dataset in ("cora", "cora_ml", "citeseer", "dblp", "synthetic:collab", "synthetic:mag"):
             assert (model, dataset, None) in cases
     assert {("gpt3-bigbird", "small2", b) for b in (16, 32, 64)} | {("sae", d, None) for d in
                                                                     ("imagenet", "nih-cxr", "luna16")} <= cases

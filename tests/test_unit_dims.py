@@ -143,7 +143,7 @@ def test_unit_levels_are_read_dense():
     text = elementwise("copy", ["tensor<3x1xf32, #CSR>"], "tensor<3x1xf32>", "linalg.yield %x0 : f32")
     graph = compile_schedule(fuseflow.from_mlir(text), "full").kernels[0].graph
     meta = graph.tensors["a0[cd]"]
-    assert meta["source"] == "a0" and meta["levels"] == ["compressed", "dense"]
+    assert meta.source == "a0" and meta.levels == ("compressed", "dense")
     assert str(TensorFormat.parse("dense,compressed").constant_levels_dense({0})) == "dense,compressed"
 
 

@@ -36,14 +36,14 @@ SPARSE_ENTRY_BYTES = 24  # a scipy CSR entry: its value and column, and one more
 
 
 def check_inputs(program: Program, inputs: dict | None, where: str = "inputs") -> dict[str, np.ndarray]:
-    """The given inputs by name (`argK` keys mapped to the K-th input), each checked by
+    """The given inputs by name (an input's own name, else `argK` for the K-th input), each checked by
     `check_input`; an unknown name or an input given twice is refused. Torch tensors and
     sparse matrices become fuseflow values (`ir.values.as_value`: large sparse matrices stay
     sparse)."""
     names = {f"arg{k}": name for k, name in enumerate(program.inputs)}
     checked, keys = {}, {}
     for key, value in (inputs or {}).items():
-        name = names.get(key, key)
+        name = key if key in program.inputs else names.get(key, key)  # a name wins over a position
         if name not in program.inputs:
             raise UserError(f"data given for {key!r}, which is not an input of {program.name}", where,
                             f"inputs are {', '.join(program.inputs)} (or arg0..arg{len(names) - 1})")
@@ -55,10 +55,38 @@ def check_inputs(program: Program, inputs: dict | None, where: str = "inputs") -
     return checked
 
 
+DYNAMIC_SIZE = 16  # what a dynamic dimension is when the command line gives no --shape for it
+
+
+def dynamic_shapes(program: Program, shapes: dict, given: dict, default: int | None = None,
+                   note=None) -> dict:
+    """`shapes` with `"?": N` (one size for every dynamic dimension) expanded into a shape per
+    input whose declaration has dynamic dimensions and that has no shape or data; with no `"?"`,
+    `default` is that size and `note(text)` is told which inputs took it.
+
+        >>> from fuseflow.frontend import from_mlir
+        >>> dynamic_shapes(from_mlir("tests/mlir/dynamic.mlir"), {"?": 32}, {})
+        {'A': (32, 8)}
+    """
+    shapes = dict(shapes or {})
+    size = shapes.pop("?", None)
+    open_inputs = [n for n in program.inputs if None in program.tensors[n].shape and n not in shapes
+                   and n not in given and n not in program.constants]
+    if size is None and default is not None and open_inputs:
+        size = default
+        if note is not None:
+            note(f"dynamic dimensions of {', '.join(open_inputs)} are {default} (give --shape '?=N' or "
+                 f"--shape NAME=AxB)")
+    for name in open_inputs if size is not None else []:
+        shapes[name] = tuple(size if d is None else d for d in program.tensors[name].shape)
+    return shapes
+
+
 def input_shapes(program: Program, given: dict, shapes: dict | None = None, flag: str = "shapes") -> dict:
     """Shape of every input without constant data: from `given` arrays, then `shapes`, then the
     declaration; a dynamic dimension nothing determines is refused, naming `flag`."""
     out = {}
+    shapes = dynamic_shapes(program, shapes or {}, given)
     for name in program.inputs:
         if name in program.constants and name not in given:
             continue

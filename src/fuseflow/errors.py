@@ -10,7 +10,10 @@ from __future__ import annotations
 
 
 class FuseflowError(Exception):
-    """Base of the errors that are reported to users as one line."""
+    """Base of the errors that are reported to users as one line; the CLI exits with
+    `exit_status` (2: the input is at fault; 3: fuseflow is, e.g. a failed self-check)."""
+
+    exit_status = 2
 
     def __init__(self, what: str, where: str | None = None, fix: str | None = None):
         self.what, self.where, self.fix = what, where, fix

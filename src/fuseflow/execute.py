@@ -22,10 +22,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import UserError
-from .ir.formats import LEVEL_FORMATS, TensorFormat
+from .ir.formats import TensorFormat
 from .ir.reference import bind_inputs
 from .ir.values import DENSE_LIMIT, check_dense, densify
 from .memory import release_freed
+from .sam.graph import GraphTensor
 from .sim.hw import HwConfig
 from .sim.oracle import run_graph
 from .sim.storage import StoredTensor, level_entries, storage_bytes
@@ -55,25 +56,20 @@ class ScheduleRun:
         return sum(k.counters.get(counter, 0) for k in self.kernels)
 
 
-def _format(meta: dict) -> TensorFormat:
-    block = tuple(meta["block"]) if meta.get("block") else None
-    return TensorFormat(tuple(LEVEL_FORMATS[x] for x in meta["levels"]), tuple(meta["mode_order"]), block)
-
-
-def decode(written, meta: dict):
+def decode(written, meta: GraphTensor):
     """The value of a written tensor: a dense array (of dense tiles when `meta` has a block
     shape; unit dimensions without a level filled in), or a scipy sparse matrix for a large 2-D
     tensor with a compressed level."""
-    shape, mode_order, block = meta["shape"], meta["mode_order"], meta.get("block")
+    shape, mode_order, block = meta.shape, meta.mode_order, meta.block
     n = len(written.levels)
     big = int(np.prod(shape, dtype=np.float64)) > DENSE_LIMIT
-    if big and len(shape) == 2 and n == 2 and not block and meta.get("fill", 0.0) == 0.0 and \
+    if big and len(shape) == 2 and n == 2 and not block and meta.fill == 0.0 and \
             any(written.levels[k].is_compressed for k in range(n)):
         return _decode_sparse(written, tuple(shape), tuple(mode_order))
     check_dense(shape, "a tensor written by a kernel")
     dims = list(mode_order[:n])
     kept = sorted(dims)
-    sub = written.to_dense([shape[d] for d in kept], [kept.index(d) for d in dims], meta.get("fill", 0.0),
+    sub = written.to_dense([shape[d] for d in kept], [kept.index(d) for d in dims], meta.fill,
                            [block[d] for d in kept] if block else None)
     return np.reshape(sub, shape)
 
@@ -108,28 +104,27 @@ def _decode_sparse(written, shape, mode_order) -> sp.csr_array:
     return sp.csr_array((vals[keep], (rows[keep], cols[keep])), shape=shape)
 
 
-def _readable_as_written(entry, meta: dict) -> bool:
+def _readable_as_written(entry, meta: GraphTensor) -> bool:
     """Whether a reader with `meta` can read the written `entry` (tensor, its meta) as it is."""
     if entry is None:
         return False
     tensor, wmeta = entry
-    same = all(wmeta.get(k) == meta.get(k) for k in ("levels", "mode_order", "shape", "block", "fill"))
-    return same and len(tensor.levels) == len(meta["shape"]) and tensor.vals is not None
+    same = all(getattr(wmeta, k) == getattr(meta, k) for k in ("levels", "mode_order", "shape", "block", "fill"))
+    return same and len(tensor.levels) == len(meta.shape) and tensor.vals is not None
 
 
-def _as_written(entry, meta: dict) -> StoredTensor | None:
+def _as_written(entry, meta: GraphTensor) -> StoredTensor | None:
     """An intermediate read in the layout its writer stored it in, as stored: explicit zeros a
     kernel wrote (e.g. a sum over an empty fiber) stay, as they would in memory. None when the
     reader needs another layout (then the dense values are encoded again)."""
     if not _readable_as_written(entry, meta):
         return None
-    tensor, rank = entry[0], len(meta["shape"])
+    tensor, rank = entry[0], len(meta.shape)
     vals = np.asarray(tensor.vals, dtype=np.float64)
-    block = tuple(meta["block"]) if meta.get("block") else ()
+    block = meta.block or ()
     if block:
         vals = vals.reshape((-1,) + block)
-    return StoredTensor([tensor.levels[k] for k in range(rank)], vals, tuple(meta["shape"]), _format(meta),
-                        meta.get("fill", 0.0))
+    return StoredTensor([tensor.levels[k] for k in range(rank)], vals, meta.shape, TensorFormat.of(meta), meta.fill)
 
 
 def footprint(graph, chunk=None) -> int:
@@ -140,22 +135,22 @@ def footprint(graph, chunk=None) -> int:
 
     total = buffer_bytes(graph, chunk)
     for meta in graph.tensors.values():
-        if meta["role"] == "output" and all(x == "dense" for x in meta["levels"]):
-            total += 2 * 8 * int(np.prod(meta["shape"], dtype=np.float64))
+        if meta.role == "output" and all(x == "dense" for x in meta.levels):
+            total += 2 * 8 * int(np.prod(meta.shape, dtype=np.float64))
     return total
 
 
-def _stored_inputs(kernel, values: dict, written: dict) -> dict:
+def stored_inputs(kernel, values: dict, written: dict) -> dict:
     """The kernel's input tensors in the formats its graph reads them in."""
     stored = {}
     for name, meta in kernel.graph.tensors.items():
-        if meta["role"] == "input":
-            source = meta.get("source", name)
+        if meta.role == "input":
+            source = meta.stores(name)
             if source not in values and source not in written:
                 raise UserError(f"kernel {kernel.index} reads {source}, which nothing computed")
             stored[name] = (_as_written(written.get(source), meta)
-                            or StoredTensor.from_value(_value(source, values, written), _format(meta),
-                                                       meta.get("fill", 0.0)))
+                            or StoredTensor.from_value(_value(source, values, written), TensorFormat.of(meta),
+                                                       meta.fill))
     return stored
 
 
@@ -164,16 +159,15 @@ def _storing_bytes(kernel, values: dict, written: dict) -> int:
     written one read in another layout is decoded first, at about 40 bytes an entry)."""
     total = 0
     for name, meta in kernel.graph.tensors.items():
-        source = meta.get("source", name)
-        if meta["role"] != "input" or _readable_as_written(written.get(source), meta):
+        source = meta.stores(name)
+        if meta.role != "input" or _readable_as_written(written.get(source), meta):
             continue
         if source in values:
-            total += storage_bytes(values[source], _format(meta))
+            total += storage_bytes(values[source], TensorFormat.of(meta))
         elif source in written:  # decoded, then stored: as sparse entries when large and 2-D, else dense
             entries = len(written[source][0].vals if written[source][0].vals is not None else ())
-            size = int(np.prod(meta["shape"], dtype=np.float64))
-            total += 136 * entries if size > DENSE_LIMIT and len(meta["shape"]) == 2 else \
-                8 * size * (len(meta["shape"]) + 4)
+            size = int(np.prod(meta.shape, dtype=np.float64))
+            total += 136 * entries if size > DENSE_LIMIT and len(meta.shape) == 2 else 8 * size * (len(meta.shape) + 4)
     return total
 
 
@@ -192,8 +186,8 @@ def _last_reads(compiled) -> dict[str, int]:
             last[compiled.program.producer(kernel.group[0]).input] = k
             continue
         for name, meta in kernel.graph.tensors.items():
-            if meta["role"] == "input":
-                last[meta.get("source", name)] = k
+            if meta.role == "input":
+                last[meta.stores(name)] = k
     return last
 
 
@@ -246,16 +240,16 @@ def _run_kernel(kernel, values, written, hw, run_graph_fn, options, budget, on_r
     if budget is not None:  # before storing the inputs: storing a large one takes memory too
         needs = footprint(graph) + _storing_bytes(kernel, values, written)
         budget.check(needs, f"kernel k{kernel.index} ({graph.name})")
-    stored = _stored_inputs(kernel, values, written)
+    stored = stored_inputs(kernel, values, written)
     run = run_graph_fn(graph, stored, hw, **options)
     if on_run is not None:
         on_run(graph, run)
     if hw is not None and hw.channel_depth is not None:
         from .sim.bounded import bounded_cycles
 
-        run.cycles = bounded_cycles(graph, stored, hw.channel_depth, hw)
+        run.cycles = bounded_cycles(graph, stored, hw.channel_depth, hw, unbounded=run)
     for name, meta in graph.tensors.items():
-        if meta["role"] == "output":
+        if meta.role == "output":
             values.pop(name, None)
             written[name] = (run.written[name], meta)
     return KernelRun(kernel.index, graph.name, run.cycles, dict(run.counters), sum(run.stream_tokens.values()),

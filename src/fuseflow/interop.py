@@ -4,9 +4,11 @@
 `comal.run_graph("DIR/k0/graph.bin", "DIR/k0")`:
 
 - `graph.bin`: the `tortilla.ComalGraph` protobuf (`sam.comal`), `graph.txt` the same as text;
-- for every tensor the kernel reads, the files Comal reads, one number per line:
-  `tensor_<T>_mode_shape` (the size of each stored level, outermost first),
-  `tensor_<T>_mode_<k>_seg` and `tensor_<T>_mode_<k>_crd` for each compressed level k, and
+- for every tensor the kernel reads, the files Comal reads, one number per line, numbered by
+  tensor dimension as the reference's compiler and SAM's data generator number them:
+  `tensor_<T>_mode_shape` (the size of each dimension, dimension 0 first; of the block grid for a
+  blocked tensor), `tensor_<T>_mode_<m>_seg` and `tensor_<T>_mode_<m>_crd` for the compressed
+  level that stores dimension m (a CSC matrix, `order=1,0`, stores dimension 1 outermost), and
   `tensor_<T>_mode_vals` (the values in position order; a tile's values row by row). A universe
   scan's tensor only has a shape. Inputs hold the given (or generated) data; a tensor an earlier
   kernel wrote holds the numpy reference's values;
@@ -33,18 +35,14 @@ import numpy as np
 from google.protobuf import text_format
 
 from .errors import UserError
-from .ir.formats import LEVEL_FORMATS, TensorFormat
+from .ir.formats import TensorFormat
 from .ir.reference import bind_inputs, reference
-from .sam.comal import comal_name, to_comal
+from .sam.comal import comal_name, entry_point, to_comal
+from .sam.comal_loader import check
 from .sam.samgv import to_samgv
 from .sim.storage import Level, StoredTensor
 
 FORMATS = ("comal", "sam-gv")
-
-
-def _format(meta: dict) -> TensorFormat:
-    block = tuple(meta["block"]) if meta.get("block") else None
-    return TensorFormat(tuple(LEVEL_FORMATS[x] for x in meta["levels"]), tuple(meta["mode_order"]), block)
 
 
 def _write_numbers(path: str, values, integer: bool) -> None:
@@ -54,13 +52,18 @@ def _write_numbers(path: str, values, integer: bool) -> None:
 def write_tensor_files(stored: StoredTensor, name: str, directory: str) -> list[str]:
     """The files Comal reads for one stored tensor (see the module docstring); returns their names."""
     prefix = os.path.join(directory, f"tensor_{name}_mode_")
-    _write_numbers(prefix + "shape", [level.dim for level in stored.levels], True)
+    order = stored.fmt.mode_order if stored.fmt else tuple(range(len(stored.levels)))
+    by_dim = [0] * len(stored.levels)
+    for k, level in enumerate(stored.levels):
+        by_dim[order[k]] = level.dim
+    _write_numbers(prefix + "shape", by_dim, True)
     written = [f"tensor_{name}_mode_shape"]
     for k, level in enumerate(stored.levels):
         if level.is_compressed:
-            _write_numbers(f"{prefix}{k}_seg", level.seg, True)
-            _write_numbers(f"{prefix}{k}_crd", level.crd, True)
-            written += [f"tensor_{name}_mode_{k}_seg", f"tensor_{name}_mode_{k}_crd"]
+            m = order[k]
+            _write_numbers(f"{prefix}{m}_seg", level.seg, True)
+            _write_numbers(f"{prefix}{m}_crd", level.crd, True)
+            written += [f"tensor_{name}_mode_{m}_seg", f"tensor_{name}_mode_{m}_crd"]
     _write_numbers(prefix + "vals", stored.vals, False)
     return written + [f"tensor_{name}_mode_vals"]
 
@@ -75,11 +78,12 @@ def read_tensor_files(name: str, directory: str, fmt: TensorFormat, shape, fill:
     dims = _read_numbers(prefix + "shape", True)
     levels = []
     for k, lf in enumerate(fmt.levels):
+        m = fmt.mode_order[k]  # files are numbered by the dimension a level stores
         if lf.is_compressed:
-            levels.append(Level("compressed", int(dims[k]), _read_numbers(f"{prefix}{k}_seg", True),
-                                _read_numbers(f"{prefix}{k}_crd", True)))
+            levels.append(Level("compressed", int(dims[m]), _read_numbers(f"{prefix}{m}_seg", True),
+                                _read_numbers(f"{prefix}{m}_crd", True)))
         else:
-            levels.append(Level("dense", int(dims[k])))
+            levels.append(Level("dense", int(dims[m])))
     vals = _read_numbers(prefix + "vals", False)
     if fmt.block:
         vals = vals.reshape((-1,) + tuple(fmt.block))
@@ -103,7 +107,8 @@ def emit_comal(compiled, data: dict, directory: str) -> dict:
     """Write every kernel's Comal graph and tensor files under `directory`; returns the manifest."""
     values = _values(compiled, data)
     manifest = {"schedule": str(compiled.schedule), "program": compiled.program.name,
-                "run": "in order: comal.run_graph(<kernel>/graph.bin, <kernel>)", "kernels": []}
+                "run": "in order: comal.<entry>(<kernel>/graph.bin, <kernel>) for each kernel that loads",
+                "kernels": []}
     for kernel in compiled.kernels:
         if kernel.is_reshape:
             manifest["kernels"].append({"index": kernel.index, "reshape": kernel.group[0],
@@ -119,18 +124,22 @@ def emit_comal(compiled, data: dict, directory: str) -> dict:
             handle.write("".join(n + "\n" for n in export.notes))
         files: dict[str, list[str]] = {}
         for name, meta in graph.tensors.items():
-            source = meta.get("source", name)
-            stored = StoredTensor.from_dense(values[source], _format(meta), meta.get("fill", 0.0))
-            where = path if meta["role"] == "input" else os.path.join(path, "expected")
+            stored = StoredTensor.from_dense(values[meta.stores(name)], TensorFormat.of(meta), meta.fill)
+            where = path if meta.role == "input" else os.path.join(path, "expected")
             files[comal_name(name)] = write_tensor_files(stored, comal_name(name), where)
         for name, dim in export.universes.items():
             _write_numbers(os.path.join(path, f"tensor_{name}_mode_shape"), [dim], True)
             files[name] = [f"tensor_{name}_mode_shape"]
+        entry = entry_point(graph)
+        loader = check(export.message, entry or "run_graph", path)
+        refused = [str(r) for r in loader.rejections] if entry else \
+            ["tiles of a side Comal has no true-block mode for (16, 32, 64)"] + [str(r) for r in loader.rejections]
         manifest["kernels"].append({
             "index": kernel.index, "name": graph.name, "ops": kernel.group, "order": kernel.order,
-            "graph": f"k{kernel.index}/graph.bin", "data": f"k{kernel.index}",
-            "reads": {comal_name(n): m.get("source", n) for n, m in graph.tensors.items() if m["role"] == "input"},
-            "writes": [comal_name(n) for n, m in graph.tensors.items() if m["role"] == "output"],
+            "graph": f"k{kernel.index}/graph.bin", "data": f"k{kernel.index}", "entry": entry,
+            "loads": not refused, "refused": refused,
+            "reads": {comal_name(n): m.stores(n) for n, m in graph.tensors.items() if m.role == "input"},
+            "writes": [comal_name(n) for n, m in graph.tensors.items() if m.role == "output"],
             "files": files, "notes": export.notes})
     with open(os.path.join(directory, "manifest.json"), "w") as handle:
         json.dump(manifest, handle, indent=1)
@@ -164,5 +173,7 @@ def emit(compiled, fmt: str, directory: str, data: dict) -> str:
     manifest = emit_comal(compiled, data, directory)
     graphs = [k for k in manifest["kernels"] if "graph" in k]
     notes = sum(len(k["notes"]) for k in graphs)
+    refused = [f"k{k['index']}: {k['refused'][0]}" for k in graphs if k["refused"]]
     return (f"wrote {len(graphs)} Comal graph{'s' * (len(graphs) != 1)} with their tensor files to {directory}/"
-            + (f" ({notes} nodes without an exact Comal equivalent: see the notes.txt files)" if notes else ""))
+            + (f" ({notes} nodes without an exact Comal equivalent: see the notes.txt files)" if notes else "")
+            + "".join(f"\nComal's loader would refuse {r}" for r in refused))

@@ -25,7 +25,10 @@ from .sim.hw import HwConfig
 
 
 class VerificationError(FuseflowError):
-    """A simulated output differs from the reference: a bug in fuseflow, reported with its place."""
+    """A simulated output differs from the reference: a bug in fuseflow, reported with its place
+    (the CLI exits with status 3)."""
+
+    exit_status = 3
 
 
 @dataclass
@@ -40,6 +43,8 @@ class KernelResult:
     mem_writes: int
     tokens: int
     max_occupancy: int
+    cycles_low: int | None = None  # a sampled kernel's 95% interval
+    cycles_high: int | None = None
 
 
 @dataclass
@@ -57,6 +62,11 @@ class SimResult:
     wall_seconds: float
     kernels: list[KernelResult] = field(default_factory=list)
     outputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    mode: str = "whole"  # or "sharded" (windows of every kernel's outer loop), "sampled" (an estimate)
+    method: str = ""  # how a sharded or sampled run combined its windows
+    cycles_low: int | None = None  # sampled: the 95% interval of `cycles`
+    cycles_high: int | None = None
+    sampled_fraction: float | None = None  # sampled: the share of windows simulated
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -67,7 +77,8 @@ class SimResult:
         return result_html(self)
 
 
-def _engine(name: str):
+def engine_function(name: str):
+    """The `run_graph` of engine `name` (fast or oracle)."""
     if name == "oracle":
         from .sim.oracle import run_graph
     elif name == "fast":
@@ -125,6 +136,21 @@ def first_mismatch(name: str, got, want, rtol: float, atol: float) -> str | None
     return compare(name, got, want, rtol, atol)[1]
 
 
+def prepared(program: Program, schedule, inputs: dict | None, seed: int, density: float) -> tuple[dict, Compiled]:
+    """(every input, given or generated from `seed` at `density`; the compiled schedule): unless
+    `schedule` is already a `Compiled`, default orders weigh loops by this data's densities, as
+    studies and sweeps do."""
+    given = dict(inputs or {})
+    shapes = {n: shape_of(v) for n, v in given.items()}
+    data = {n: v for n, v in complete_inputs(program, given, density, seed, shapes).items() if n in program.inputs}
+    if isinstance(schedule, Compiled):
+        return data, schedule
+    from .ir.stats import stats_for
+
+    return data, compile_schedule(program, schedule, {n: shape_of(v) for n, v in data.items()},
+                                  stats=stats_for(program, bind_inputs(program, data)))
+
+
 def simulate(program: Program, schedule="full", inputs: dict | None = None, *, seed: int = 0,
              density: float = 0.1, hw: HwConfig | None = None, engine: str = "fast", check: bool = True,
              rtol: float = 1e-6, atol: float = 1e-9, on_kernel=None, budget=None,
@@ -137,18 +163,9 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
     from .execute import execute
 
     start = time.perf_counter()
-    given = dict(inputs or {})
-    shapes = {n: shape_of(v) for n, v in given.items()}
-    data = {n: v for n, v in complete_inputs(program, given, density, seed, shapes).items() if n in program.inputs}
-    if isinstance(schedule, Compiled):
-        compiled = schedule
-    else:  # default orders weigh loops by this data's densities, as studies and sweeps do
-        from .ir.stats import stats_for
-
-        compiled = compile_schedule(program, schedule, {n: shape_of(v) for n, v in data.items()},
-                                    stats=stats_for(program, bind_inputs(program, data)))
-    run = execute(compiled, data, hw, _engine(engine), on_kernel, budget=budget or Budget(), on_events=on_events,
-                  on_run=on_run, keep_values=False)
+    data, compiled = prepared(program, schedule, inputs, seed, density)
+    run = execute(compiled, data, hw, engine_function(engine), on_kernel, budget=budget or Budget(),
+                  on_events=on_events, on_run=on_run, keep_values=False)
     error, verified = 0.0, False
     if check:
         if not program.outputs:  # verified means at least one output was compared

@@ -16,7 +16,7 @@ import math
 import re
 
 from ..errors import UserError
-from ..memory import parse_size
+from ..memory import Budget, parse_size
 
 MAX_COUNT = 2**62  # larger whole numbers are refused before they reach numpy's int64
 
@@ -64,6 +64,14 @@ def fraction(text: str) -> float:
     return value
 
 
+def relative(text: str) -> float:
+    """A share in (0, 1), as a fraction or a percentage: `0.02` or `2%` (target errors)."""
+    value = _real(text[:-1]) / 100 if text.endswith("%") else _real(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is outside (0, 1) (0%, 100%)")
+    return value
+
+
 def positive_real(text: str) -> float:
     """A finite number > 0 (scales, token limits)."""
     value = _real(text)
@@ -81,12 +89,13 @@ def size(text: str) -> int:
 
 
 def shape_items(items, flag: str = "--shape") -> dict[str, tuple[int, ...]]:
-    """`NAME=AxB` items as {name: shape}; every dimension a whole number >= 1, each name once."""
+    """`NAME=AxB` items as {name: shape} (`?=N`: one size for every dynamic dimension, as {"?": N});
+    every dimension a whole number >= 1, each name once."""
     shapes = {}
     for item in items or []:
         name, sep, dims = str(item).partition("=")
         parts = dims.lower().split("x")
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name) or \
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*|\?", name) or name == "?" and len(parts) != 1 or \
                 not all(p.isascii() and p.isdigit() and len(p) < 19 for p in parts):
             raise UserError(f"{item!r} is not NAME=AxB with whole numbers", flag, f"write e.g. {flag} A=64x64")
         shape = tuple(int(p) for p in parts)
@@ -94,7 +103,7 @@ def shape_items(items, flag: str = "--shape") -> dict[str, tuple[int, ...]]:
             raise UserError(f"{item!r} has a dimension below 1", flag, f"write e.g. {flag} A=64x64")
         if name in shapes:
             raise UserError(f"{name} is given twice", flag, "give each input's shape once")
-        shapes[name] = shape
+        shapes[name] = shape[0] if name == "?" else shape
     return shapes
 
 
@@ -110,3 +119,8 @@ def format_items(items) -> dict[str, str]:
             raise UserError(f"{name} is given twice", "--format", "give each input's format once")
         formats[name] = fmt
     return formats
+
+
+def budget_of(args) -> Budget | None:
+    """The memory budget `--max-memory` sets (None: what the machine has available)."""
+    return Budget(args.max_memory) if args.max_memory else None

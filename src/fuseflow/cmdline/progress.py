@@ -29,7 +29,6 @@ from __future__ import annotations
 import sys
 import threading
 
-from numba.core import event
 from tqdm import tqdm
 
 TICK_SECONDS = 0.5
@@ -156,6 +155,8 @@ _NOTICE_GIVEN = threading.Event()  # the numba notice is printed once per proces
 def numba_notice(out=None):
     """A context in which numba's first compilation prints a one-line notice on `out` (stderr),
     once per process."""
+    from numba.core import event  # noqa: PLC0415 - numba is slow to import; only a simulation needs it
+
     class CompileNotice(event.Listener):
         def on_start(self, ev) -> None:
             if not _NOTICE_GIVEN.is_set():

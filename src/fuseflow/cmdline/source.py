@@ -7,19 +7,18 @@ accepts it the same ways:
     fuseflow CMD --torch net.py:Net --input 34x34:csr --input 34x16 [--init JSON]   (or net.py:Net)
     fuseflow CMD --model gcn --dataset cora [--data-dir DIR] [--scale S] [--block B]  (or model:gcn)
 
-`load_source(args)` resolves them to a `Source`: the program (canonical for built-in models,
-whose schedules name its ops), its presets, and the data given (a model's dataset, `--inputs`).
-
-    >>> classify("tests/mlir/spmv.mlir"), classify("net.py:Net"), classify("model:gcn")
-    (('mlir', 'tests/mlir/spmv.mlir'), ('torch', 'net.py:Net'), ('model', 'gcn'))
+The flags are `cmdline.grammar.add_source_arguments`; what a MODEL text names is decided by
+`models.resolve` (the rules sweeps and suites follow too). `load_source(args)` loads it as a
+`Source`: the program (canonical for built-in models, whose schedules name its ops), its presets,
+and the data given (a model's dataset, `--inputs`).
 """
 from __future__ import annotations
 
 import os
-import re
+import sys
 from dataclasses import dataclass, field
 
-from ..checks import check_allocation, input_shapes
+from ..checks import DYNAMIC_SIZE, check_allocation, dynamic_shapes, input_shapes
 from ..data.inputs import read_inputs
 from ..errors import UserError
 from ..files import read_file
@@ -27,68 +26,9 @@ from ..frontend import from_mlir
 from ..frontend.torch_loader import program_from_torch_spec
 from ..ir.canonicalize import prepare
 from ..ir.generate import complete_inputs
-from ..schedule.schedule import statement_groups
-from .args import count, format_items, fraction, positive, positive_real, shape_items
-
-TORCH_SPEC = re.compile(r".+\.py:[A-Za-z_][A-Za-z0-9_]*")
-# what --dataset takes per built-in model, for help texts (parsing them needs no model import;
-# tests check these against models.registry)
-BUILT_IN = {"gcn": "graph", "graphsage": "graph", "sae": ("small", "imagenet", "nih-cxr", "luna16"),
-            "gpt3-bigbird": ("tiny", "mini", "wide", "deep", "small", "small2")}
-GRAPH_DATASETS = "karate, cora, citeseer, cora_ml, synthetic:{cora,cora_ml,dblp,collab,mag}, a graph .npz"
-
-
-def add_source_arguments(parser, default_model: str | None = None) -> None:
-    """The model flags every model command takes (see the module docstring)."""
-    parser.add_argument("source", nargs="?", metavar="MODEL",
-                        help="an .mlir file, FILE.py:Class (a PyTorch module) or model:NAME (built in)")
-    group = parser.add_argument_group("model and data (one vocabulary for every command)")
-    group.add_argument("--model", default=default_model, metavar="NAME",
-                       help=f"built-in model: {', '.join(BUILT_IN)} (or any MODEL form)"
-                            + (f"; default {default_model}" if default_model else ""))
-    group.add_argument("--dataset", metavar="D",
-                       help=f"gcn/graphsage: {GRAPH_DATASETS} or URL.npz#sha256=HEX; sae: "
-                            f"{', '.join(BUILT_IN['sae'])}; gpt3-bigbird: {', '.join(BUILT_IN['gpt3-bigbird'])}")
-    group.add_argument("--data-dir", metavar="DIR",
-                       help="directory with your own cora.npz, ... and for downloads (default: the "
-                            "copies shipped with fuseflow; downloads in $FUSEFLOW_DATA or ~/.cache/fuseflow)")
-    group.add_argument("--scale", type=positive_real, default=1.0, help="size factor of synthetic graphs")
-    group.add_argument("--block", type=positive, default=16,
-                       help="gpt3-bigbird: BigBird block size; its presets run blocked with tiles of it")
-    group.add_argument("--torch", metavar="FILE.py:CLASS", help="a PyTorch module class")
-    group.add_argument("--input", action="append", metavar="SHAPE[:LAYOUT]",
-                       help="example input of --torch, in forward() order, e.g. 34x34:csr (layouts: dense, "
-                            "csr, csc, coo, bsrB); default: the file's example_inputs()")
-    group.add_argument("--init", metavar="JSON", help="keyword arguments of the --torch class's constructor")
-    group.add_argument("--func", help="MLIR function to import when the module has several")
-    group.add_argument("--format", action="append", metavar="NAME=LEVELS",
-                       help="declare an input's storage, e.g. W=compressed,compressed (repeatable)")
-    group.add_argument("--shape", action="append", metavar="NAME=AxB",
-                       help="shape of an input with dynamic dimensions, e.g. A=64x8 (repeatable)")
-    group.add_argument("--inputs", metavar="FILE.npz",
-                       help="input data keyed arg0, arg1, ... or by name (missing ones are generated)")
-    group.add_argument("--density", type=fraction, default=0.1, help="density of generated sparse inputs")
-    group.add_argument("--seed", type=count, default=0, help="seed of generated inputs and weights")
-    parser.set_defaults(default_model=default_model)
-
-
-def classify(text: str, flag: str = "MODEL") -> tuple[str, str]:
-    """(kind, value) of a model argument: ('mlir', path), ('torch', FILE.py:Class) or
-    ('model', name); anything else is reported as a missing file."""
-    text = str(text).strip()
-    if text.startswith("model:"):
-        return "model", text[len("model:"):]
-    if TORCH_SPEC.fullmatch(text) and not os.path.exists(text):
-        return "torch", text
-    if os.path.exists(text) or text.endswith(".mlir"):
-        return "mlir", text
-    if text in tuple(BUILT_IN):
-        return "model", text
-    if flag == "--model" and "/" not in text and "." not in text:
-        raise UserError(f"unknown model {text!r}", flag, f"built-in models: {', '.join(tuple(BUILT_IN))}; "
-                        "or an .mlir file or FILE.py:Class")
-    raise UserError(f"no such file {text!r}", flag,
-                    f"give an .mlir file, FILE.py:Class or model:NAME (built in: {', '.join(tuple(BUILT_IN))})")
+from ..models.resolve import resolve
+from ..schedule.schedule import Schedule, statement_groups
+from .args import format_items, shape_items
 
 
 @dataclass
@@ -105,13 +45,14 @@ class Source:
     note: str = ""
     layers: tuple[int, int] | None = None  # a built-in case's (decoders simulated, decoders of the model)
 
-    def schedule(self, text: str | None) -> str | None:
-        """A built-in model's preset name as its schedule string (no schedule: its `full`
-        preset); anything else as it is (for an MLIR file or a PyTorch class, `full` is the plain
-        schedule `full`, and None the first schedule that compiles; studies use presets)."""
-        if self.kind != "model":
-            return text
-        return self.presets.get(text or "full", text)
+    def schedule(self, text: str | None) -> Schedule | None:
+        """The schedule `--schedule` names, parsed here once (the command passes the record down):
+        a built-in model's preset name is its preset (no schedule: its `full` preset); anything else
+        is read as it is (for an MLIR file or a PyTorch class, `full` is the plain schedule `full`,
+        and None the first schedule that compiles; studies use presets)."""
+        if self.kind == "model":
+            text = self.presets.get(text or "full", text)
+        return None if text is None else Schedule.parse(text)
 
     def input_shapes(self) -> dict:
         """Every input's shape (given data, --shape, declarations); a dynamic dimension nothing
@@ -150,7 +91,8 @@ def _one_source(args) -> tuple[str, str, str]:
     flag, value = (explicit or given)[0]
     if flag == "--torch":
         return "torch", value, flag
-    return (*classify(value, flag), flag)
+    ref = resolve(value, flag)
+    return ref.kind, ref.name, flag
 
 
 def load_source(args, budget=None) -> Source:
@@ -164,13 +106,14 @@ def load_source(args, budget=None) -> Source:
     else:
         source = _mlir_source(value, args, formats)
     _refuse_unused(kind, args, flag)
-    source.shapes = shapes
     if args.inputs:
         source.given = {**source.given, **read_inputs(args.inputs, source.program, "--inputs", budget)}
-    unknown = sorted(set(shapes) - set(source.program.inputs))
+    unknown = sorted(set(shapes) - set(source.program.inputs) - {"?"})
     if unknown:
         raise UserError(f"--shape names {unknown[0]!r}, which is not an input of {source.program.name}", "--shape",
                         f"inputs are {', '.join(source.program.inputs)}")
+    source.shapes = dynamic_shapes(source.program, shapes, source.given, DYNAMIC_SIZE,
+                                   lambda text: print(f"fuseflow: note: {text}", file=sys.stderr))
     return source
 
 
@@ -224,10 +167,11 @@ def _mlir_source(path: str, args, formats: dict) -> Source:
         raise UserError(f"no such MLIR file {path!r}", "command line", "check the path")
     read_mlir(path)
     try:
-        program = from_mlir(path, func=args.func, formats=formats)
+        program = from_mlir(path, func=args.func, formats=formats, strict=getattr(args, "strict", False))
     except RecursionError:
         raise UserError("the program nests its ops or expressions more deeply than fuseflow's importer "
                         "follows (Python's recursion limit, about 1,000 levels)", path,
                         "split it into shorter chains of ops, or into several functions") from None
     return Source("mlir", path, program,
-                  presets=_generic_presets(prepare(program, shape_items(args.shape, "--shape"))))
+                  presets=_generic_presets(prepare(program, dynamic_shapes(program, shape_items(args.shape, "--shape"),
+                                                                           {}, DYNAMIC_SIZE))))

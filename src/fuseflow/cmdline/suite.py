@@ -19,7 +19,6 @@ from ..studies.suite.page import draw_figure, write_page
 from ..studies.suite.run import run_suite, study_rows, suite_rows
 from ..studies.suite.spec import BUILT_IN, Suite, load_suite
 from ..tables import to_csv
-from .args import count, positive
 
 EXPORTED = ("model", "dataset", "block", "seed", "schedule", "status", "kernels", "cycles", "model_cycles",
             "speedup", "flops_ratio", "mem_ratio", "flops", "mem", "verified", "est_cycles", "skipped", "error",
@@ -31,7 +30,7 @@ def exported(rows: list[dict]) -> list[dict]:
     return [{k: r.get(k) for k in EXPORTED} for r in rows]
 
 
-def cmd_suite(args) -> int:
+def run(args) -> int:
     for path, flag, suffixes in ((args.csv, "--csv", (".csv",)), (args.page, "--page", (".md",)),
                                  (args.figure, "--figure", (".png", ".svg", ".pdf"))):
         if path:
@@ -62,9 +61,17 @@ def cmd_suite(args) -> int:
     return 0
 
 
-def _figure(args, db) -> int:
+def figure(args) -> int:
     """`plot DB --figure 12`: the Figure-12 chart of the suite in DB (`--suite`, else the suite
     that wrote the rows: a built-in one's published numbers are drawn beside)."""
+    db = open_existing(args.db)
+    try:
+        return _figure(args, db)
+    finally:
+        db.close()
+
+
+def _figure(args, db) -> int:
     if args.figure != "12":
         raise UserError(f"no figure {args.figure!r}", "--figure", "the figure drawn is 12 (the fusion suite)")
     rows = [r for r in db.rows() if r.get("suite")]
@@ -83,47 +90,3 @@ def _figure(args, db) -> int:
     draw_figure(study, suite, out)
     print(f"wrote {out}")
     return 0
-
-
-def add_figure_option(plot, draw_charts) -> None:
-    """`plot DB --figure 12 [--suite S]` on the `plot` command (whose own run is `draw_charts`)."""
-    plot.add_argument("--figure", metavar="12", help="draw the reference's Figure 12 from a suite's rows: speedup "
-                                                     "over unfused per model and dataset (`fuseflow study suite`)")
-    plot.add_argument("--suite", metavar="NAME|FILE.toml", help="with --figure: the suite (default: the one that "
-                                                                "wrote the rows)")
-
-    def run(args) -> int:
-        if not args.figure:
-            return draw_charts(args)
-        db = open_existing(args.db)
-        try:
-            return _figure(args, db)
-        finally:
-            db.close()
-
-    plot.set_defaults(run=run)
-
-
-def add_suite_command(studies) -> None:
-    """`study suite` on the `study` command's subparsers."""
-    p = studies.add_parser("suite", help="a suite of fusion studies (figure12 or a TOML file) on dask, resumable",
-                           description="Run every (model, dataset, schedule) of a suite as a task on dask (a local "
-                                       "cluster sized to the machine, or --scheduler ADDR), one SQLite row per "
-                                       "task; rerun to resume. Built-in: figure12.")
-    p.add_argument("suite", nargs="?", default="figure12", metavar="NAME|FILE.toml",
-                   help="figure12 (the reference's Figure 12) or a suite TOML file")
-    p.add_argument("--db", default="suite.db", help="SQLite database to write (default suite.db; the same "
-                                                    "store as sweeps)")
-    p.add_argument("--executor", choices=["dask", "serial"], default="dask",
-                   help="dask (default: a local cluster unless --scheduler) or serial (in this process)")
-    p.add_argument("--scheduler", metavar="ADDR", help="an existing dask scheduler, e.g. tcp://host:8786")
-    p.add_argument("--workers", type=positive, help="workers of the local cluster (default: one per core)")
-    p.add_argument("--limit", type=count, help="run at most N tasks this time (resume later)")
-    p.add_argument("--retry-failed", action="store_true", help="run the tasks that failed before again")
-    p.add_argument("--json", action="store_true", help="print the suite's rows as JSON")
-    p.add_argument("--csv", metavar="OUT.csv", help="write the suite's rows as CSV")
-    p.add_argument("--page", metavar="OUT.md", help="write the results page (its generated part, between "
-                                                   "markers, if the file has them)")
-    p.add_argument("--figure", metavar="OUT.png", help="draw the Figure-12 chart")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
-    p.set_defaults(run=cmd_suite)

@@ -1,28 +1,22 @@
-"""The `sweep` and `plot` commands (wired into `fuseflow` by `add_commands(subparsers)`).
+"""`fuseflow sweep`: a product of schedules and data points simulated into SQLite (its grammar:
+`cmdline.grammar`; the sweep itself: `studies.runner`).
 
     fuseflow sweep tests/mlir/matmul_chain.mlir --granularity "full layout=induced" --orders all \\
         --density 0.05 --density 0.3 --db sweep.db
     fuseflow sweep --config sweep.toml [--jobs 2] [--executor dask --scheduler tcp://host:8786]
-    fuseflow plot sweep.db -o charts/
 
-Handlers return an exit code; bad input raises fuseflow.errors.UserError.
+Bad input raises fuseflow.errors.UserError.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import tomllib
 
 from ..errors import UserError
 from ..files import read_file
-from ..studies.analysis import summary_text
-from ..studies.db import open_existing
-from ..studies.plot import draw
 from ..studies.runner import SweepSpec, run_sweep
-from .args import MAX_COUNT, count, positive, positive_real, shape_items
-
-DEFAULT_PRUNE = 1.5  # measured: keeps the best schedule of every swept group (docs/exploration.md)
+from .args import MAX_COUNT, positive_real, shape_items
 
 # TOML keys (and their types) a sweep file may set; flags given on the command line win
 TOML_KEYS = {
@@ -71,7 +65,7 @@ def _near(path: str, base: str, must_exist: bool = True) -> str:
     return path
 
 
-def _floats(items, flag: str) -> list[float]:
+def floats(items, flag: str) -> list[float]:
     """Finite numbers from repeatable, comma-separated items."""
     out = []
     for item in items or []:
@@ -115,7 +109,7 @@ def spec_from_args(args):
     }
     settings.update({k: v for k, v in flags.items() if v is not None})
     if args.density:
-        settings["densities"] = _floats(args.density, "--density")
+        settings["densities"] = floats(args.density, "--density")
     if args.dataset:
         settings["datasets"] = list(args.dataset)
     if args.block:
@@ -137,105 +131,10 @@ def spec_from_args(args):
     return spec
 
 
-def cmd_sweep(args) -> int:
+def run(args) -> int:
     spec = spec_from_args(args)
     summary = run_sweep(spec, progress=not args.quiet, budget=args.max_memory)
     if not args.quiet:
         print(f"sweep: {summary.simulated} simulated, {summary.pruned} pruned, {summary.failed} failed, "
               f"{summary.skipped} already done; {summary.seconds:.1f} s; results in {spec.db}")
     return 0
-
-
-def cmd_plot(args) -> int:
-    db = open_existing(args.db)
-    try:
-        rows = db.rows()
-    finally:
-        db.close()
-    if args.program:
-        rows = [r for r in rows if r["program"] == args.program]
-    if not rows:
-        raise UserError(f"{args.db} has no rows" + (f" for program {args.program}" if args.program else ""),
-                        "plot", "run a sweep into it first")
-    factors = _floats([args.factors], "--factors") if args.factors else [1.25, 1.5, 2.0, 3.0]
-    print(summary_text(rows, factors))
-    if not args.no_charts:
-        out = args.output or os.path.splitext(args.db)[0] + "-charts"
-        parent = os.path.dirname(os.path.abspath(out))
-        if not os.path.isdir(parent) or (os.path.exists(out) and not os.path.isdir(out)):
-            raise UserError(f"directory {parent} does not exist" if not os.path.isdir(parent)
-                            else f"{out} exists and is not a directory", "-o",
-                            "give a directory to create or fill with the charts")
-        paths = _draw_atomically(rows, out, parent)
-        print(f"wrote {len(paths)} charts to {out}/")
-    return 0
-
-
-def _draw_atomically(rows, out: str, parent: str) -> list[str]:
-    """Draw the charts into a temporary directory beside `out`, then move each into `out`: a
-    failure part-way leaves no half-written chart there."""
-    try:
-        with tempfile.TemporaryDirectory(prefix=".charts-", dir=parent) as temp:
-            drawn = draw(rows, temp)
-            os.makedirs(out, exist_ok=True)
-            paths = [os.path.join(out, os.path.basename(p)) for p in drawn]
-            for source, target in zip(drawn, paths):
-                os.replace(source, target)
-    except OSError as err:
-        raise UserError(f"cannot write charts to {out}: {err.strerror}", "-o") from None
-    return paths
-
-
-def add_commands(subparsers) -> None:
-    """Register `sweep` and `plot` on the `fuseflow` command's subparsers."""
-    p = subparsers.add_parser("sweep", help="simulate a product of schedules and data points into SQLite",
-                              description="Simulate every granularity x dataflow order x data point; "
-                                          "one SQLite row per result; rerun to resume.")
-    p.add_argument("programs", nargs="*", metavar="PROGRAM",
-                   help="an .mlir file, or model:NAME for a built-in model (e.g. model:gcn)")
-    p.add_argument("--config", metavar="SWEEP.toml", help="read the sweep from a TOML file (flags override it)")
-    p.add_argument("--granularity", "-g", action="append", metavar="SCHEDULE",
-                   help="unfused | partial | full | random:N | any schedule string (repeatable; "
-                        "default: unfused, partial, full)")
-    p.add_argument("--orders", help="default (the compiler's choice), all (every valid order of each group, "
-                                    "one group varied at a time), or order items separated by ';'")
-    p.add_argument("--max-orders", type=positive, help="cap on the orders tried per group (default 24)")
-    p.add_argument("--par", action="append", metavar="VAR:P[,VAR:P]",
-                   help="parallelization of group 0 tried with every schedule (repeatable; 1 = none), "
-                        "e.g. --par 1 --par i:2 --par i:4,j:2")
-    p.add_argument("--layout", choices=["declared", "induced"], help="layout added to every granularity")
-    p.add_argument("--density", action="append", metavar="D", help="density of random sparse inputs "
-                   "(repeatable or comma-separated; default 0.1)")
-    p.add_argument("--dataset", action="append", metavar="NAME",
-                   help="a model's dataset (karate, synthetic:cora, ...) or an .npz of inputs (repeatable)")
-    p.add_argument("--block", action="append", metavar="B", help="block-sparse random data in BxB blocks")
-    p.add_argument("--seed", action="append", metavar="S", help="seed of the generated data (repeatable)")
-    p.add_argument("--random-seed", type=count, help="seed for random:N groupings")
-    p.add_argument("--shape", action="append", metavar="NAME=AxB", help="shape of an input with dynamic dims")
-    p.add_argument("--func", help="MLIR function to import when the module has several")
-    p.add_argument("--scale", type=positive_real, help="scale of synthetic graph datasets (models)")
-    p.add_argument("--engine", choices=["fast", "oracle"], help="simulator engine (default fast; oracle "
-                                                               "when fast is unavailable)")
-    p.add_argument("--no-check", action="store_true", help="skip verification against the numpy reference")
-    p.add_argument("--db", help="SQLite database to write (default sweep.db)")
-    p.add_argument("--executor", choices=["local", "dask"], help="local processes (default) or dask.distributed "
-                   "(the scheduler at --scheduler ADDR, else a local cluster of --jobs workers, default one per core)")
-    p.add_argument("--jobs", "-j", type=positive, help="local worker processes (default 1; with --executor dask: "
-                                                        "the local cluster's workers)")
-    p.add_argument("--scheduler", metavar="ADDR", help="dask scheduler address for --executor dask (default: start "
-                                                       "a local cluster)")
-    p.add_argument("--prune", type=positive_real, metavar="F", nargs="?", const=DEFAULT_PRUNE,
-                   help="skip schedules whose heuristic estimate exceeds F x the best estimate of the "
-                        f"same program and data (F defaults to {DEFAULT_PRUNE:g})")
-    p.add_argument("--limit", type=count, help="simulate at most N schedules this run (resume later)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
-    p.set_defaults(run=cmd_sweep)
-
-    p = subparsers.add_parser("plot", help="charts and heuristic/pruning statistics of a sweep database")
-    p.add_argument("db", help="a database written by `fuseflow sweep`")
-    p.add_argument("-o", "--output", metavar="DIR", help="directory for the PNG charts (default DB-charts/); with "
-                                                          "--figure the chart's file (default DB-figure12.png)")
-    p.add_argument("--program", help="only rows of this program")
-    p.add_argument("--factors", help="pruning factors to evaluate, comma-separated (default 1.25,1.5,2,3)")
-    p.add_argument("--no-charts", action="store_true", help="print the statistics only")
-    p.set_defaults(run=cmd_plot)

@@ -1,7 +1,7 @@
 """Datasets: graphs as scipy CSR adjacency (unweighted, no self loops) + dense features + labels.
 
 `load_graph(name_or_path)` reads a built-in (`karate`), a shipped real graph (`cora`,
-`citeseer`, `cora_ml`, package data), any `.npz` in the format of `npz.py`, a checked URL
+`citeseer`, `cora_ml`, `dblp`, package data), any `.npz` in the format of `npz.py`, a checked URL
 (downloaded once into a cache, `cache.py`), or a `synthetic:*` graph matching the published
 statistics; `list_datasets()` names them; `Graph.describe()` summarises. `from_scipy` and
 `from_pyg` turn other libraries' objects into a `Graph`.

@@ -1,11 +1,11 @@
 """The real graphs shipped inside the package, with where they come from and their checksums.
 
-Cora, CiteSeer and Cora-ML (about 1.1 MB together, in the `.npz` format of `npz.py`) are package
+Cora, CiteSeer, Cora-ML and DBLP (about 2.7 MB together, in the `.npz` format of `npz.py`) are package
 data, so `load_graph("cora")` works right after `pip install fuseflow`, with no network and no
 data directory. Each file is checked against its SHA-256 the first time a process reads it.
 
     >>> sorted(SHIPPED)
-    ['citeseer', 'cora', 'cora_ml']
+    ['citeseer', 'cora', 'cora_ml', 'dblp']
     >>> shipped_path("cora").name
     'cora.npz'
     >>> print(SHIPPED["cora_ml"].source.split(";")[0])
@@ -44,6 +44,10 @@ SHIPPED = {
                             'CitationFull "cora_ml" graph of Bojchevski & Günnemann (ICLR 2018); '
                             "converted from the graph2gauss data file as PyG's CitationFull reads it",
                             "MIT (github.com/abojchevski/graph2gauss, (c) 2018 Aleksandar Bojchevski)"),
+    "dblp": ShippedGraph("dblp.npz", "ef0ae119fd23a2516fa68b4c6e1585086c2b6d5385e27ca7b755a3e5d7e1de8c",
+                         'CitationFull "dblp" graph of Bojchevski & Günnemann (ICLR 2018); '
+                         "converted from the graph2gauss data file as PyG's CitationFull('DBLP') reads it",
+                         "MIT (github.com/abojchevski/graph2gauss, (c) 2018 Aleksandar Bojchevski)"),
 }
 
 

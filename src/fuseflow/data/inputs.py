@@ -1,4 +1,5 @@
-"""Program inputs from an .npz archive, keyed `arg0, arg1, ...` in argument order or by input name.
+"""Program inputs from an .npz archive, keyed by input name or `arg0, arg1, ...` in argument order
+(a key that is an input's name is that input, whatever its position).
 
     >>> import io, numpy as np
     >>> from fuseflow.frontend import from_mlir
@@ -25,7 +26,7 @@ def read_inputs(path, program, where: str, budget: Budget | None = None) -> dict
     names = {f"arg{k}": name for k, name in enumerate(program.inputs)}
     data, keys = {}, {}
     for key, array in arrays.items():
-        name = names.get(key, key)
+        name = key if key in program.inputs else names.get(key, key)  # a name wins over a position
         if name not in program.inputs:
             raise UserError(f"the file holds {key!r}, which is not an input of {program.name}", label,
                             f"key arrays arg0..arg{len(names) - 1} or by name "

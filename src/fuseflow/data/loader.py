@@ -35,7 +35,7 @@ def load_graph(name_or_path, *, data_dir=None, scale: float = 1.0, seed: int = 0
     (`https://.../g.npz#sha256=HEX`, downloaded once into the cache, see `cache.py`), or a `Graph`
     (returned as it is).
 
-    `cora`, `citeseer` and `cora_ml` are shipped with fuseflow; with `data_dir`, they are read
+    `cora`, `citeseer`, `cora_ml` and `dblp` are shipped with fuseflow; with `data_dir`, they are read
     from `<data_dir>/<name>.npz` (or Planetoid raw files `ind.<name>.*`) instead, and downloads
     are cached there. `scale` (nodes and edges multiplied) and `seed` apply to the `synthetic:*`
     datasets only. `budget` (a `fuseflow.memory.Budget`) bounds what loading may allocate.

@@ -4,8 +4,11 @@ Each generator hits its target node count and stored-edge count exactly (scaled 
 the target feature width and class count, and is deterministic in `seed`:
 
 - structure: a Chung–Lu graph on power-law expected degrees w_i ∝ i^(-1/(γ-1)) (random node
-  order), plus one edge per node first so no node is isolated; a fraction `homophily` of the edges
-  pick their second endpoint inside the first endpoint's class (citation graphs are homophilous);
+  order), plus one edge per node first so no node is isolated; for collab and mag the law is
+  (i + offset·N)^-alpha, fitted to the published degree statistics (`degrees.py`), for the citation
+  sets (and the earlier `collab-unfitted`, `mag-unfitted`) γ = 2.5 calibrated on Cora; a fraction
+  `homophily` of the edges pick their second endpoint inside the first endpoint's class (citation
+  graphs are homophilous);
 - features: binary bag-of-words (Zipf word popularity, part of each node's words from a
   class-specific block) for the citation sets; dense 128-d Gaussians around class centroids for
   collab and mag.
@@ -22,6 +25,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..memory import Budget
+from .degrees import PowerLaw, weights
 from .graphs import Graph, from_edges
 
 GAMMA = 2.5  # degree exponent; synthetic:cora then has max/mean degree ≈ 40, as Cora (168/3.9 = 43)
@@ -44,6 +48,12 @@ class SyntheticSpec:
     top_word: float  # fraction of nodes that have the most frequent word (bag-of-words only)
     homophily: float  # fraction of edges joining two nodes of the same class
     source: str
+    degrees: PowerLaw | None = None  # fitted expected degrees; None: (i + 1)^(-1/(GAMMA-1))
+
+
+# ogbl-collab's published degrees (235,868 nodes, 2,358,104 stored edges: mean 10.0, std 18.98,
+# max 671), fitted by degrees.fit_power_law(DegreeTarget(235868, 2358104, 18.98, 671)): γ = 2.47
+COLLAB_DEGREES = PowerLaw(alpha=0.6804, offset=0.0003924)
 
 
 SPECS = {s.key: s for s in [
@@ -56,11 +66,19 @@ SPECS = {s.key: s for s in [
     SyntheticSpec("dblp", 17716, 105734, 1639, 4, True, True, 20.0, 0.40, 0.8,
                   "reference §5.2 (PyG CitationFull dblp); words/node, top word and homophily "
                   "assumed Cora-like"),
-    SyntheticSpec("collab", 235868, 2 * 1285465, 128, 2, True, False, 0.0, 0.0, 0.5,
-                  "reference §5.2 (OGB ogbl-collab: 1,285,465 undirected edges, stored both ways); "
-                  "ogbl has no classes, 2 as the reference's default, so labels carry no signal"),
+    SyntheticSpec("collab", 235868, 2358104, 128, 2, True, False, 0.0, 0.0, 0.5,
+                  "OGB ogbl-collab: 2,358,104 stored edges (1,179,052 distinct collaborations, both "
+                  "ways), degrees fitted to mean 10.0, std 18.98, max 671; ogbl has no classes, 2 as "
+                  "the reference's default, so labels carry no signal", COLLAB_DEGREES),
     SyntheticSpec("mag", 736389, 5416271, 128, 349, False, False, 0.0, 0.0, 0.5,
-                  "reference §5.2 (OGB ogbn-mag paper-cites-paper, directed); homophily assumed"),
+                  "reference §5.2 (OGB ogbn-mag paper-cites-paper, directed); homophily assumed; "
+                  "degree shape (alpha, offset) of the collab fit, no spread of MAG's being at hand",
+                  COLLAB_DEGREES),
+    SyntheticSpec("collab-unfitted", 235868, 2 * 1285465, 128, 2, True, False, 0.0, 0.0, 0.5,
+                  "the earlier collab twin: OGB's 1,285,465 collaborations (duplicates counted) "
+                  "stored both ways, γ = 2.5 (hubs of about 10^4 neighbours)"),
+    SyntheticSpec("mag-unfitted", 736389, 5416271, 128, 349, False, False, 0.0, 0.0, 0.5,
+                  "the earlier mag twin: γ = 2.5 (hubs of about 10^4 neighbours)"),
 ]}
 
 
@@ -89,9 +107,10 @@ def generate(key: str, *, scale: float = 1.0, seed: int = 0, budget=None) -> Gra
     # dense float64 features (as models bind them) and about six int64 arrays per stored edge
     (budget or Budget()).check(n * spec.features * 8 + stored * 8 * 6,
                                f"synthetic:{key} at scale {scale:g} ({n:,} nodes, {stored:,} edges)")
-    rng = np.random.default_rng([seed, _stable_hash(key)])
+    # the twins of one dataset share a random stream: `collab-unfitted` is what `collab` was before the fit
+    rng = np.random.default_rng([seed, _stable_hash(key.split("-")[0])])
     labels = _labels(n, spec.classes, rng)
-    base = (np.arange(n) + 1.0) ** (-1.0 / (GAMMA - 1.0))
+    base = (np.arange(n) + 1.0) ** (-1.0 / (GAMMA - 1.0)) if spec.degrees is None else weights(spec.degrees, n)
     w_out = base[rng.permutation(n)]
     w_in = w_out if spec.symmetric else base[rng.permutation(n)]
     target = stored // 2 if spec.symmetric else stored

@@ -12,11 +12,16 @@ from ..ir.expr import Binary, Compare, Const, Expr, In, Select, Unary, simplify
 
 BINARY_OPS = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "arith.divf": "div",
               "arith.maximumf": "max", "arith.minimumf": "min", "arith.maxnumf": "max",
-              "arith.minnumf": "min"}
+              "arith.minnumf": "min",
+              # integer ops on integer values are exact in float64 (up to 2**53)
+              "arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.maxsi": "max",
+              "arith.minsi": "min"}
 UNARY_OPS = {"arith.negf": "neg", "math.exp": "exp", "math.sqrt": "sqrt", "math.rsqrt": "rsqrt",
              "math.tanh": "tanh", "math.erf": "erf", "math.absf": "abs"}
-CASTS = {"arith.extf", "arith.truncf"}
+CASTS = {"arith.extf", "arith.truncf", "arith.sitofp", "arith.extsi"}  # the value is unchanged
+TO_INTEGER = {"arith.fptosi"}  # truncation toward zero: the value is unchanged when it is integral
 SUPPORTED = ("arith.addf/subf/mulf/divf/maximumf/minimumf/negf/cmpf/select/constant/extf/truncf, "
+             "arith.addi/subi/muli/maxsi/minsi/sitofp/extsi, arith.fptosi of integral values, "
              "math.exp/sqrt/rsqrt/tanh/erf/absf, math.powf and math.fpowi with a constant exponent 1-4")
 # arith.cmpf predicates by enum value: false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true
 CMPF = {1: "eq", 2: "gt", 3: "ge", 4: "lt", 5: "le", 6: "ne", 8: "eq", 9: "gt", 10: "ge", 11: "lt",
@@ -48,6 +53,30 @@ def _float_constant(op, where) -> float:
     raise NotSupported(f"scalar constant {attr}", where)
 
 
+INTEGRAL_OPS = {"arith.addf", "arith.subf", "arith.mulf", "arith.maximumf", "arith.minimumf", "arith.maxnumf",
+                "arith.minnumf", "arith.negf", "math.absf", "arith.select", *CASTS, *TO_INTEGER}
+
+
+def _integral(value) -> bool:
+    """True when `value` is a whole number whatever the inputs: an integer-typed value, an integral
+    constant, or sums, products, maxima and selections of such (a select's condition aside)."""
+    from torch_mlir import ir  # noqa: PLC0415 - torch-mlir's native bindings load when MLIR is read
+
+    if isinstance(value.type, ir.IntegerType):
+        return True
+    owner = value.owner
+    if isinstance(owner, ir.Block) or not hasattr(owner, "name"):
+        return False
+    op = owner.operation if hasattr(owner, "operation") else owner
+    if op.name == "arith.constant":
+        try:
+            return float(_float_constant(op, None)).is_integer()
+        except NotSupported:
+            return False
+    operands = list(op.operands)[1:] if op.name == "arith.select" else list(op.operands)
+    return op.name in INTEGRAL_OPS and all(_integral(v) for v in operands)
+
+
 def _convert(value, slots, memo, where_of) -> Expr:
     from torch_mlir import ir  # noqa: PLC0415 - torch-mlir's native bindings load when MLIR is read
 
@@ -67,6 +96,11 @@ def _convert(value, slots, memo, where_of) -> Expr:
     elif name in UNARY_OPS:
         expr = Unary(UNARY_OPS[name], args[0]())
     elif name in CASTS:
+        expr = args[0]()
+    elif name in TO_INTEGER:
+        if not _integral(op.operands[0]):
+            raise NotSupported(f"{name} of a value that may have a fraction (fuseflow computes in float64 and "
+                               "has no truncation)", where, "convert integer values only (sitofp, then fptosi)")
         expr = args[0]()
     elif name == "arith.constant":
         expr = Const(_float_constant(op, where))

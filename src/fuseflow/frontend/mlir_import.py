@@ -1,5 +1,9 @@
 """MLIR (linalg + tensor + sparse_tensor) -> Program.
 
+A `tensor.empty()` that a reduction starts from or an op reads is zeros, as the reference
+compiler reads it (one with a sparse encoding is an empty sparse tensor, zeros by MLIR's own
+semantics); for a dense one a note says so on stderr, and `strict=True` refuses it instead.
+
     >>> p = from_mlir('''
     ... #csr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
     ... func.func @spmm(%A: tensor<8x8xf32, #csr>, %X: tensor<8x4xf32>) -> tensor<8x4xf32> {
@@ -17,10 +21,11 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 from ..errors import NotSupported, UserError
-from ..ir.expr import Binary, Const, Expr, In, renumber_inputs
+from ..ir.expr import Binary, Const, Expr, In, map_inputs, renumber_inputs
 from ..ir.formats import TensorFormat
 from ..ir.program import Access, IndexOp, Program, ReshapeOp, Tensor, op_output
 from ..ir.verify import verify
@@ -34,11 +39,12 @@ REDUCERS = {"add": "sum", "max": "max", "min": "min"}
 
 
 def from_mlir(source: str | os.PathLike, func: str | None = None, formats: dict | None = None,
-              arg_names: list[str] | None = None) -> Program:
+              arg_names: list[str] | None = None, strict: bool = False) -> Program:
     """Parse MLIR text or a `.mlir` file into a Program.
 
     `formats` overrides the storage format of inputs by name ("compressed,compressed");
-    `arg_names` renames the function arguments in order.
+    `arg_names` renames the function arguments in order; `strict` refuses reading an unfilled
+    dense `tensor.empty()` (otherwise zeros, with a note on stderr).
     """
     text, source_name = _read(source)
     text = modernize(text)
@@ -51,7 +57,7 @@ def from_mlir(source: str | os.PathLike, func: str | None = None, formats: dict 
             raise UserError(_diagnostic(err, source_name), None,
                             "check the MLIR text (it must parse with upstream MLIR)") from None
         func_op = _pick_function(module, func, source_name)
-        importer = _Importer(func_op, source_name, resource_blobs(text), arg_names or [], text)
+        importer = _Importer(func_op, source_name, resource_blobs(text), arg_names or [], text, strict)
         program = importer.run()
     if formats:
         apply_formats(program, formats)
@@ -177,7 +183,8 @@ class _SourceNames:
 class _Importer:
     """Converts one function lazily, from its return values back to its arguments."""
 
-    def __init__(self, func_op, source_name: str, blobs: dict, arg_names: list[str], text: str = ""):
+    def __init__(self, func_op, source_name: str, blobs: dict, arg_names: list[str], text: str = "",
+                 strict: bool = False):
         from torch_mlir import ir  # noqa: PLC0415 - torch-mlir's native bindings load when MLIR is read
 
         self.ir = ir
@@ -192,6 +199,7 @@ class _Importer:
         self.taken: set[str] = set()
         self.arg_names = arg_names
         self.source_names = _SourceNames(text)
+        self.strict, self.noted_empty = strict, False
 
     # -- helpers ---------------------------------------------------------------
     def where(self, op) -> str:
@@ -276,8 +284,9 @@ class _Importer:
         if name == "tensor.concat":
             return self.concat(value, op, where)
         if name == "tensor.empty":
-            raise NotSupported("reading an uninitialised tensor.empty as data (MLIR leaves its values undefined)",
-                               where, "fill it first (linalg.fill), or leave the body's output argument unread")
+            self.empty_as_zeros(value, "reading an uninitialised tensor.empty as data", where,
+                                "fill it first (linalg.fill), or leave the body's output argument unread")
+            return self.zeros(value, where)
         raise NotSupported(f"operation {name} (supported: linalg.generic; named linalg ops with a body: "
                            "contractions such as matmul, elementwise such as add/mul/max/exp, map, reduce; "
                            "linalg.fill/transpose/broadcast; tensor.expand_shape/collapse_shape/cast/concat; "
@@ -302,6 +311,26 @@ class _Importer:
         self.program.add_op(IndexOp(Access(name, vars_), (), Const(scalar), loc=where))
         return name
 
+    def zeros(self, value, where) -> str:
+        """A tensor of zeros (an unfilled tensor.empty read as the reference compiler reads it)."""
+        name = self.declare(value, where)
+        vars_ = tuple(VAR_NAMES[:self.program.tensors[name].rank])
+        self.program.add_op(IndexOp(Access(name, vars_), (), Const(0.0), loc=where))
+        return name
+
+    def empty_as_zeros(self, value, what: str, where: str, fix: str) -> None:
+        """Accept reading an unfilled tensor.empty as zeros: silently when it has a sparse encoding
+        (an empty sparse tensor), with one note for a dense one; refused under `strict`."""
+        if not format_of(self.tensor_type(value, where), where).is_dense:
+            return
+        if self.strict:
+            raise NotSupported(f"{what} (MLIR leaves its values undefined; --strict refuses reading it as zeros)",
+                               where, fix)
+        if not self.noted_empty:
+            self.noted_empty = True
+            print(f"fuseflow: note: {where}: {what} is read as zeros, as the reference compiler reads it "
+                  "(MLIR leaves it undefined; --strict refuses it)", file=sys.stderr)
+
     def scalar_constant(self, value, where) -> float:
         owner = value.owner
         if not hasattr(owner, "name") or owner.name != "arith.constant":
@@ -313,9 +342,9 @@ class _Importer:
         owner = value.owner
         if hasattr(owner, "name"):
             if owner.name == "tensor.empty":
-                raise NotSupported("a reduction into an uninitialised tensor.empty (MLIR leaves its starting "
-                                   "values undefined)", where,
-                                   "fill the init first: linalg.fill with 0 for a sum, -inf (0xFF800000) for a max")
+                self.empty_as_zeros(value, "a reduction into an uninitialised tensor.empty", where,
+                                    "fill the init first: linalg.fill with 0 for a sum, -inf (0xFF800000) for a max")
+                return 0.0
             if owner.name == "linalg.fill":
                 return self.scalar_constant(owner.operands[0], self.where(owner))
         return self.tensor_of(value)
@@ -423,8 +452,14 @@ class _Importer:
         name = self.declare(value, where)
         operands = ins + [outs[result_index]]
         operand_maps = maps[:n_in] + [maps[n_in + result_index]]
-        slots = sorted(s for s in body.inputs_used())
         slot_of = {n_in + result_index: n_in}
+        for s in sorted(body.inputs_used()):  # an unfilled tensor.empty read in the body: zeros
+            operand = operands[slot_of.get(s, s)]
+            if getattr(operand.owner, "name", None) == "tensor.empty":
+                self.empty_as_zeros(operand, "reading an uninitialised tensor.empty as data", self.where(operand.owner),
+                                    "fill it first (linalg.fill), or leave the body's output argument unread")
+                body = _with_zero(body, s)
+        slots = sorted(s for s in body.inputs_used())
         accesses, renumber = [], {}
         for s in slots:
             k = slot_of.get(s, s)
@@ -443,6 +478,11 @@ class _Importer:
                     return term, REDUCERS[body.op]
         raise NotSupported("a reduction body that is not add/max/min of a term and the accumulator", where,
                            "write it as acc = addf/maximumf/minimumf(term, acc), with the term not reading acc")
+
+
+def _with_zero(e: Expr, slot: int) -> Expr:
+    """`e` with operand `slot` replaced by the constant 0."""
+    return map_inputs(e, lambda leaf: Const(0.0) if leaf.index == slot else leaf)
 
 
 def _var_key(v: str):

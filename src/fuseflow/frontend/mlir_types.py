@@ -37,10 +37,11 @@ def parse_location(text: str, source: str) -> str:
 
 
 def element_dtype(element_type, where: str) -> str:
-    """Floating-point types, and i1 (booleans such as `M == 0`, computed as 1.0 / 0.0)."""
+    """Floating-point types, i1 (booleans such as `M == 0`, computed as 1.0 / 0.0) and i32/i64
+    (computed in float64: exact up to 2**53)."""
     name = str(element_type)
-    if name not in ("f32", "f64", "f16", "bf16", "i1"):
-        raise NotSupported(f"tensors of element type {name} (only floating point and i1)", where)
+    if name not in ("f32", "f64", "f16", "bf16", "i1", "i32", "i64"):
+        raise NotSupported(f"tensors of element type {name} (only floating point, i1, i32 and i64)", where)
     return name
 
 

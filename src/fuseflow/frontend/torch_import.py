@@ -28,6 +28,7 @@ from ..errors import NotSupported, UserError
 from ..ir.formats import TensorFormat
 from ..ir.program import Program
 from .mlir_import import apply_formats, from_mlir
+from .torch_rewrite import rewrite
 
 
 def layout_format(tensor) -> TensorFormat | None:
@@ -67,6 +68,10 @@ def from_torch(module, *example_inputs, formats: dict | None = None, name: str |
         if not isinstance(x, torch.Tensor):
             raise UserError(f"example input {k} is a {type(x).__name__}, not a tensor")
     input_names = _input_names(module, len(example_inputs))
+    given_names, model_name = input_names, type(module).__name__  # int keys of `formats` index given_names
+    rewritten = rewrite(module, list(example_inputs), input_names)
+    if rewritten is not None:  # torch.sparse ops, sparse tensors built in forward, PyG layers
+        module, example_inputs, input_names = rewritten.module, tuple(rewritten.inputs), rewritten.names
     for key in formats or {}:
         if isinstance(key, int) and not 0 <= key < len(input_names):
             raise UserError(f"format given for example input {key}, but there are only {len(input_names)}",
@@ -91,21 +96,42 @@ def from_torch(module, *example_inputs, formats: dict | None = None, name: str |
             mlir_module = fx.export_and_import(_Functional().eval(), *dense_inputs, *map(_stand_in, values),
                                                output_type="linalg-on-tensors")
         except Exception as err:  # noqa: BLE001 - torch.export / torch-mlir failures are the user's model
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise NotSupported(f"exporting {type(module).__name__} with torch-mlir failed: {first}",
-                               "from_torch") from None
+            raise _export_failure(model_name, err) from None
     arg_names = input_names + [_safe(n) for n in state_names]
     # with debug locations every op records the line of the model's code that produced it
     text = mlir_module.operation.get_asm(enable_debug_info=True)
-    program = from_mlir(text, arg_names=arg_names)
-    program.name = name or type(module).__name__
+    try:
+        program = from_mlir(text, arg_names=arg_names)
+    except UserError as err:  # torch-mlir lowered an op outside linalg (e.g. tm_tensor.scan for cumsum)
+        if (op := re.search(r"custom op '([\w.]+)'", err.what)) is None:
+            raise
+        raise NotSupported(f"{model_name} uses an op that torch-mlir lowers to {op[1]}, outside "
+                           "linalg", "from_torch", TAKEN) from None
+    program.name = name or model_name
     declared = {n: f for n, x in zip(arg_names, [*example_inputs, *values]) if (f := layout_format(x)) is not None}
     for key, fmt in (formats or {}).items():
-        declared[input_names[key] if isinstance(key, int) else _safe(key)] = fmt
+        declared[given_names[key] if isinstance(key, int) else _safe(key)] = fmt
     apply_formats(program, declared)
     for n, v in zip(state_names, values):
         program.constants[_safe(n)] = _constant(v)
+    for n, v in (rewritten.constants if rewritten is not None else {}).items():
+        program.constants[_safe(n)] = _constant(v)
     return program
+
+
+TAKEN = ("write it with what fuseflow takes: matmuls (@, torch.sparse.mm, nn.Linear), elementwise ops, "
+         "sum/max reductions, softmax, reshapes and concatenation")
+
+
+def _export_failure(model_name: str, err) -> NotSupported:
+    """One line for a failed export: the PyTorch op torch-mlir could not lower, if it names one."""
+    text = str(err).strip()
+    op = re.search(r"\b(?:torch\.)?(aten\.[A-Za-z_][\w.]*)", text)
+    if op:
+        return NotSupported(f"PyTorch op {op[1].removesuffix('.default')} in {model_name}", "from_torch",
+                            TAKEN)
+    first = text.splitlines()[0].rstrip(":") if text else type(err).__name__
+    return NotSupported(f"exporting {model_name} with torch-mlir failed: {first}", "from_torch", TAKEN)
 
 
 def _stand_in(x):

@@ -13,10 +13,11 @@ every group, so intermediates written blocked by one kernel read back blocked in
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import UserError
 from ..ir.formats import TensorFormat
+from ..sam.graph import GraphTensor
 from .region import Region
 
 
@@ -80,13 +81,12 @@ class Blocking:
                         tiled.add(v)
         return Tiling(self.b, frozenset(tiled))
 
-    def full_metadata(self, meta: dict, name: str) -> None:
-        """Graph tensor metadata with the full shape and the block shape (the graph's levels
-        count blocks)."""
-        source = meta.get("source", name)
-        meta["shape"] = list(self.shapes[source])
-        if self.is_blocked(source):
-            meta["block"] = list(self.block[source])
+    def full_metadata(self, meta: GraphTensor, name: str) -> GraphTensor:
+        """A graph tensor with the full shape and the block shape (the graph's levels count
+        blocks)."""
+        source = meta.stores(name)
+        block = tuple(self.block[source]) if self.is_blocked(source) else meta.block
+        return replace(meta, shape=tuple(self.shapes[source]), block=block)
 
     def is_blocked(self, name: str) -> bool:
         return self.b == 1 or any(k > 1 for k in self.block[name])

@@ -11,12 +11,13 @@ then the fusion table, the lowering and the schedule's parallel lanes.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from functools import partial
 
 from ..errors import FuseflowError, UserError
 from ..ir.canonicalize import prepare
-from ..ir.formats import LEVEL_FORMATS, TensorFormat
+from ..ir.formats import TensorFormat
 from ..ir.program import IndexOp, Program, op_output
 from ..ir.verify import infer_shapes
 from ..report.notebook import compiled_html
@@ -93,7 +94,7 @@ def compile_schedule(program: Program, schedule: Schedule | str | None = None, s
     except NoValidOrder as err:
         if schedule.layout == "induced":
             raise
-        induced = Schedule.parse(str(schedule))
+        induced = copy.deepcopy(schedule)  # the compiler may add to its layouts; the given schedule stays
         induced.layout = "induced"
         try:
             compiled = _compile(prog, induced, shapes, stats)
@@ -185,11 +186,6 @@ def _negotiate(prog: Program, schedule: Schedule, shapes: dict | None, stats,
 
 def _listed_region(prog: Program, group: list[str], formats: dict, shapes: dict, free: set) -> Region:
     return region_with_order(prog, group, formats, shapes, free)[0]
-
-
-def _format_of(meta: dict) -> TensorFormat:
-    block = tuple(meta["block"]) if meta.get("block") else None
-    return TensorFormat(tuple(LEVEL_FORMATS[x] for x in meta["levels"]), tuple(meta["mode_order"]), block)
 
 
 class _Compiler:
@@ -285,7 +281,7 @@ class _Compiler:
             chosen_here = name not in self.formats or name in self.pinned
             if chosen_here and choice is None and name not in self.schedule.formats:
                 self.chosen_layout.add(name)
-            self.formats[name] = _format_of(kernel.graph.tensors[name])
+            self.formats[name] = TensorFormat.of(kernel.graph.tensors[name])
         return kernel
 
     def listing(self, group: list[str]):
@@ -356,8 +352,9 @@ class _Compiler:
         kernel.graph = lower(kernel.table, {n: self.formats[n] for n in region.outputs if n in self.formats}, tiling,
                              set(self.pinned) - set(schedule.formats))
         if self.blocking is not None:
-            for name, meta in kernel.graph.tensors.items():
-                self.blocking.full_metadata(meta, name)
+            tensors = kernel.graph.tensors  # shared with the graph before broadcasts: replaced in place
+            for name, meta in list(tensors.items()):
+                tensors[name] = self.blocking.full_metadata(meta, name)
         kernel.graph.name = f"k{kernel.index}:" + "+".join(region.outputs)
         if kernel.index in schedule.pars:
             kernel.graph = apply_pars(kernel.graph, schedule.pars[kernel.index], kernel.order, kernel.index)

@@ -321,9 +321,8 @@ class _KernelModel:
         """A written output's coordinates, segments and values, in the levels the graph stores."""
         k = self.kernel
         inst = self.by_id[self.region.output_instance[name]]
-        meta = k.graph.tensors.get(name, {}) if k.graph is not None else {}
-        levels = meta.get("levels")
-        mode_order = meta.get("mode_order")
+        meta = k.graph.tensors.get(name) if k.graph is not None else None
+        levels, mode_order = (meta.levels, meta.mode_order) if meta is not None else (None, None)
         out_vars = inst.out_indices
         if levels is None:
             levels, mode_order = ["dense"] * len(out_vars), list(range(len(out_vars)))

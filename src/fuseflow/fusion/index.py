@@ -22,6 +22,7 @@ class RegionIndex:
         self.region = region
         self._scopes: dict[int, set[str]] | None = None
         self._users: tuple | None = None
+        self._locals: dict[int, frozenset[str]] | None = None
         self._sparse: dict[int, set[str]] = {}
         self._filters: dict[int, dict] | None = None
         self._kept: dict[tuple, dict[str, float]] = {}
@@ -52,6 +53,13 @@ class RegionIndex:
                     users.setdefault(v, []).append(inst.id)
             self._users = (topo, users, counts)
         return self._users
+
+    @property
+    def local_vars(self) -> dict[int, frozenset[str]]:
+        """Each instance's own variables, as a set."""
+        if self._locals is None:
+            self._locals = {inst.id: frozenset(inst.local_vars) for inst in self.region.instances}
+        return self._locals
 
     @property
     def topo(self) -> dict[int, int]:

@@ -101,6 +101,8 @@ class Nesting:
         self.analysed: list = []  # instances whose variables are all placed, producers first
         open_instances = self._analyse()
         for inst in open_instances:
+            if self.rejection is not None:
+                break
             self._check_open_nesting(inst)
         if self.rejection is None:
             self._check_values()
@@ -122,14 +124,16 @@ class Nesting:
         for inst_id in sorted(placed, key=index.topo.__getitem__):
             inst = self.region.instance(inst_id)
             if placed[inst_id] < counts[inst_id]:
-                self._check_open_reduction(inst)  # a prefix that does not place all of its variables yet
+                if self.rejection is None:  # a prefix that does not place all of its variables yet
+                    self._check_open_reduction(inst)
                 open_instances.append(inst)
                 continue
             self.analysed.append(inst)
             last = max(inst.local_vars, key=self.pos.get) if inst.local_vars else None
             self.last[inst.id] = last
             limit = self.pos[last] if last is not None else -1
-            nest = sorted((v for v in self.scope[inst.id] if self.pos.get(v, limit + 1) <= limit), key=self.pos.get)
+            scope = self.scope[inst.id]
+            nest = [v for v in self.order[:limit + 1] if v in scope]  # the scope's loops up to `last`, in order
             self.nest[inst.id] = nest
             self.plan[inst.id] = self._plan(inst, nest)
             self.value_vars[inst.id] = [v for v in nest if v not in inst.reduce_vars]
@@ -157,7 +161,7 @@ class Nesting:
         if not red:
             return
         first = min(self.pos[v] for v in red)
-        own = set(inst.local_vars)
+        own = self.region.index.local_vars[inst.id]
         after = [v for v in self.scope[inst.id] if v not in inst.reduce_vars and
                  (self.pos[v] > first if v in self.pos else v in own)]
         if (len(inst.reduce_vars) > 1 and after) or len(after) > 2 or (len(after) == 2 and inst.consumers):
@@ -167,7 +171,7 @@ class Nesting:
         """For a prefix: an instance with an unplaced variable of its own will be nested inside
         every placed loop of its consumers (its last variable comes later), so its values vary
         along them; a consumer that will not iterate such a loop cannot read it (`_check_values`)."""
-        own = set(inst.local_vars)
+        own = self.region.index.local_vars[inst.id]
         outer = [v for v in self.scope[inst.id] if v in self.pos and v not in own]
         for consumer_id, _ in inst.consumers:
             reach = self.nest.get(consumer_id)

@@ -27,6 +27,7 @@ from .nesting import OrderWalk, storage_cycle
 from .region import Region
 
 PART_WORK = 2_000  # prefixes walked per downstream part
+REMEMBERED_WALKS = 4096  # part walks kept for later settles (a group's region variants share many parts)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,50 @@ def _restricted(region: Region, keep: set[int]) -> Region:
         output_instance={n: i for n, i in region.output_instance.items() if i in keep})
 
 
+@dataclass(frozen=True)
+class PartWalk:
+    """What `settle` keeps of one downstream part's walk: its valid orders, whether the walk
+    finished within its work, and (finished without an order) why there is none."""
+
+    orders: list
+    finished: bool
+    why: str | None
+
+
+_PART_WALKS: dict[tuple, PartWalk] = {}  # (work, `fingerprint`) -> the walk, for every settle of the process
+
+
+def fingerprint(region: Region) -> tuple:
+    """Everything an `OrderWalk` over `region` reads (variables, storage constraints, each
+    instance's variables, operands, consumers and buffered renames, written outputs, the
+    leaves a storage conflict is reported with): equal fingerprints walk alike."""
+    instances = tuple((inst.id, inst.tensor, tuple(inst.local_vars), tuple(inst.reduce_vars), inst.out_indices,
+                       tuple(inst.consumers), _renames(inst),
+                       tuple((type(x).__name__, getattr(x, "producer", None)) for x in inst.operands))
+                      for inst in region.instances)
+    leaves = tuple((str(leaf), tuple(leaf.level_vars()), leaf.free, leaf.format.is_dense) for leaf in region.leaves)
+    return (tuple(region.vars), tuple(sorted(region.before)), instances,
+            tuple(sorted(region.output_instance.items())), leaves)
+
+
+def _renames(inst) -> tuple:
+    return tuple(sorted((k, tuple(sorted(r.items()))) for k, r in inst.rename.items()))
+
+
+def walk_part(part: Region, work: int) -> PartWalk:
+    """`OrderWalk(part, work)` to its end, or the same walk remembered from an earlier settle."""
+    key = (work, fingerprint(part))
+    found = _PART_WALKS.get(key)
+    if found is None:
+        walk = OrderWalk(part, work)
+        orders = list(walk.orders())
+        found = PartWalk(orders, walk.finished, walk.why_none() if walk.finished and not orders else None)
+        if len(_PART_WALKS) >= REMEMBERED_WALKS:
+            _PART_WALKS.clear()
+        _PART_WALKS[key] = found
+    return found
+
+
 def settle(region: Region, work: int = 20_000, part_work: int = PART_WORK) -> Settled:
     """A valid order of `region` (the first a walk of at most `work` prefixes finds), or why
     there is none. Each downstream part's valid orders are walked first (within `part_work`
@@ -77,14 +122,13 @@ def settle(region: Region, work: int = 20_000, part_work: int = PART_WORK) -> Se
         return Settled(None, cycle, True)
     screen = PartScreen()
     for part in downstream_parts(region):
-        walk = OrderWalk(part, part_work)
-        orders = list(walk.orders())
+        walk = walk_part(part, part_work)
         if not walk.finished:
             continue
         names = ",".join(dict.fromkeys(inst.tensor for inst in part.instances))
-        if not orders:
-            return Settled(None, f"its part {names} alone has no valid order: {walk.why_none()}", True)
-        screen.add(names, part.vars, orders)
+        if not walk.orders:
+            return Settled(None, f"its part {names} alone has no valid order: {walk.why}", True)
+        screen.add(names, part.vars, walk.orders)
     walk = OrderWalk(region, work, screen)
     order = walk.first()
     if order is not None:

@@ -228,16 +228,21 @@ def product_factors(e: Expr) -> list[Expr] | None:
     return None
 
 
+def map_inputs(e: Expr, leaf: Callable[[In], Expr]) -> Expr:
+    """`e` with every `In` leaf replaced by `leaf(it)`."""
+    if isinstance(e, In):
+        return leaf(e)
+    if isinstance(e, Unary):
+        return Unary(e.op, map_inputs(e.arg, leaf))
+    if isinstance(e, Binary):
+        return Binary(e.op, map_inputs(e.lhs, leaf), map_inputs(e.rhs, leaf))
+    if isinstance(e, Compare):
+        return Compare(e.pred, map_inputs(e.lhs, leaf), map_inputs(e.rhs, leaf))
+    if isinstance(e, Select):
+        return Select(*(map_inputs(c, leaf) for c in e.children()))
+    return e
+
+
 def renumber_inputs(e: Expr, mapping: dict[int, int]) -> Expr:
     """Rename `In(k)` leaves to `In(mapping[k])`."""
-    if isinstance(e, In):
-        return In(mapping[e.index])
-    if isinstance(e, Unary):
-        return Unary(e.op, renumber_inputs(e.arg, mapping))
-    if isinstance(e, Binary):
-        return Binary(e.op, renumber_inputs(e.lhs, mapping), renumber_inputs(e.rhs, mapping))
-    if isinstance(e, Compare):
-        return Compare(e.pred, renumber_inputs(e.lhs, mapping), renumber_inputs(e.rhs, mapping))
-    if isinstance(e, Select):
-        return Select(*(renumber_inputs(c, mapping) for c in e.children()))
-    return e
+    return map_inputs(e, lambda leaf: In(mapping[leaf.index]))

@@ -113,6 +113,18 @@ class TensorFormat:
         return text
 
     @staticmethod
+    def of(stored) -> "TensorFormat":
+        """The format a record with level names `levels`, `mode_order` and `block` (a graph's
+        `sam.graph.GraphTensor`) describes.
+
+            >>> from types import SimpleNamespace
+            >>> str(TensorFormat.of(SimpleNamespace(levels=("dense", "compressed"), mode_order=(1, 0), block=None)))
+            'dense,compressed;order=1,0'
+        """
+        return TensorFormat(tuple(LEVEL_FORMATS[x] for x in stored.levels), tuple(stored.mode_order),
+                            tuple(stored.block) if stored.block else None)
+
+    @staticmethod
     def parse(text: str, rank: int | None = None, where: str | None = None) -> "TensorFormat":
         """Parse `levels[;order=..][;block=BxB]`; levels are dense|compressed (or d|c)."""
         parts = [p.strip() for p in text.split(";") if p.strip()]

@@ -19,6 +19,8 @@ from ..errors import UserError
 from .program import Program
 from .values import DENSE_LIMIT, check_dense
 
+INTEGER_DTYPES = ("i32", "i64")
+
 
 def random_tensor(shape, density: float = 1.0, block=None, rng=None) -> np.ndarray:
     """Dense array with (block-)random nonzero positions at `density`, values in [-1, 1) and nonzero."""
@@ -49,7 +51,8 @@ def _mask(shape, density, rng) -> np.ndarray:
 
 def random_inputs(program: Program, density: float = 0.1, seed: int = 0, shapes: dict | None = None,
                   densities: dict | None = None) -> dict[str, np.ndarray]:
-    """Data for every input without known constant data; sparse inputs get `density`."""
+    """Data for every input without known constant data; sparse inputs get `density`; integer
+    inputs (i32, i64) hold whole numbers."""
     rng = np.random.default_rng(seed)
     shapes, densities = shapes or {}, densities or {}
     data = {}
@@ -68,6 +71,8 @@ def random_inputs(program: Program, density: float = 0.1, seed: int = 0, shapes:
         else:
             check_dense(shape, f"random input {name}")
             data[name] = random_tensor(shape, share, tensor.format.block, rng)
+        if tensor.dtype in INTEGER_DTYPES:  # whole numbers in [-8, 8], zero where the pattern has none
+            data[name] = np.sign(data[name]) * np.ceil(np.abs(data[name]) * 8)
     return data
 
 

@@ -5,6 +5,11 @@ stay scipy sparse (`ir.values`): products with them follow their nonzeros (`ir.s
 so the cost of a graph convolution is edges x features, not nodes². An op with a sparse operand
 outside those forms sees it densified, if that fits in memory.
 
+A product reads every matrix the program stores sparse (`stored_sparse`) as its stored entries,
+whatever the size of its data: a position such an operand does not store contributes an exact
+zero, as in MLIR's sparsifier, `torch.sparse` and fuseflow's simulator (`0 * inf` never arises
+there), and a sparse x sparse product costs its nonzeros, not an n³ dense contraction.
+
     >>> import numpy as np
     >>> from fuseflow.frontend import from_mlir
     >>> p = from_mlir('''
@@ -24,10 +29,12 @@ import string
 from typing import Mapping
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import UserError
 from ..scalar_ops import REDUCTIONS, is_identity
 from . import sparse_eval
+from .background import backgrounds
 from .expr import Const, In, product_factors
 from .program import IndexOp, Program, ReshapeOp, op_output
 from .values import DENSE_LIMIT, as_value, densify, is_sparse, shape_of
@@ -69,19 +76,55 @@ def reference(program: Program, tensors: Mapping | None = None, dtype=np.float64
     env = bind_inputs(program, tensors, dtype, dense_limit)
     shapes = infer_shapes(program, {name: shape_of(a) for name, a in env.items()})
     last = {name: k for k, op in enumerate(program.ops) for name in op.tensors_read}
+    sparse = stored_sparse(program)
     for k, op in enumerate(program.ops):
         out = op_output(op)
         if isinstance(op, ReshapeOp):
             source = densify(env[op.input], f"input {op.input} of a reshape", dtype)
             env[out] = np.reshape(source, shapes[out])
         else:
-            env[out] = _evaluate(op, env, shapes[out], dtype)
+            env[out] = _evaluate(op, _as_stored(op, env, sparse, dtype), shapes[out], dtype)
         if not keep_intermediates:  # an intermediate no later op reads is dropped
             for name in op.tensors_read:
                 if last[name] == k and name not in program.outputs and name not in program.inputs:
                     env.pop(name, None)
     names = [op_output(op) for op in program.ops] if keep_intermediates else program.outputs
-    return {name: env[name] for name in names}
+    return {name: _as_returned(env[name], dense_limit, dtype) for name in names}
+
+
+def stored_sparse(program: Program) -> set[str]:
+    """The matrices a program stores as exactly their nonzeros: a 2-D sparse format whose
+    innermost level is compressed (no dense tiles), with background 0.
+
+        >>> from fuseflow.frontend import from_mlir
+        >>> sorted(stored_sparse(from_mlir("tests/mlir/spmv.mlir")))
+        ['A']
+    """
+    bg = backgrounds(program)
+    return {name for name, t in program.tensors.items()
+            if t.format.rank == 2 and not t.format.block and t.format.levels[-1].is_compressed and bg.get(name) == 0.0}
+
+
+def _as_stored(op, env, sparse: set[str], dtype):
+    """`env` with the stored-sparse operands of a product (`stored_sparse`) as scipy matrices
+    of their stored entries; other ops see values as they are."""
+    if product_factors(op.body) is None or op.reduce_kind not in (None, "sum"):
+        return env
+    wanted = [a.tensor for a in op.inputs if a.tensor in sparse and not is_sparse(env[a.tensor])
+              and np.ndim(env[a.tensor]) == 2]
+    return {**env, **{name: _stored_entries(env[name], dtype) for name in wanted}} if wanted else env
+
+
+def _stored_entries(array, dtype) -> sp.csr_array:
+    """A dense matrix as a scipy `csr_array` of its nonzeros (NaN counts as stored)."""
+    array = np.asarray(array, dtype=dtype)
+    rows, cols = np.nonzero(array)
+    return sp.csr_array((array[rows, cols], (rows, cols)), shape=array.shape)
+
+
+def _as_returned(value, dense_limit: int, dtype):
+    """A result as `bind_inputs` would hold it: sparse only when larger than `dense_limit`."""
+    return as_value(value, dtype, dense_limit) if is_sparse(value) else value
 
 
 def _access_array(op: IndexOp, k: int, env) -> np.ndarray:

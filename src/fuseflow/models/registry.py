@@ -134,7 +134,7 @@ def datasets_of(name: str) -> list[str]:
 
 def build(name: str, dataset=None, *, scale: float = 1.0, seed: int = 0, block: int = 16,
           hidden: int = 16, density: float = 0.1, data_dir=None, budget=None) -> ModelCase:
-    """A built-in model on a dataset: graphs for gcn/graphsage (karate, cora, synthetic:dblp, a
+    """A built-in model on a dataset: graphs for gcn/graphsage (karate, cora, dblp, synthetic:mag, a
     graph .npz, a checked URL or a `fuseflow.data.Graph`, e.g. from `from_scipy`/`from_pyg`;
     `data_dir` and `budget` as in `load_graph`), a size for sae (small, imagenet, ...) or a
     config for gpt3-bigbird (tiny, mini, wide, deep, small).

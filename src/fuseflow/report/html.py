@@ -121,7 +121,7 @@ def _linked(problem, compiled) -> str:
         found = re.search(r"simulated (\S+) differs", problem.message)
         for k in compiled.kernels:
             if found and not k.is_reshape and found.group(1) in k.graph.tensors and \
-                    k.graph.tensors[found.group(1)]["role"] == "output":
+                    k.graph.tensors[found.group(1)].role == "output":
                 writers = [n.id for n in k.graph.nodes if n.kind in ("level_write", "value_write")
                            and n.params.get("tensor") == found.group(1)]
                 kernel = k.index

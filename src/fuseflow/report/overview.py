@@ -41,8 +41,8 @@ def kernel_io(compiled, kernel) -> tuple[list[str], list[str]]:
     if kernel.is_reshape:
         op = compiled.program.producer(kernel.group[0])
         return [op.input], [op.output]
-    reads = [m.get("source", n) for n, m in kernel.graph.tensors.items() if m["role"] == "input"]
-    writes = [n for n, m in kernel.graph.tensors.items() if m["role"] == "output"]
+    reads = [m.stores(n) for n, m in kernel.graph.tensors.items() if m.role == "input"]
+    writes = [n for n, m in kernel.graph.tensors.items() if m.role == "output"]
     return list(dict.fromkeys(reads)), writes
 
 

@@ -42,6 +42,7 @@ not; each simulator's primitives follow its own convention, so the graph is the 
 """
 from __future__ import annotations
 
+import collections
 import math
 import re
 from dataclasses import dataclass, field
@@ -59,6 +60,55 @@ WITH_SCALAR = {"add": ("SCALARADD", 1.0), "sub": ("SCALARADD", -1.0), "mul": ("S
                "div": ("SCALARDIV", 1.0), "max": ("MAX", 1.0)}
 COMMUTATIVE = ("add", "mul", "max")
 CHANNEL_SIZE = 1024  # what the reference compiler writes (Comal ignores it)
+TILE_SIDES = (16, 32, 64)  # the tile sides of Comal's true-block modes
+
+ERF_CUBIC, ERF_SCALE = 0.08943, 4.0 / math.sqrt(math.pi)  # erf(z) ~ 2 sigmoid(SCALE (z + CUBIC z^3)) - 1
+
+
+@dataclass(frozen=True)
+class AluStep:
+    """One Comal ALU of a chain standing for an op Comal lacks: its inputs are the node's ports
+    ("a", "b") or the numbers of earlier steps; the last step writes the node's output."""
+    op: str
+    inputs: tuple
+    scalar: float | None = None
+
+
+def alu_steps(params: dict, may_be_empty: bool) -> list[AluStep] | None:
+    """The chain of Comal ALUs that computes an ALU op Comal lacks; None where none does.
+
+        >>> [s.op for s in alu_steps({"op": "max", "arity": 2}, False)]
+        ['SUB', 'MAX', 'ADD']
+    """
+    S = AluStep
+    name, arity, scalar = params["op"], params.get("arity", 1), params.get("scalar")
+    first = scalar is not None and params.get("scalar_pos", 1) == 0
+    relu = [S("MAX", (0,), 0.0)]
+    if arity == 2 and name == "max":  # a + max(b - a, 0)
+        return [S("SUB", ("b", "a"))] + relu + [S("ADD", ("a", 1))]
+    if arity == 2 and name == "min":  # a - max(a - b, 0)
+        return [S("SUB", ("a", "b"))] + relu + [S("SUB", ("a", 1))]
+    if arity == 1 and name == "min" and scalar is not None:  # x - max(x - s, 0)
+        return [S("SCALARADD", ("a",), -float(scalar))] + relu + [S("SUB", ("a", 1))]
+    if arity == 1 and name == "sub" and first:  # s - x
+        return [S("SCALARMUL", ("a",), -1.0), S("SCALARADD", (0,), float(scalar))]
+    if name == "const":  # 0 x + s (exact for finite x)
+        return [S("SCALARMUL", ("a",), 0.0), S("SCALARADD", (0,), float(scalar))]
+    if name == "coalesce" and not may_be_empty:  # no Empty reaches it in Comal: the values pass
+        return [S("SCALARMUL", ("a",), 1.0)]
+    return UNARY_CHAINS.get(name) if arity == 1 and scalar is None else None
+
+
+UNARY_CHAINS = {  # exact identities, except erf (see ERF_CUBIC)
+    "tanh": [AluStep("SCALARMUL", ("a",), 2.0), AluStep("SIGMOID", (0,)), AluStep("SCALARMUL", (1,), 2.0),
+             AluStep("SCALARADD", (2,), -1.0)],  # 2 sigmoid(2x) - 1
+    "sqrt": [AluStep("RSQRT", ("a",)), AluStep("ELEMMUL", (0, 0)), AluStep("RSQRT", (1,))],  # rsqrt(rsqrt(x)^2)
+    "abs": [AluStep("MAX", ("a",), 0.0), AluStep("SCALARMUL", ("a",), -1.0), AluStep("MAX", (1,), 0.0),
+            AluStep("ADD", (0, 2))],  # max(x, 0) + max(-x, 0)
+    "erf": [AluStep("ELEMMUL", ("a", "a")), AluStep("SCALARMUL", (0,), ERF_CUBIC), AluStep("SCALARADD", (1,), 1.0),
+            AluStep("ELEMMUL", (2, "a")), AluStep("SCALARMUL", (3,), ERF_SCALE), AluStep("SIGMOID", (4,)),
+            AluStep("SCALARMUL", (5,), 2.0), AluStep("SCALARADD", (6,), -1.0)],
+}
 
 
 @dataclass
@@ -93,6 +143,7 @@ class _Builder:
         self.next_id = 1
         self.produced: dict[Stream, int] = {}
         self.read: dict[tuple[int, str], int] = {}
+        self.operators = None  # the graph's operation list, for chains that add operations
 
     def note(self, node, text: str) -> None:
         self.notes.append(f"n{node.id} {node_label(self.g, node).title}: {text}")
@@ -183,8 +234,9 @@ class _Builder:
         self.set_in(body.input_ref, node, "ref")
         self.set_out(body.output_ref, node, "ref")
         self.set_out(body.output_crd, node, "crd")
-        body.index, body.tensor, body.mode = node.var, self.tensor(node), int(p.get("level", 0))
-        body.format, body.src, body.label = str(p.get("format", "dense")), True, node_label(self.g, node).long
+        lab = node_label(self.g, node)  # mode: the tensor dimension the level stores, as the reference numbers it
+        body.index, body.tensor, body.mode = node.var, self.tensor(node), lab.mode if lab.mode is not None else 0
+        body.format, body.src, body.label = str(p.get("format", "dense")), True, lab.long
         body.root = self.g.nodes[_true(self.g, node.inputs["ref"]).node].kind == "root"
         if "stride" in p:
             self.note(node, "a dense level visited with a stride has no Comal form (written as a plain scan)")
@@ -255,19 +307,17 @@ class _Builder:
         comal, scalar = self.alu_op(node)
         ports = [p for p in "abc" if p in node.inputs]
         if comal is None:
-            body = op.func
-            body.name = str(node.params["op"])
-            self.set_in(body.input_val, node, ports[0])
-            for port in ports[1:]:  # further value inputs, by id
-                self.set_in(body.inputs.add(), node, port)
-            self.set_out(body.output_val, node, "val")
-            first = node.params["op"] in WITH_SCALAR and node.params.get("scalar_pos", 1) == 0
-            self.note(node, f"Comal has no ALU op {node.params['op']}" + (" with the scalar first" if first else "")
-                      + ": written as func (Comal does not run func)")
+            steps = alu_steps(node.params, self.may_be_empty(node.inputs[ports[0]]))
+            if steps is None:
+                self.op_func(op, node, ports)
+                return
+            self.alu_chain(op, node, steps)
             return
         if comal == "MUL" and not any(self.g.nodes[n].kind in ("reduce", "spacc", "spacc2")
                                       for n, _ in self.readers.get(Stream(node.id, "val"), [])):
             comal = "ELEMMUL"
+        if comal == "SCALARDIV" and node.params.get("tile"):  # Comal's tile modes multiply by a scalar only
+            comal, scalar = "SCALARMUL", 1.0 / scalar
         body = op.alu
         for port in ports:
             self.set_in(body.vals.inputs.add(), node, port)
@@ -277,6 +327,70 @@ class _Builder:
         if scalar is not None:
             body.scalar = scalar
         self.tile(body, node)
+
+    def op_func(self, op, node, ports) -> None:
+        """An ALU op with no Comal form: written as `func` (which Comal's loader does not take)."""
+        body, name = op.func, str(node.params["op"])
+        body.name = name
+        self.set_in(body.input_val, node, ports[0])
+        for port in ports[1:]:  # further value inputs, by id
+            self.set_in(body.inputs.add(), node, port)
+        self.set_out(body.output_val, node, "val")
+        why = {"coalesce": " of a stream that may hold Empty (a union's payload)"}.get(name, "")
+        if name in WITH_SCALAR and node.params.get("scalar_pos", 1) == 0:
+            why = " with the scalar first"
+        self.note(node, f"Comal has no ALU op {name}{why}: written as func (Comal's loader rejects func)")
+
+    def may_be_empty(self, stream: Stream) -> bool:
+        """Whether a value stream can carry Empty tokens in Comal: only a union's payloads make them
+        (arrays read Empty as 0, reducers and accumulators emit values, a unary ALU panics on one)."""
+        node = self.g.nodes[stream.node]
+        if node.kind in ("broadcast", "fork"):
+            return self.may_be_empty(node.inputs["in"])
+        if node.kind == "join":
+            return any(self.may_be_empty(s) for s in node.inputs.values())
+        if node.kind == "repeat":
+            return self.may_be_empty(node.inputs["in"])
+        if node.kind in ("intersect", "union"):
+            return node.kind == "union" or self.may_be_empty(node.inputs["pay" + stream.port[3:]])
+        if node.kind == "alu" and node.params.get("arity", 1) > 1:
+            return all(self.may_be_empty(s) for s in node.inputs.values())
+        return False
+
+    def alu_chain(self, op, node, steps: list[AluStep]) -> None:
+        """`node` as a chain of Comal ALUs: `op` is the first, the others follow it in the graph;
+        a value read by several steps goes through a broadcast."""
+        ops = self.operators
+        outs = [self.new_id() for _ in steps[:-1]] + [self.produced.get(Stream(node.id, "val"), 0)]
+        uses = collections.Counter(src for step in steps for src in step.inputs)
+        feeds: dict = {}
+        for src, count in uses.items():
+            first = self.read[(node.id, src)] if isinstance(src, str) else outs[src]
+            if count == 1:
+                feeds[src] = [first]
+                continue
+            copy = ops.add(name=f"n{node.id}.{src}.copy", id=len(ops))
+            copy.broadcast.label = f"broadcast n{node.id} step input {src}"
+            copy.broadcast.val.input.id.id = first
+            feeds[src] = [self.new_id() for _ in range(count)]
+            for i in feeds[src]:
+                copy.broadcast.val.outputs.add().id.id = i
+        label = node_label(self.g, node).long
+        for k, step in enumerate(steps):
+            target = op if k == 0 else ops.add(name=f"n{node.id}.{k}", id=len(ops))
+            body = target.alu
+            for src in step.inputs:
+                body.vals.inputs.add().id.id = feeds[src].pop(0)
+            body.vals.output.id.id = outs[k]
+            body.stages.add(inputs=list(range(len(step.inputs))), output=len(step.inputs),
+                            op=enum_value("ALU.ALUOp", step.op))
+            body.output_val, body.label = len(step.inputs), f"{label} (step {k + 1} of {len(steps)})"
+            if step.scalar is not None:
+                body.scalar = step.scalar
+            self.tile(body, node)
+        if node.params["op"] == "erf":
+            self.note(node, "erf written as 2*sigmoid(4/sqrt(pi)*(z + 0.08943 z^3)) - 1, the tanh form of "
+                            "GELU's erf (within 3.6e-4 of erf)")
 
     def op_reduce(self, op, node):
         kind = node.params.get("kind", "sum")
@@ -324,11 +438,11 @@ class _Builder:
         body, p = op.fiber_write, node.params
         self.set_in(body.input_crd, node, "crd")
         lab = node_label(self.g, node)
-        meta = self.g.tensors.get(p["tensor"], {})
-        dims = [meta["shape"][m] for m in meta.get("mode_order", [])] if meta.get("shape") else []
+        meta = self.g.tensors.get(p["tensor"])
+        dims = [meta.shape[m] for m in meta.mode_order] if meta is not None else []
         level = int(p.get("level", 0))
         body.index, body.tensor = lab.var, comal_name(p["tensor"])
-        body.mode_val, body.format = str(level), str(p["format"])
+        body.mode_val, body.format = str(lab.mode if lab.mode is not None else level), str(p["format"])
         if dims:
             body.segsize, body.crdsize = str(math.prod(dims[:level]) + 1), str(math.prod(dims[:level + 1]))
         body.sink, body.label = True, lab.long
@@ -336,10 +450,10 @@ class _Builder:
     def op_value_write(self, op, node):
         body = op.val_write
         self.set_in(body.input_val, node, "val")
-        meta = self.g.tensors.get(node.params["tensor"], {})
+        meta = self.g.tensors.get(node.params["tensor"])
         body.tensor, body.sink, body.label = comal_name(node.params["tensor"]), True, node_label(self.g, node).long
-        if meta.get("shape"):
-            body.crdsize = str(math.prod(meta["shape"]))
+        if meta is not None:
+            body.crdsize = str(math.prod(meta.shape))
 
     def op_fork(self, op, node):
         kind = self.kind(node.inputs["in"])
@@ -380,6 +494,7 @@ def to_comal(graph: SamGraph, channel_size: int = CHANNEL_SIZE) -> ComalExport:
     b.plan()
     out = message("ComalGraph")(name=graph.name, channel_size=channel_size)
     out.graph.name = graph.name
+    b.operators = out.graph.operators
     for node in graph.nodes:
         if node.kind == "broadcast" or (node.kind == "repsig" and node.id not in b.kept_repsigs):
             continue
@@ -387,6 +502,17 @@ def to_comal(graph: SamGraph, channel_size: int = CHANNEL_SIZE) -> ComalExport:
         b.emit(op, node)
         b.broadcasts(out.graph.operators, node)
     return ComalExport(out, b.notes, b.tensors, b.universes)
+
+
+def entry_point(graph: SamGraph) -> str | None:
+    """The Comal function that runs `graph`: `run_graph` for scalar values, the true-block mode of
+    the tile side for tile-valued graphs (`block=16`: `run_graph_true_block16`); None for a tile
+    side Comal has no mode for (it has 16, 32 and 64)."""
+    sides = {int(n.params["tile"]["b"]) for n in graph.nodes if n.params.get("tile")}
+    if not sides:
+        return "run_graph"
+    side = max(sides)
+    return f"run_graph_true_block{side}" if side in TILE_SIDES else None
 
 
 def stream_ids(operation) -> tuple[list[int], list[int]]:

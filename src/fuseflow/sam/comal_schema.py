@@ -306,3 +306,9 @@ def message(name: str):
 def enum_value(name: str, value: str) -> int:
     """The number of enum value `value` of enum `name` (e.g. `ALU.ALUOp`, `MUL`)."""
     return ENUMS[name].index(value)
+
+
+def enum_name(name: str, number: int) -> str:
+    """The name of value `number` of enum `name`, the inverse of `enum_value` (`ALU.ALUOp`, 2: `MUL`)."""
+    values = ENUMS[name]
+    return values[number] if 0 <= number < len(values) else str(number)

@@ -22,6 +22,48 @@ class GraphError(AssertionError):
 
 
 @dataclass(frozen=True)
+class GraphTensor:
+    """A tensor a graph reads (`role` "input") or writes ("output"): its `shape` (in elements),
+    its stored `levels` (level format names, outermost first) and `mode_order` (the dimension
+    each level stores), `fill` (what it holds where it stores nothing), `source` (the program's
+    tensor an input stores, maybe re-laid out; None for outputs) and `block` (the tile shape of
+    a blocked tensor, whose levels count blocks; else None). Its JSON is the graph file's entry.
+
+        >>> t = GraphTensor("input", (4, 3), ("dense", "compressed"), (1, 0), source="A")
+        >>> t.to_json()["shape"], t.to_json()["levels"], t.to_json()["mode_order"], "block" in t.to_json()
+        ([4, 3], ['dense', 'compressed'], [1, 0], False)
+        >>> GraphTensor.from_json(t.to_json()) == t, t.stores("A@1,0")
+        (True, 'A')
+    """
+
+    role: str
+    shape: tuple[int, ...]
+    levels: tuple[str, ...]
+    mode_order: tuple[int, ...]
+    fill: float = 0.0
+    source: str | None = None
+    block: tuple[int, ...] | None = None
+
+    def stores(self, name: str) -> str:
+        """The program's tensor behind graph tensor `name` (its source, else itself)."""
+        return self.source or name
+
+    def to_json(self) -> dict:
+        return {"role": self.role, **({"source": self.source} if self.source is not None else {}),
+                "shape": list(self.shape), "levels": list(self.levels), "mode_order": list(self.mode_order),
+                "fill": self.fill, **({"block": list(self.block)} if self.block else {})}
+
+    @staticmethod
+    def from_json(data: dict, name: str = "") -> "GraphTensor":
+        try:
+            return GraphTensor(data["role"], tuple(data["shape"]), tuple(data["levels"]), tuple(data["mode_order"]),
+                               data.get("fill", 0.0), data.get("source"),
+                               tuple(data["block"]) if data.get("block") else None)
+        except (KeyError, TypeError) as e:
+            raise GraphError(f"graph tensor {name}: bad entry {data!r} ({e})") from None
+
+
+@dataclass(frozen=True)
 class Stream:
     node: int
     port: str
@@ -74,7 +116,7 @@ class SamGraph:
     def __init__(self, name: str = "graph"):
         self.name = name
         self.nodes: list[Node] = []
-        self.tensors: dict[str, dict] = {}  # tensor metadata for scanners, arrays and writers
+        self.tensors: dict[str, GraphTensor] = {}  # the tensors its scanners, arrays and writers name
         self.ops: dict[str, str] = {}  # source op (node.op) -> its statement, for pictures
         self._cse: dict = {}
 
@@ -203,13 +245,13 @@ class SamGraph:
                     "inputs": {p: str(s) for p, s in n.inputs.items()}}
             item.update({key: getattr(n, key) for key in ("var", "op") if getattr(n, key)})
             nodes.append(item)
-        return {"name": self.name, "tensors": self.tensors, **({"ops": self.ops} if self.ops else {}),
-                "nodes": nodes}
+        tensors = {n: t.to_json() for n, t in self.tensors.items()}
+        return {"name": self.name, "tensors": tensors, **({"ops": self.ops} if self.ops else {}), "nodes": nodes}
 
     @staticmethod
     def from_json(data: dict) -> "SamGraph":
         g = SamGraph(data["name"])
-        g.tensors = data.get("tensors", {})
+        g.tensors = {n: GraphTensor.from_json(t, n) for n, t in data.get("tensors", {}).items()}
         g.ops = data.get("ops", {})
         for item in data["nodes"]:
             node = g.add(item["kind"], item["params"], item.get("arity", 0), item.get("label", ""), cse=False,

@@ -5,9 +5,9 @@ every other node takes the variable of the coordinate stream that drives it (a r
 signal comes from, a writer the one it writes). The mode is the tensor dimension a level stores
 (level k of a tensor stored in mode order (1, 0) holds mode `mode_order[k]`).
 
-    >>> from fuseflow.sam.graph import SamGraph
+    >>> from fuseflow.sam.graph import GraphTensor, SamGraph
     >>> g = SamGraph("spmv"); r = g.add("root")
-    >>> g.tensors["A"] = {"role": "input", "source": "A", "mode_order": [1, 0], "levels": ["dense", "compressed"]}
+    >>> g.tensors["A"] = GraphTensor("input", (3, 4), ("dense", "compressed"), (1, 0), source="A")
     >>> s = g.add("scan", {"tensor": "A", "level": 0, "format": "dense", "dim": 4}, var="j", ref=r.out("ref"))
     >>> sig = g.add("repsig", crd=s.out("crd"))
     >>> rep = g.add("repeat", **{"in": r.out("ref"), "sig": sig.out("repsig")})
@@ -90,13 +90,14 @@ def ref_tensor(graph: SamGraph, stream: Stream) -> str:
 
 def source_name(graph: SamGraph, storage: str) -> str:
     """The program's name of a stored tensor (`A@1,0`, a copy of A in another mode order, is A)."""
-    return graph.tensors.get(storage, {}).get("source", storage)
+    tensor = graph.tensors.get(storage)
+    return tensor.stores(storage) if tensor is not None else storage
 
 
 def _mode(graph: SamGraph, node: Node) -> int | None:
-    meta = graph.tensors.get(node.params.get("tensor", ""), {})
+    meta = graph.tensors.get(node.params.get("tensor", ""))
     level = node.params.get("level")
-    order = meta.get("mode_order")
+    order = meta.mode_order if meta is not None else None
     if level is None or not node.params.get("tensor"):
         return None
     return order[level] if order and level < len(order) else level

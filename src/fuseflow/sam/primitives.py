@@ -50,14 +50,17 @@ def _p(kind, inputs, outputs, params=(), variadic=False, doc=""):
 
 PRIMITIVES: dict[str, Primitive] = {p.kind: p for p in [
     _p("root", {}, {"ref": "ref"}, doc="""Emits the root reference: `0 D`."""),
-    _p("scan", {"ref": "ref"}, {"crd": "crd", "ref": "ref"}, ("tensor", "level", "format", "dim", "stride"), doc="""
+    _p("scan", {"ref": "ref"}, {"crd": "crd", "ref": "ref"}, ("tensor", "level", "format", "dim", "stride", "window"),
+       doc="""
         Level scanner. For each input `Val(r)`: emit the coordinates of fiber r with their positions,
         then `S0`. Compressed: positions seg[r]..seg[r+1], coordinates crd[p]. Dense: coordinates
         0..dim-1, positions r*dim + c; with a `stride` (a dense tensor visited out of its stored
         level order, each level adding its coordinate times its stride), positions r + c*stride.
         `N` (a missing parent) gives an empty fiber (just `S0`) on a compressed level and the full
         fiber 0..dim-1 with `N` positions on a dense level, so a dense level always holds every
-        coordinate. `Sn` becomes `S(n+1)`.
+        coordinate. `Sn` becomes `S(n+1)`. A `window` (sorted, disjoint coordinate ranges
+        `[[lo, hi], ...]`, set on the scanners of a kernel's outermost loop for a partitioned run)
+        keeps only the coordinates of a `Val(r)` fiber that lie in one of its ranges.
         Example (seg=[0,2,3], crd=[5,7,6]): refs `0 1 S0 D` -> crd `5 7 S0 6 S0 S1 D`,
         refs `0 1 S0 2 S0 S1 D`."""),
     _p("locate", {"crd": "crd", "ref": "ref"}, {"ref": "ref"}, ("tensor", "level", "dim", "stride"), doc="""

@@ -98,6 +98,9 @@ class Schedule:
 
     @staticmethod
     def parse(text: str) -> "Schedule":
+        if not text.split():
+            raise UserError("the schedule is empty", "schedule",
+                            "give one (unfused, partial, full, fusion=[...]) or leave it out for the default")
         s = Schedule()
         for item in text.split():
             key, sep, value = item.partition("=")

@@ -6,6 +6,15 @@ steps with channels of limited depth: a step that emits the j-th token of a chan
 the consumer has taken token j - depth. When no node can take its next step, the graph is
 deadlocked and `Deadlock` names the blocked nodes and the full and empty channels.
 
+A run with unbounded channels (either engine's) settles most cases at no cost: a bounded step waits
+only where the token it emits would find `depth` tokens still waiting, so when no channel of the
+unbounded run ever held more than its depth (`GraphRun.max_occupancy`: sent(j) >= taken(j - depth)
+for every token j), the unbounded times already meet every bound, they are the least times that
+do, and nothing deadlocks (`fits_unbounded`). Only a graph whose channels would overflow is
+replayed here, on the oracle's step log (a Python loop per step: hundreds of times slower than the
+fast engine). With the memory model on (`HwConfig.hbm`) the replay is always taken, because it
+counts no memory stalls while the unbounded run does.
+
     >>> from fuseflow.sam.graph import SamGraph
     >>> g = SamGraph("chain"); r = g.add("root")
     >>> s = g.add("scan", {"tensor": "", "level": 0, "format": "dense", "dim": 4}, ref=r.out("ref"))
@@ -18,7 +27,7 @@ from __future__ import annotations
 from ..errors import FuseflowError
 from ..sam.graph import SamGraph, Stream
 from .hw import HwConfig
-from .oracle import WRITERS, run_graph
+from .oracle import WRITERS, GraphRun, run_graph
 
 
 class Deadlock(FuseflowError):
@@ -33,10 +42,34 @@ class Deadlock(FuseflowError):
                          None, "deepen the full channels (e.g. the ones buffering a softmax row)")
 
 
-def bounded_cycles(graph: SamGraph, tensors: dict, depth: int | dict | None, hw: HwConfig | None = None) -> int:
+def fits_unbounded(unbounded: GraphRun, depth: int | dict, hw: HwConfig) -> bool:
+    """Whether the bounded run with `depth` has the unbounded run's times: no channel of it ever
+    held more tokens than its depth (and the memory model is off, see the module docstring).
+
+    >>> run = GraphRun(written={}, cycles=7, node_steps={}, stream_tokens={}, counters={},
+    ...                max_occupancy={Stream(0, "ref"): 1, Stream(1, "crd"): 3})
+    >>> fits_unbounded(run, 3, HwConfig()), fits_unbounded(run, 2, HwConfig())
+    (True, False)
+    >>> fits_unbounded(run, {Stream(1, "crd"): 4}, HwConfig())  # streams not named: unbounded
+    True
+    """
+    if hw.hbm or unbounded.max_occupancy is None:
+        return False
+    for stream, most in unbounded.max_occupancy.items():
+        limit = depth.get(stream) if isinstance(depth, dict) else depth
+        if limit is not None and most > limit:
+            return False
+    return True
+
+
+def bounded_cycles(graph: SamGraph, tensors: dict, depth: int | dict | None, hw: HwConfig | None = None,
+                   unbounded: GraphRun | None = None) -> int:
     """Cycle count with every channel holding at most `depth` tokens (a dict maps streams to depths;
-    None means unbounded). Raises Deadlock."""
+    None means unbounded). Raises Deadlock. `unbounded`: a run of the same graph on the same
+    tensors with unbounded channels, whose cycles are the answer when they fit (`fits_unbounded`)."""
     hw = hw or HwConfig()
+    if unbounded is not None and (depth is None or fits_unbounded(unbounded, depth, hw)):
+        return unbounded.cycles
     run = run_graph(graph, tensors, hw, record_steps=True)
     if depth is None:
         return run.cycles

@@ -7,3 +7,8 @@
 Figure-12 chart and the results page. The commands that drive them live in `fuseflow.cmdline`.
 See docs/exploration.md.
 """
+
+# token events a study simulates by default: about five minutes of the fast engine on this
+# 2-core machine (memory no longer limits it: the engine streams; `--max-tokens` changes it). Here,
+# not in `granularity`, so that the command's grammar reads it without importing a simulator.
+MAX_TOKENS = 3e10

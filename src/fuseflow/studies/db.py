@@ -16,6 +16,7 @@ refused before anything in it changes.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import sqlite3
@@ -123,6 +124,7 @@ class SweepDB:
         except sqlite3.Error as err:
             raise UserError(f"cannot open database {path}: {err}", "--db") from None
         self.conn.row_factory = sqlite3.Row
+        self.created = not existing and path != ":memory:"  # this object made the file
         try:
             fresh = self._check_marker(existing)
             if readonly:
@@ -195,6 +197,26 @@ class SweepDB:
 
     def close(self) -> None:
         self.conn.close()
+
+    @contextlib.contextmanager
+    def kept_if_written(self):
+        """Close the database when the block ends; if it raises, `abandon` it instead (a refused
+        sweep or suite leaves no new file behind)."""
+        try:
+            yield self
+        except BaseException:
+            self.abandon()
+            raise
+        self.close()
+
+    def abandon(self) -> None:
+        """Close after a refused run: a file this object created and no row was written to is
+        removed (with SQLite's side files), so a refused sweep or suite leaves nothing behind."""
+        empty = self.created and self.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+        self.conn.close()
+        for name in ([self.path, self.path + "-wal", self.path + "-shm"] if empty else []):
+            if os.path.exists(name):
+                os.remove(name)
 
     def done_keys(self) -> set[tuple]:
         return {tuple(r) for r in self.conn.execute("SELECT program, schedule, data, seed FROM runs")}

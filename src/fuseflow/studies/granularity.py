@@ -24,6 +24,7 @@ from ..pipeline import simulate
 from ..report.notebook import table_html
 from ..schedule.schedule import Schedule
 from ..tables import to_csv, to_frame
+from . import MAX_TOKENS
 from .plot import study_chart
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
@@ -32,11 +33,6 @@ COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycle
            ("verified", "verified", "{}"), ("wall", "wall s", "{:.1f}")]
 MODEL_CYCLES = ("model_cycles", "model cycles", "{:,}")  # a few decoders scaled to the whole model
 RATIOS = ("speedup", "flops_ratio", "mem_ratio")
-
-
-# token events a study simulates by default: about five minutes of the fast engine on this
-# 2-core machine (memory no longer limits it: the engine streams; `--max-tokens` changes it)
-MAX_TOKENS = 3e10
 
 
 def _load(compiled, est) -> float:
@@ -121,16 +117,18 @@ def _result_row(case, name: str, result, est, wall: float) -> dict:
 
 
 def study_schedule(case, name: str, model: CostModel, engine: str = "fast", max_tokens: float = MAX_TOKENS,
-                   budget=None, first: bool = False, progress: bool = False, out=None, watch=None) -> dict:
+                   budget=None, first: bool = False, progress: bool = False, out=None, watch=None,
+                   schedule: Schedule | None = None) -> dict:
     """One row of a fusion study: the preset (or schedule string) `name` compiled once, for the
     cost estimate and the simulation, then simulated and verified, or estimated (`skipped`
     says why) when its estimate exceeds `max_tokens` token events or it would not fit in memory
     (the `first`, the baseline, raises instead). Ratios are added over a study's rows by
     `add_ratios`. Raises FuseflowError when the schedule fails. `model` is the case's
-    `CostModel`; `watch` as in `_simulate_row`."""
-    schedule = case.presets.get(name, name)
+    `CostModel`; `watch` as in `_simulate_row`; `schedule` the record `name` stands for where the
+    caller has read it already (`read_schedules`)."""
     start = time.perf_counter()
-    parsed = check_schedule(case.program, schedule, model.shapes or None, stats=model.stats)
+    parsed = check_schedule(case.program, case.presets.get(name, name) if schedule is None else schedule,
+                            model.shapes or None, stats=model.stats)
     compiled = _compiled(case, parsed, model)
     est = model.estimate(compiled)
     if _load(compiled, est) > max_tokens:
@@ -146,8 +144,25 @@ def failed_row(case, name: str, err: FuseflowError, wall: float) -> dict:
     return _failed_row(case, name, case.presets.get(name, name), err.one_line(), wall)
 
 
+def read_schedules(case, names) -> dict:
+    """Each preset name (or schedule string) read once into its `Schedule`, or the error reading it.
+
+        >>> from types import SimpleNamespace
+        >>> read = read_schedules(SimpleNamespace(presets={"full": "full layout=induced"}), ["full", "fusion=[a"])
+        >>> read["full"].layout, type(read["fusion=[a"]).__name__
+        ('induced', 'UserError')
+    """
+    read = {}
+    for name in names:
+        try:
+            read[name] = Schedule.parse(case.presets.get(name, name))
+        except FuseflowError as err:
+            read[name] = err
+    return read
+
+
 def fusion_study(case, schedules: list[str], engine: str = "fast", progress: bool = False,
-                 max_tokens: float = MAX_TOKENS, out=None, budget=None) -> StudyTable:
+                 max_tokens: float = MAX_TOKENS, out=None, budget=None, read: dict | None = None) -> StudyTable:
     """One row per preset (or schedule string), normalised to the first one (unfused). Each
     schedule is compiled once, for the cost estimate and the simulation. A schedule estimated
     beyond `max_tokens` token events (tile elements for blocked ones; the first one included),
@@ -156,15 +171,20 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
     (`est_*`) and says why, and its ratios are the estimates' ratios (marked `~`). One that
     fails says why; if the first fails, or would not fit, that error is raised. One whose declared
     layouts admit no valid order runs with `layout=induced` (its `schedule_text` says so).
-    With `progress`, each simulation shows a live display on `out` (stderr) on a terminal."""
+    With `progress`, each simulation shows a live display on `out` (stderr) on a terminal. `read`:
+    the schedules as `read_schedules` read them, where the caller has."""
     model = CostModel(case.program, case.inputs)
+    read = read_schedules(case, schedules) if read is None else read
     rows = []
     for name in schedules:
         start = time.perf_counter()
         try:
-            rows.append(study_schedule(case, name, model, engine, max_tokens, budget, not rows, progress, out))
-        except FuseflowError as err:  # this schedule fails; the others still run
-            if not rows:
+            if isinstance(read[name], FuseflowError):
+                raise read[name]
+            rows.append(study_schedule(case, name, model, engine, max_tokens, budget, not rows, progress, out,
+                                       schedule=read[name]))
+        except FuseflowError as err:  # this schedule fails; the others still run (a mismatch is a bug: exit 3)
+            if not rows or err.exit_status == 3:
                 raise
             rows.append(failed_row(case, name, err, time.perf_counter() - start))
     if not rows:
@@ -202,13 +222,15 @@ def _ratio(a, b) -> float:
     return a / b if b else float("nan")
 
 
-def same_schedules(case, names) -> list[tuple[str, str]]:
+def same_schedules(case, read: dict) -> list[tuple[str, str]]:
     """Pairs of the named presets that are the same schedule on this model (e.g. `partial` and
-    `full` of a model written as one statement), so that a study can say so."""
+    `full` of a model written as one statement), so that a study can say so; `read` as
+    `read_schedules` gives it (names that did not read are left out)."""
     seen, pairs = {}, []
-    for name in names:
+    for name, parsed in read.items():
         try:
-            parsed = Schedule.parse(case.presets.get(name, name))
+            if isinstance(parsed, FuseflowError):
+                continue
             key = repr((parsed.partition(case.program), sorted(parsed.orders.items()),
                         sorted(parsed.formats.items()), parsed.layout, sorted(parsed.pars.items()), parsed.block))
         except FuseflowError:

@@ -266,7 +266,7 @@ def run_sweep(spec: SweepSpec, progress: bool = True, out=None, budget: int | No
     start = time.perf_counter()
     db = SweepDB(spec.db)
     summary = SweepSummary()
-    try:
+    with db.kept_if_written():
         done = db.done_keys()
         tasks, direct, summary.planned = plan(spec, done)
         summary.skipped = summary.planned - len(tasks) - len(direct)
@@ -301,7 +301,5 @@ def run_sweep(spec: SweepSpec, progress: bool = True, out=None, budget: int | No
         finally:
             if bar:
                 bar.close()
-    finally:
-        db.close()
     summary.seconds = time.perf_counter() - start
     return summary

@@ -20,7 +20,6 @@ order varied one group at a time (`orders="all"`).
 from __future__ import annotations
 
 import functools
-import inspect
 import itertools
 import os
 import random
@@ -40,6 +39,7 @@ from ..ir.program import IndexOp, op_output
 from ..ir.reference import bind_inputs
 from ..ir.stats import stats_for
 from ..ir.values import shape_of
+from ..models.resolve import resolve
 from ..schedule.schedule import Schedule
 
 PRESETS = ("unfused", "partial", "full")
@@ -57,17 +57,18 @@ class ProgramRef:
 
     @staticmethod
     def parse(text: str, func: str | None = None, scale: float = 1.0, shapes: dict | None = None) -> "ProgramRef":
-        text = str(text).strip()
-        if not text:
-            raise UserError("empty program name", "sweep", "give an .mlir file or model:NAME")
+        """The program `text` names, by the rules every command follows (`models.resolve`); a
+        sweep takes MLIR files and built-in models."""
+        ref = resolve(text, "sweep")
+        if ref.kind == "torch":
+            raise UserError(f"{ref.name}: a sweep takes .mlir files and built-in models", "sweep",
+                            "export the PyTorch class to MLIR, or sweep a built-in model (model:NAME)")
+        if ref.kind == "model":
+            return ProgramRef("model", ref.name, None, float(scale), ())
+        if not os.path.isfile(ref.name):
+            raise UserError(f"no such MLIR file {ref.name!r}", "sweep", "give a path to an .mlir file")
         shape_items = tuple(sorted((k, tuple(v)) for k, v in (shapes or {}).items()))
-        if text.startswith("model:"):
-            return ProgramRef("model", text[6:], None, float(scale), ())
-        if text.endswith(".mlir") or os.path.sep in text or os.path.exists(text):
-            if not os.path.isfile(text):
-                raise UserError(f"no such MLIR file {text!r}", "sweep", "give a path to an .mlir file")
-            return ProgramRef("mlir", os.path.normpath(text), func, 1.0, shape_items)
-        return ProgramRef("model", text, None, float(scale), ())  # a bare name: a built-in model
+        return ProgramRef("mlir", os.path.normpath(ref.name), func, 1.0, shape_items)
 
     @property
     def key(self) -> str:
@@ -141,30 +142,19 @@ def _registry():
     except ImportError as err:
         raise UserError(f"built-in models are not available ({err})", "sweep",
                         "give an .mlir file instead") from None
-    if not hasattr(registry, "build"):
-        raise UserError("fuseflow.models.registry has no build()", "sweep", "give an .mlir file instead")
     return registry
 
 
 @functools.lru_cache(maxsize=8)
 def _model_case(name: str, dataset: str | None, seed: int, scale: float, density: float | None,
                 block: int | None = None):
-    build = _registry().build
-    kwargs = {"dataset": dataset}
+    """`models.registry.build` of the model on one data point (cached: the points of a sweep share it)."""
+    options = {"seed": seed, "scale": scale if str(dataset or "").startswith("synthetic:") else 1.0}
+    if density is not None:  # else the model's own default
+        options["density"] = density
     if block is not None:  # a blocked model: BigBird block and tile size
-        kwargs["block"] = block
-    params = inspect.signature(build).parameters
-    accepts_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
-    if not str(dataset or "").startswith("synthetic:"):
-        scale = 1.0  # only synthetic graphs scale
-    for key, value, default in (("seed", seed, 0), ("scale", scale, 1.0), ("density", density, None)):
-        if value is None or value == default:
-            continue
-        if key in params or accepts_any:
-            kwargs[key] = value
-        else:
-            raise UserError(f"model {name} does not take {key}", "sweep", f"drop the {key} setting")
-    return build(name, **kwargs)
+        options["block"] = block
+    return _registry().build(name, dataset, **options)
 
 
 def _random_data(program, point: DataPoint, seed: int, shapes: dict) -> dict:
@@ -188,20 +178,13 @@ def _npz_data(program, path: str) -> dict:
 def load(ref: ProgramRef, point: DataPoint, seed: int = 0, source: str | None = None) -> Loaded:
     """The program and the inputs of one data point (deterministic in ref, point and seed)."""
     if ref.kind == "model":
-        blocked = point.block is not None and ref.name in getattr(_registry(), "BLOCKED_MODELS", ())
+        blocked = point.block is not None and ref.name in _registry().BLOCKED_MODELS
         case = _model_case(ref.name, point.dataset, seed, ref.scale, point.density,
                            point.block if blocked else None)
-        if isinstance(case, tuple):
-            program, inputs = case[0], dict(case[1])
-            presets = {}
-        elif hasattr(case, "program"):
-            program, inputs, presets = case.program, dict(getattr(case, "inputs", {}) or {}), \
-                dict(getattr(case, "presets", {}) or {})
-        else:
-            program, inputs, presets = case, {}, {}
+        program, inputs, presets = case.program, dict(case.inputs), dict(case.presets)
         if point.block and not blocked:
             raise UserError("block applies to random data of MLIR programs and to blocked models "
-                            f"({', '.join(getattr(_registry(), 'BLOCKED_MODELS', ()))})", "sweep",
+                            f"({', '.join(_registry().BLOCKED_MODELS)})", "sweep",
                             "drop blocks for this model")
         missing = [n for n in program.inputs if n not in inputs and n not in program.constants]
         if missing:
@@ -292,7 +275,7 @@ def structure_key(compiled) -> tuple:
     for k in compiled.kernels:
         tensors = ()
         if k.graph is not None:
-            tensors = tuple(sorted((n, tuple(m.get("levels", ())), tuple(m.get("mode_order", ())))
+            tensors = tuple(sorted((n, m.levels, m.mode_order)
                                    for n, m in k.graph.tensors.items()))
         key.append((tuple(k.group), tuple(k.order), tensors, tuple(compiled.schedule.pars.get(k.index, ()))))
     return tuple(key)

@@ -59,13 +59,27 @@ def _k_root(S, F, CH, RD, io, ok, od, ot):
     return status
 
 
-# scan state
-_FIB, _P, _PEND, _FIRST, _RT, _BASE, _EMP, _STRIDE = range(FREE, FREE + 8)
+# scan state (_WIX, _FS, _FE: the window range being scanned and the fiber's positions)
+_FIB, _P, _PEND, _FIRST, _RT, _BASE, _EMP, _STRIDE, _WIX, _FS, _FE = range(FREE, FREE + 11)
+
+
+@njit(cache=True)
+def _window_range(S, compressed, crd, wlo, whi):
+    """Narrow the fiber's positions [_FS, _FE) to window range _WIX: coordinates in
+    [wlo, whi) (a binary search in a compressed fiber's sorted coordinates)."""
+    w = S[_WIX]
+    fs, fe = S[_FS], S[_FE]
+    if compressed:
+        S[_P] = fs + np.searchsorted(crd[fs:fe], wlo[w])
+        S[_PEND] = fs + np.searchsorted(crd[fs:fe], whi[w])
+    else:
+        S[_P] = min(max(wlo[w], fs), fe)
+        S[_PEND] = max(min(whi[w], fe), S[_P])
 
 
 @njit(cache=True)
 def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, rk, rd, rt_, compressed, dim, seg, crd, mem,
-            stride):
+            stride, wlo, whi):
     pi, ei, fi, lat = enter(CH, RD, io, 0)
     jc = out_at(CH, io, 1, 0)
     jr = out_at(CH, io, 1, 1)
@@ -133,10 +147,17 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, rk, rd, rt_, c
             S[_FIB] = 1
             S[_FIRST] = -1
             S[_RT] = max(isent[pi] + lat, 0)
+            if wlo.shape[0] and k == VAL:  # a partitioned run: the window's first range
+                S[_WIX], S[_FS], S[_FE] = 0, S[_P], S[_PEND]
+                _window_range(S, compressed, crd, wlo, whi)
         if jc >= capc or jr >= capr:
             status = WAIT_OUT
             break
         p = S[_P]
+        if p >= S[_PEND] and wlo.shape[0] and S[_EMP] == 0 and S[_WIX] + 1 < wlo.shape[0]:
+            S[_WIX] += 1  # the window's next range
+            _window_range(S, compressed, crd, wlo, whi)
+            continue
         if p < S[_PEND]:  # a coordinate
             if compressed:
                 reads += 1
@@ -357,13 +378,15 @@ class Scan(Runner):
             zero = np.zeros(1, dtype=np.int64)
             self.level_args = (False, int(level.dim), zero, zero)
         self.stride = int(stride)
+        ranges = np.array(self.params.get("window") or np.zeros((0, 2)), dtype=np.int64).reshape(-1, 2)
+        self.window = (np.ascontiguousarray(ranges[:, 0]), np.ascontiguousarray(ranges[:, 1]))
 
     def check_bound(self):
         if self.in_ch[0].dtype != np.int64:
             raise NeedOracle()
 
     def extra(self):
-        return (*self.level_args, self.mem(), self.stride)
+        return (*self.level_args, self.mem(), self.stride, *self.window)
 
 
 class Locate(Runner):

@@ -31,6 +31,7 @@ def _scan(c: _Ctx) -> None:
     stride = c.params.get("stride") or 0
     if stride and (level.is_compressed or not isinstance(stride, int) or stride < 0):
         raise GraphError(f"{c.where()}: stride={stride!r} needs a dense level and a positive integer")
+    window = c.params.get("window")
     while True:
         tok = c.pop("ref")
         if isinstance(tok, Val):
@@ -40,6 +41,8 @@ def _scan(c: _Ctx) -> None:
                     c.fail(f"reference out of range 0..{len(level.seg) - 2}", tok)
                 c.counters["mem_reads"] += 2
             pairs = level.child_positions(r) if not stride else [(x, r + x * stride) for x in range(level.dim)]
+            if window:  # a partitioned run: only the coordinates of the window's ranges
+                pairs = [(crd, pos) for crd, pos in pairs if any(lo <= crd < hi for lo, hi in window)]
             for crd, pos in pairs:
                 if level.is_compressed:
                     c.counters["mem_reads"] += 1

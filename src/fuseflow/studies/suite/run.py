@@ -191,7 +191,7 @@ def run_suite(suite: Suite, db_path: str, executor: str = "dask", scheduler: str
     `max_memory`, or the scheduler at `scheduler`)."""
     start = time.perf_counter()
     db = SweepDB(db_path)
-    try:
+    with db.kept_if_written():
         tasks = suite.tasks()
         if retry_failed:
             db.delete_failed([t.key for t in tasks])
@@ -215,8 +215,6 @@ def run_suite(suite: Suite, db_path: str, executor: str = "dask", scheduler: str
                 summary.estimated += row["status"] == "estimated"
                 summary.failed += row["status"] == "error"
                 bar.finished(task.label(), row)
-    finally:
-        db.close()
     summary.seconds = time.perf_counter() - start
     return summary
 

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 
 from ...errors import UserError
 from ...files import read_file
-from ...models.registry import MODELS
-from ..granularity import MAX_TOKENS
+from ...models.resolve import ModelRef, built_in
+from .. import MAX_TOKENS
 
 BUILT_IN = ("figure12",)
 SUITE_KEYS = {"name": str, "description": str, "schedules": list, "seeds": list, "max_tokens": (int, float),
@@ -71,7 +71,7 @@ class SuiteTask:
     @property
     def key(self) -> tuple:
         """(program, schedule, data, seed): the row's unique key in the database."""
-        return f"model:{self.model}", self.schedule, self.data, self.seed
+        return ModelRef("model", self.model).key, self.schedule, self.data, self.seed
 
     @property
     def case(self) -> tuple:
@@ -126,8 +126,7 @@ def _check(table: dict, keys: dict, where: str) -> None:
 
 def _case(table: dict, where: str) -> dict:
     _check(table, CASE_KEYS, where)
-    if table.get("model") not in MODELS:
-        raise UserError(f"unknown model {table.get('model')!r} in {where}", where, f"use one of {', '.join(MODELS)}")
+    built_in(table.get("model"), where)
     if not table.get("datasets"):
         raise UserError(f"no datasets in {where}", where, 'e.g. datasets = ["karate"]')
     for block in table.get("blocks", []):

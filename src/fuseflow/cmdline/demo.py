@@ -1,4 +1,5 @@
-"""The built-in demo: the 2-layer GCN on the karate club, imported and checked.
+"""`fuseflow demo`: the built-in 2-layer GCN on the karate club, imported through torch-mlir and
+checked against PyTorch eager.
 
     >>> run_demo() == 0  # doctest: +SKIP
 """
@@ -8,15 +9,19 @@ import time
 
 import numpy as np
 
-from .data import karate
-from .frontend import from_torch
-from .ir.reference import reference
+from ..data import karate
+from ..frontend import from_torch
+from ..ir.reference import reference
+
+
+def run(args) -> int:
+    return run_demo(seed=args.seed)
 
 
 def run_demo(seed: int = 0) -> int:
     import torch  # noqa: PLC0415 - torch is slow to import; only the demo needs it
 
-    from .models import GCN  # noqa: PLC0415 - torch is slow to import; only the demo needs it
+    from ..models import GCN  # noqa: PLC0415 - torch is slow to import; only the demo needs it
 
     graph = karate()
     torch.manual_seed(seed)

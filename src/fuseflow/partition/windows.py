@@ -1,0 +1,139 @@
+"""One kernel of a schedule run on windows of its outermost loop, its inputs from the reference.
+
+Each kernel is partitioned on its own: what it reads is stored from the reference's values
+(an intermediate an earlier kernel wrote equals the reference, which verified parts do), so
+any window of any kernel runs without the kernels before it. A window's outputs are checked
+against the reference's same rows when the outer loop indexes the output (`outer_dims`);
+when it is a reduction, a window writes partial sums, checked once all windows are summed.
+
+    >>> import fuseflow
+    >>> from fuseflow.fusion.compile import compile_schedule
+    >>> p = fuseflow.from_mlir("tests/mlir/spmv.mlir")
+    >>> data = fuseflow.random_inputs(p, density=0.3, seed=1)
+    >>> values = reference_values(p, data)
+    >>> setup = kernel_setup(compile_schedule(p, "full").kernels[0], values)
+    >>> run = run_window_of(setup, Window(((0, 16),)), None, "fast")
+    >>> window_problem(setup, run, values), run.cycles > 0
+    (None, True)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import NotSupported
+from ..execute import decode, stored_inputs
+from ..ir.reference import bind_inputs, reference
+from ..ir.values import is_sparse
+from ..pipeline import compare, engine_function
+from ..sam.graph import SamGraph
+from ..sim.window import Window, outer_dims, outer_extent, run_window
+
+
+@dataclass
+class KernelSetup:
+    """What running any window of a kernel needs (sent once to every dask worker)."""
+
+    index: int
+    graph: SamGraph
+    stored: dict  # input name -> StoredTensor, from the reference's values
+    dims: dict[str, int]  # output -> the dimension the outer loop indexes (absent: a reduction)
+    extent: int  # coordinates of the outer loop
+
+    @property
+    def reduces(self) -> bool:
+        """Whether some output is a sum over the outer loop (windows write partial sums)."""
+        return any(m.role == "output" and n not in self.dims for n, m in self.graph.tensors.items())
+
+
+@dataclass
+class WindowRun:
+    """A window's simulation: cycles, token events, counters, and its outputs (full shape)."""
+
+    window: Window
+    cycles: int
+    tokens: int
+    counters: dict[str, int]
+    max_occupancy: int
+    outputs: dict
+
+
+def reference_values(program, data: dict) -> dict:
+    """Every tensor of `program`: the inputs bound, every op's result from the reference."""
+    values = bind_inputs(program, data)
+    values.update(reference(program, values, keep_intermediates=True))
+    return values
+
+
+def kernel_setup(kernel, values: dict) -> KernelSetup:
+    """A kernel's inputs stored as its graph reads them, from `values` (`reference_values`)."""
+    graph = kernel.graph
+    return KernelSetup(kernel.index, graph, stored_inputs(kernel, values, {}), outer_dims(graph),
+                       outer_extent(graph))
+
+
+def run_window_of(setup: KernelSetup, window: Window, hw, engine: str) -> WindowRun:
+    """Simulate `setup`'s kernel on `window` (a module-level function: dask pickles it)."""
+    run, windowed = run_window(setup.graph, setup.stored, window, hw, engine_function(engine))
+    outputs = {name: decode(run.written[name], windowed.written_meta(name))
+               for name, meta in setup.graph.tensors.items() if meta.role == "output"}
+    return WindowRun(window, int(run.cycles), int(sum(run.stream_tokens.values())), dict(run.counters),
+                     max((run.max_occupancy or {}).values(), default=0), outputs)
+
+
+def _row_mask(window: Window, size: int) -> np.ndarray:
+    mask = np.zeros(size, dtype=bool)
+    for lo, hi in window.ranges:
+        mask[lo:min(hi, size)] = True
+    return mask
+
+
+def _masked(value, dim: int, mask: np.ndarray, fill: float):
+    """`value` where the outer coordinate is in `mask`, `fill` elsewhere."""
+    if is_sparse(value):
+        keep = sp.diags_array(mask.astype(np.float64))
+        return sp.csr_array(keep @ value if dim == 0 else value @ keep)
+    shape = [1] * np.ndim(value)
+    shape[dim] = mask.shape[0]
+    return np.where(mask.reshape(shape), value, fill)
+
+
+def window_problem(setup: KernelSetup, run: WindowRun, values: dict, rtol=1e-6, atol=1e-9) -> str | None:
+    """None when every output indexed by the outer loop equals the reference on the window's
+    rows and its background elsewhere; else what differs. (Partial sums are checked summed.)"""
+    for name, dim in setup.dims.items():
+        meta = setup.graph.tensors[name]
+        want = values[meta.stores(name)]
+        mask = _row_mask(run.window, meta.shape[dim])
+        problem = compare(name, run.outputs[name], _masked(want, dim, mask, meta.fill), rtol, atol)[1]
+        if problem:
+            return f"window {run.window} of kernel {setup.index}: {problem}"
+    return None
+
+
+def combined_outputs(setup: KernelSetup, runs: list[WindowRun]) -> dict:
+    """The kernel's outputs from windows covering its outer loop: rows taken from the window
+    that computed them, partial sums added."""
+    outputs = {}
+    for name, meta in setup.graph.tensors.items():
+        if meta.role != "output":
+            continue
+        fill = meta.fill
+        parts = [r.outputs[name] for r in runs]
+        if fill == 0.0:  # disjoint rows or partial sums: adding them is both
+            total = parts[0]
+            for part in parts[1:]:
+                total = total + part
+            outputs[name] = total
+        elif name in setup.dims and not any(is_sparse(p) for p in parts):
+            dim, total = setup.dims[name], np.full(meta.shape, fill)
+            for r, part in zip(runs, parts):
+                total = np.where(_masked(np.ones(meta.shape, bool), dim, _row_mask(r.window, meta.shape[dim]), False),
+                                 part, total)
+            outputs[name] = total
+        else:
+            raise NotSupported(f"output {name} of kernel {setup.index} sums partial results over a background "
+                               f"of {fill}", "partitioned simulation")
+    return outputs

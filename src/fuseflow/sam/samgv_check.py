@@ -1,0 +1,140 @@
+"""Whether SAM's tools take a `.gv` graph: a replay of what its test generator needs.
+
+SAM's generator (`scripts/gen_sam_apps/test_generating_code.py`) reads the graph comment from the
+file's second line, each node's `comment` as `key=value` pairs, drops broadcasts, and writes one
+simulator object per node in topological order: it knows fiberlookup (dense or compressed),
+arrayvals, repsiggen, repeat, intersect, union, spaccumulator (order 1 or 2), crddrop, crdhold,
+mul, add, reduce and fiberwrite, and drops the whole graph on any other type. Sizes of written
+levels are expressions whose tokens are one digit or `<tensor><dim>_dim`. A joiner's inputs are
+named by the tensor of the node they come from, and what reads a joiner's output finds its input
+pair by its own tensor. It writes one output tensor, the first of the comment.
+`check_samgv(text)` returns the first thing that stops it (None when it produces a test).
+
+    >>> check_samgv('digraph SAM {\\n    comment="x=s0"\\n    1 [comment="type=exp"]\\n}')
+    'SAM has no exp'
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+SAM_TYPES = {"fiberlookup", "arrayvals", "repsiggen", "repeat", "intersect", "union", "spaccumulator",
+             "crddrop", "crdhold", "mul", "add", "reduce", "fiberwrite", "broadcast"}
+NEEDS = {"fiberlookup": ("tensor", "index", "mode", "format", "root"), "repeat": ("tensor", "index", "root"),
+         "repsiggen": ("index",), "intersect": ("index",), "union": ("index",), "arrayvals": ("tensor",),
+         "fiberwrite": ("mode",), "crddrop": ("inner", "outer"), "crdhold": ("inner", "outer"),
+         "spaccumulator": ("order", "in0")}
+ATTRIBUTE = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s\]]+)')
+NODE = re.compile(r"^\s*(\w+)\s*\[(.*)\]\s*$")
+EDGE = re.compile(r"^\s*(\w+)\s*->\s*(\w+)\s*\[(.*)\]\s*$")
+SIZE_TOKEN = re.compile(r"^(\d|[A-Za-z]\d_dim)$")
+
+
+@dataclass
+class GvGraph:
+    comment: str = ""
+    nodes: dict[str, dict[str, str]] = field(default_factory=dict)
+    edges: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+
+
+def _attributes(text: str) -> dict[str, str]:
+    return {k: v[1:-1] if v.startswith('"') else v for k, v in ATTRIBUTE.findall(text)}
+
+
+def parse_gv(text: str) -> GvGraph:
+    """The nodes and edges of a `.gv` graph in the form SAM writes (one statement a line)."""
+    graph = GvGraph()
+    lines = re.sub(r'"(?:[^"\\]|\\.)*"', lambda m: m.group(0).replace("\n", "\\n"), text).splitlines()
+    if len(lines) > 1 and lines[1].strip().startswith("comment="):
+        graph.comment = _attributes(lines[1])["comment"]
+    for line in lines[2:]:
+        edge = EDGE.match(line)
+        if edge:
+            graph.edges.append((edge.group(1), edge.group(2), _attributes(edge.group(3))))
+            continue
+        node = NODE.match(line)
+        if node:
+            graph.nodes[node.group(1)] = _attributes(node.group(2))
+    return graph
+
+
+def _info(attrs: dict[str, str]) -> dict[str, str] | None:
+    """The node's comment as SAM's generator splits it: `key=value` items, or None if one is not."""
+    items = [x.split("=") for x in attrs.get("comment", "").split(",")]
+    return dict(items) if all(len(x) == 2 for x in items) else None
+
+
+def _without_broadcasts(graph: GvGraph) -> list[tuple[str, str, dict[str, str]]]:
+    """The edges once broadcasts are bypassed, each reader linked to what the broadcast copies."""
+    source = {d: s for s, d, _ in graph.edges if graph.nodes.get(d, {}).get("type") == "broadcast"}
+
+    def origin(node: str) -> str:
+        while graph.nodes.get(node, {}).get("type") == "broadcast" and node in source:
+            node = source[node]
+        return node
+    return [(origin(s), d, a) for s, d, a in graph.edges if graph.nodes.get(d, {}).get("type") != "broadcast"]
+
+
+def _node_problem(name: str, info: dict[str, str], tensors: set[str]) -> str | None:
+    kind = info.get("type", "")
+    if kind not in SAM_TYPES:
+        return f"SAM has no {kind or 'untyped node'}"
+    missing = [k for k in NEEDS.get(kind, ()) if k not in info]
+    if kind == "fiberwrite":
+        missing += [k for k in (("size", "sink") if info.get("mode") == "vals" else ("segsize", "crdsize", "sink")
+                                if info.get("format") == "compressed" else ()) if k not in info]
+    if missing:
+        return f"node {name} ({kind}) lacks {', '.join(missing)}"
+    if kind == "fiberlookup" and info["format"] not in ("dense", "compressed"):
+        return f"node {name}: SAM scans dense or compressed levels, not {info['format']}"
+    if kind == "spaccumulator" and info["order"] not in ("1", "2"):
+        return f"node {name}: SAM has no spaccumulator of order {info['order']}"
+    for key in ("size", "segsize", "crdsize"):
+        for token in re.split(r"[+*]", info.get(key, "1")):
+            if not SIZE_TOKEN.match(token) or (len(token) > 1 and token[0] not in tensors):
+                return f"node {name}: size token {token!r} is neither a digit nor a tensor dimension"
+    return None
+
+
+def _joiner_problem(graph: GvGraph, info: dict[str, dict[str, str]]) -> str | None:
+    edges = _without_broadcasts(graph)
+    for joiner, attrs in info.items():
+        if attrs.get("type") not in ("intersect", "union"):
+            continue
+        parents = [s for s, d, _ in edges if d == joiner]
+        named = {info[p].get("tensor") for p in parents}
+        if None in named:
+            kinds = sorted({info[p]["type"] for p in parents if "tensor" not in info[p]})
+            return f"{attrs['type']} {attrs.get('index', '')} reads a {kinds[0]}: SAM names joiner inputs by tensor"
+        for s, d, a in edges:
+            reader = info[d]
+            if s == joiner and a.get("type") == "ref" and reader["type"] in ("fiberlookup", "repeat", "arrayvals") \
+                    and reader.get("tensor") not in named:
+                return (f"{reader['type']} of {reader.get('tensor')} reads {attrs['type']} {attrs.get('index', '')}, "
+                        f"whose inputs are {', '.join(sorted(named))}")
+    return None
+
+
+def check_samgv(text: str) -> str | None:
+    """The first thing that stops SAM's test generator on `text`; None when it writes a test."""
+    graph = parse_gv(text)
+    formats = [x.split("=") for x in graph.comment.split(",")] if graph.comment else []
+    if not formats or any(len(x) != 2 for x in formats):
+        return "the second line is not a comment listing name=format per tensor"
+    tensors = {name for name, _ in formats[1:]} - {"x", "X"}
+    info: dict[str, dict[str, str]] = {}
+    for name, attrs in graph.nodes.items():
+        parsed = _info(attrs)
+        if parsed is None:
+            return f"node {name}: its comment is not key=value items"
+        info[name] = parsed
+    if any(s not in info or d not in info for s, d, _ in graph.edges):
+        return "an edge names a node the graph does not declare"
+    for name, attrs in info.items():
+        problem = _node_problem(name, attrs, tensors)
+        if problem:
+            return problem
+    written = {a.get("tensor") for a in info.values() if a["type"] == "fiberwrite"}
+    if written != {formats[0][0]}:
+        return f"writes {', '.join(sorted(t for t in written if t))}: SAM's test has one output, {formats[0][0]}"
+    return _joiner_problem(graph, info)

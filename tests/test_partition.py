@@ -1,0 +1,194 @@
+"""Partitioned simulation: windows of a kernel's outer loop, sharded and sampled modes, and the
+sampled mode's statistics."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fuseflow
+from fuseflow.errors import UserError
+from fuseflow.execute import execute
+from fuseflow.partition.estimate import allocate, draw, ratio_total, stratify
+from fuseflow.partition.run import simulate_partitioned
+from fuseflow.partition.sampled import SamplePlan
+from fuseflow.partition.sharded import shard_kernel
+from fuseflow.partition.windows import kernel_setup, reference_values, run_window_of, window_problem
+from fuseflow.pipeline import compare, prepared
+from fuseflow.sim.fast import run_graph as fast_run
+from fuseflow.sim.window import Window, run_window
+
+# kernels whose boundaries the margins measure exactly (cycles of the sharded mode == whole)
+EXACT = [("spmv", "full"), ("spmm_ikj", "full"), ("sddmm", "full"), ("sddmm_masked", "full"),
+         ("softmax_sparse", "full"), ("softmax_sparse", "unfused"), ("relu", "full"), ("matmul_chain", "unfused"),
+         ("batch_matmul", "full"), ("reshape", "unfused"), ("shared_induced", "full")]
+# kernels with a gap per boundary (state that crosses outer coordinates), and the largest share of
+# the whole run's cycles measured at 3 and 8 shards (seed 2, density 0.3)
+GAPPED = [("matmul_chain", "full", 0.03), ("transpose", "full", 0.06), ("spmm_jik", "full", 0.18)]
+
+
+def _case(name: str, schedule: str, seed: int = 2):
+    program = fuseflow.from_mlir(f"tests/mlir/{name}.mlir")
+    data, compiled = prepared(program, schedule, None, seed, 0.3)
+    return program, data, compiled
+
+
+@pytest.mark.parametrize("name", ["spmv", "spmm_ikj", "spmm_jik", "sddmm", "softmax_sparse"])
+def test_windows_fast_equals_oracle(name):
+    """A window (one range, several, none) runs the same tokens, cycles, counters and written
+    tensors on both engines."""
+    from fuseflow.sim.oracle import run_graph as oracle_run
+
+    program, data, compiled = _case(name, "full")
+    kernel = compiled.kernels[0]
+    stored = kernel_setup(kernel, reference_values(program, data)).stored
+    for window in (Window(((3, 11),)), Window(((0, 2), (5, 9), (20, 31))), Window(())):
+        fast, _ = run_window(kernel.graph, stored, window, None, fast_run)
+        oracle, _ = run_window(kernel.graph, stored, window, None, oracle_run)
+        assert (fast.cycles, fast.stream_tokens, fast.counters) == (oracle.cycles, oracle.stream_tokens,
+                                                                    oracle.counters), window
+        for tensor, written in fast.written.items():
+            assert np.allclose(np.asarray(written.vals, float), np.asarray(oracle.written[tensor].vals, float))
+
+
+@pytest.mark.parametrize("name,schedule", EXACT)
+def test_sharded_equals_whole(name, schedule):
+    """The windows' outputs together are the whole output; tokens, counters and cycles add up
+    to the whole run's once each boundary's overlap is taken out."""
+    program, data, compiled = _case(name, schedule)
+    whole = execute(compiled, data, None, fast_run)
+    values = reference_values(program, data)
+    for kernel, want in zip(compiled.kernels, whole.kernels):
+        if kernel.is_reshape:
+            continue
+        setup = kernel_setup(kernel, values)
+        for shards in (3, 8):
+            got = shard_kernel(setup, shards, None, "fast", None)
+            assert (got.cycles, got.tokens) == (want.cycles, want.tokens), (kernel.index, shards)
+            assert {c: got.counter(c) for c in want.counters} == want.counters
+            for out, value in got.outputs().items():
+                assert compare(out, value, whole.values[out], 1e-9, 1e-12)[1] is None
+
+
+@pytest.mark.parametrize("name,schedule,gap", GAPPED)
+def test_sharded_cycles_within_measured_gap(name, schedule, gap):
+    program, data, compiled = _case(name, schedule)
+    whole = fuseflow.simulate(program, schedule, seed=2, density=0.3)
+    for shards in (3, 8):
+        r = simulate_partitioned(program, compiled, data, shards=shards)
+        assert r.verified and r.mode == "sharded"
+        assert abs(r.cycles - whole.cycles) <= gap * whole.cycles, (shards, r.cycles, whole.cycles)
+
+
+def test_window_rows_are_checked_against_the_reference():
+    program, data, compiled = _case("spmm_ikj", "full")
+    values = reference_values(program, data)
+    setup = kernel_setup(compiled.kernels[0], values)
+    run = run_window_of(setup, Window(((4, 9), (20, 22))), None, "fast")
+    assert window_problem(setup, run, values) is None
+    y = np.asarray(run.outputs["Y"])
+    assert not y[:4].any() and not y[9:20].any() and y[4:9].any()  # only the window's rows are written
+    run.outputs["Y"] = y.copy()
+    run.outputs["Y"][21, 0] += 1.0
+    assert "differs" in window_problem(setup, run, values)
+
+
+def test_multi_kernel_schedule_reads_intermediates_from_the_reference():
+    """Every kernel of an unfused schedule is partitioned on its own; the result equals the whole."""
+    program, data, compiled = _case("matmul_chain", "unfused")
+    assert len([k for k in compiled.kernels if not k.is_reshape]) == 2
+    whole = fuseflow.simulate(program, compiled, data)
+    r = simulate_partitioned(program, compiled, data, shards=4)
+    assert (r.cycles, r.tokens, r.flops, r.mem_reads, r.mem_writes) == \
+        (whole.cycles, whole.tokens, whole.flops, whole.mem_reads, whole.mem_writes)
+    assert compare("Z", r.outputs[program.outputs[0]], whole.outputs[program.outputs[0]], 1e-9, 1e-12)[1] is None
+
+
+def test_sharded_on_a_dask_client():
+    distributed = pytest.importorskip("distributed")
+    program, data, compiled = _case("spmv", "full")
+    whole = fuseflow.simulate(program, compiled, data)
+    with distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        r = fuseflow.simulate(program, "full", data, shards=4, scheduler=client)
+    assert (r.mode, r.cycles, r.tokens, r.verified) == ("sharded", whole.cycles, whole.tokens, True)
+
+
+# -- the estimator ------------------------------------------------------------------------------
+def _population(rng, n=2000):
+    """Heavy-tailed work x and cycles y = 3x + 40 + noise proportional to sqrt(x)."""
+    x = np.floor(rng.pareto(1.3, n) * 20) + 5
+    y = 3 * x + 40 + rng.normal(0, 1, n) * 2 * np.sqrt(x)
+    return x, y
+
+
+def test_interval_coverage_on_a_known_population():
+    """95% intervals from 5% stratified samples cover the true total in about 95% of 400 draws."""
+    x, y = _population(np.random.default_rng(7))
+    labels = stratify(x, 8)
+    truth = y.sum()
+    hits, errors, widths = 0, [], []
+    for seed in range(400):
+        picked = draw(labels, allocate(x, labels, 100), np.random.default_rng(seed))
+        est = ratio_total(x, labels, picked, y[picked])
+        hits += est.low <= truth <= est.high
+        errors.append(abs(est.total - truth) / truth)
+        widths.append(est.half_width)
+    assert 0.90 <= hits / 400 <= 0.99, hits
+    # a normal error's mean is 0.8 of its standard deviation, the half-width about 2 of them
+    assert np.mean(errors) < 0.6 * np.mean(widths) < 0.03
+
+
+def test_strata_and_a_whole_sample():
+    x, y = _population(np.random.default_rng(1), 300)
+    labels = stratify(x, 8)
+    sizes = np.bincount(labels)
+    assert 3 <= len(sizes) <= 8 and sizes.min() >= 2  # fewer when a few windows hold a stratum's share each
+    heavy = labels[np.argmax(x)]
+    assert sizes[heavy] < sizes.max()  # heavy windows sit in a small stratum of their own
+    est = ratio_total(x, labels, np.arange(300), y)
+    assert est.low == est.high == pytest.approx(y.sum())
+
+
+def test_sampled_mode_end_to_end():
+    program, data, compiled = _case("sddmm_masked", "full")
+    whole = fuseflow.simulate(program, compiled, data)
+    r = simulate_partitioned(program, compiled, data, sample=SamplePlan(fraction=0.4, seed=1, min_width=4))
+    assert r.mode == "sampled" and r.verified and 0 < r.sampled_fraction <= 1
+    assert r.cycles_low <= r.cycles <= r.cycles_high
+    assert abs(r.cycles - whole.cycles) <= 0.03 * whole.cycles
+    assert r.kernels[0].cycles_low <= r.kernels[0].cycles <= r.kernels[0].cycles_high
+    target = simulate_partitioned(program, compiled, data, sample=SamplePlan(error=0.01, seed=1, min_width=4))
+    assert (target.cycles_high - target.cycles_low) / 2 <= 0.01 * target.cycles or target.sampled_fraction == 1
+
+
+def test_sample_plan_and_api_errors():
+    with pytest.raises(UserError):
+        SamplePlan()
+    with pytest.raises(UserError):
+        SamplePlan(fraction=1.5)
+    program = fuseflow.from_mlir("tests/mlir/spmv.mlir")
+    with pytest.raises(UserError):
+        fuseflow.simulate(program, "full", shards=2, sample=0.1)
+    with pytest.raises(UserError):
+        fuseflow.simulate(program, "full", shards=0)
+    assert Window.parse("8:16,0:4,12:20").ranges == ((0, 4), (8, 20))
+    with pytest.raises(UserError):
+        Window.parse("3-4")
+
+
+@pytest.mark.slow
+def test_cli_sharded_and_sampled_json():
+    base = [sys.executable, "-m", "fuseflow", "simulate", "tests/mlir/spmv.mlir", "--schedule", "full",
+            "--density", "0.3", "--json"]
+    whole = json.loads(subprocess.run(base, capture_output=True, text=True, check=True).stdout)
+    sharded = json.loads(subprocess.run(base + ["--shards", "2", "--workers", "2"], capture_output=True, text=True,
+                                        check=True).stdout)
+    assert sharded["mode"] == "sharded" and sharded["cycles"] == whole["cycles"]
+    sampled = json.loads(subprocess.run(base + ["--error", "2%"], capture_output=True, text=True, check=True).stdout)
+    assert sampled["mode"] == "sampled" and sampled["cycles_low"] <= sampled["cycles"] <= sampled["cycles_high"]
+    bad = subprocess.run(base + ["--error", "200%"], capture_output=True, text=True)
+    assert bad.returncode == 2
