@@ -142,6 +142,7 @@ def test_run_all_spends_the_budget_on_kernels_before_torch_compile(monkeypatch, 
     assert "time budget" in out[1].notes[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
 @pytest.mark.parametrize("argv", [["run", "--chain", "G5"], ["bench", "--run", "--chains", "G1"]])
 def test_gpu_commands_say_there_is_no_cuda_device(argv):
