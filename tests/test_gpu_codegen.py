@@ -121,3 +121,30 @@ def test_every_kernel_code_path_compiles_for_sm90a_within_budget():
         assert res.registers * 4 * THREADS <= 256 * 1024, (it.chain.name, res)    # the SM's register file
         assert res.static_smem + it.layout.smem_bytes <= device.smem_per_block, (it.chain.name, res)
         assert res.spill_stores == 0, (it.chain.name, it.plan.summary(), res)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(find_nvcc() is None, reason=NO_NVCC)
+def test_library_loads_and_its_launcher_reports_cuda_errors():
+    """The runner's path up to the GPU: a chain's plans built as one shared library, loaded with ctypes,
+    each launcher found by name; with no usable GPU here the launch returns a CUDA error, raised."""
+    import ctypes
+
+    import torch
+
+    from fuseflow.gpu.codegen import emit_library
+    from fuseflow.gpu.measure import _launch
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: the launch would run (gpu run covers that)")
+    chain = Chain("t", "ffn", 64, 128, 64, 64)
+    source, names = emit_library(chain, enumerate(plan_chain(chain, topk=2).plans, 1))
+    built = compile_cuda(source, shared=True)
+    assert built.ok, built.log[-3000:]
+    lib = ctypes.CDLL(built.output)
+
+    class Null:
+        def data_ptr(self):
+            return 0
+    for name in names.values():
+        with pytest.raises(RuntimeError, match=f"launch of {name} failed with CUDA error [1-9]"):
+            _launch(lib, name, (Null(), Null(), None, Null(), Null()), 0)()

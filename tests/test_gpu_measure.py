@@ -142,6 +142,7 @@ def test_run_all_spends_the_budget_on_kernels_before_torch_compile(monkeypatch, 
     assert "time budget" in out[1].notes[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
 @pytest.mark.parametrize("argv", [["run", "--chain", "G5"], ["bench", "--run", "--chains", "G1"]])
 def test_gpu_commands_say_there_is_no_cuda_device(argv):
@@ -170,3 +171,62 @@ def test_phase_shares_are_listed_for_memory_bound_chains_under_target():
     assert phase_lines(rows) == ["T3 (1.20x): gemm0 70%, exchange 10%, gemm1 15%, store 5%"]
     compute_bound = dataclasses.replace(rows[-1], bottleneck="compute")
     assert phase_lines([compute_bound]) == []
+
+
+def parse(argv):
+    import argparse
+
+    from fuseflow.gpu.cli import add_commands
+    parser = argparse.ArgumentParser(prog="fuseflow")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(["gpu", *argv])
+
+
+def test_gpu_run_command_writes_its_measurement(monkeypatch, tmp_path, capsys):
+    from fuseflow.gpu import cli
+    row = fake_rows()[0]
+    seen = {}
+
+    def fake_measure(chain, topk, dtype, reps, only_rank):
+        seen.update(chain=chain.name, topk=topk, dtype=dtype, reps=reps, only_rank=only_rank)
+        return row
+    monkeypatch.setattr(cli, "measure_chain", fake_measure)
+    monkeypatch.setattr(cli, "measure_compiled", lambda chain, dtype, reps: fake_timing(24.0))
+    out = tmp_path / "g5.json"
+    args = parse(["run", "--chain", "G5", "--plan", "2", "--dtype", "bf16", "--json-out", str(out)])
+    assert args.run(args) == 0
+    assert seen == {"chain": "G5", "topk": 1, "dtype": "bf16", "reps": 25, "only_rank": 2}
+    assert ChainMeasurement.from_json(__import__("json").loads(out.read_text())) == row
+    assert "plan #1: 12.0 us" in capsys.readouterr().out
+
+
+def test_gpu_bench_run_writes_table_device_file_and_docs_section(monkeypatch, tmp_path, capsys):
+    from fuseflow.gpu import cli
+    monkeypatch.setattr(cli, "require_cuda", lambda where: None)
+    monkeypatch.setattr(cli, "run_all", lambda opts, measure, progress: fake_rows())
+    monkeypatch.setattr(cli, "_gpu_info", lambda torch: GpuInfo("TEST H200 (made-up data)", 132, 60_000_000, 4.3e12,
+                                                                  "test", "test"))
+    docs = tmp_path / "gpu.md"
+    docs.write_text("intro\n<!-- measured:begin -->\nNot measured yet.\n<!-- measured:end -->\nend\n")
+    args = parse(["bench", "--run", "--chains", "G1,G2", "--out", str(tmp_path / "o"), "--docs", str(docs)])
+    assert args.run(args) == 0
+    files = sorted(p.name for p in (tmp_path / "o").iterdir())
+    assert files == ["h200.toml", "measured.json", "measured.md"]
+    page = docs.read_text()
+    assert "Not measured yet" not in page and "| T1 | 128,256,64,64 |" in page and page.endswith("end\n")
+    assert load_device(str(tmp_path / "o" / "h200.toml")).name == "TEST H200 (made-up data)"
+    with pytest.raises(Exception, match="unknown benchmark chain 'X9'"):
+        cmd = parse(["bench", "--run", "--chains", "X9", "--out", str(tmp_path / "o")])
+        cmd.run(cmd)
+
+
+def test_gpu_bench_run_refuses_a_docs_page_without_the_section_before_running(monkeypatch, tmp_path):
+    from fuseflow.errors import UserError
+    from fuseflow.gpu import cli
+    monkeypatch.setattr(cli, "require_cuda", lambda where: None)
+    monkeypatch.setattr(cli, "run_all", lambda *a, **k: pytest.fail("ran before checking --docs"))
+    page = tmp_path / "page.md"
+    page.write_text("no markers here\n")
+    args = parse(["bench", "--run", "--docs", str(page), "--out", str(tmp_path)])
+    with pytest.raises(UserError, match="no <!-- measured:begin -->"):
+        args.run(args)

@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from fuseflow.errors import FuseflowError, NotSupported, UserError
-from fuseflow.files import check_output, write_text
+from fuseflow.files import check_output, read_file, write_text
 from fuseflow.memory import Budget
 
 from .baselines import smem_only, unfused
@@ -34,7 +34,7 @@ from .device import LEVELS, load_device
 from .kernel_layout import DTYPES
 from .measure import measure_chain, measure_compiled, measure_copy_bandwidth, require_cuda
 from .measured import format_measured_table, summary_lines
-from .measured_report import GpuInfo, build_report, replace_section
+from .measured_report import GpuInfo, build_report, device_slug, replace_section
 from .nvcc import find_nvcc
 from .planner import DEFAULT_TOPK, plan_chain
 from .report import fmt_bytes, fmt_count
@@ -211,18 +211,21 @@ def cmd_bench_run(args) -> int:
     unknown = [c for c in chains if c not in BENCHMARKS]
     if unknown:
         raise UserError(f"unknown benchmark chain {unknown[0]!r}", "--chains", "use ids G1-G10, S1-S8, C1-C8")
+    page = read_file(args.docs, "--docs").decode("utf-8") if args.docs else None
+    if page is not None:
+        replace_section(page, "")                # a page without the section is refused before the run
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
         opts = RunOptions(chains, args.topk_measure, args.dtype, args.reps, args.budget_s, out_dir=work)
         rows = run_all(opts, measure_compiled, progress=lambda line: print(line, flush=True))
-    report = build_report(rows, _gpu_info(torch))
-    slug = "".join(ch for ch in report.device_file.split('"')[1].split()[-1].lower() if ch.isalnum()) or "gpu"
+    gpu = _gpu_info(torch)
+    report = build_report(rows, gpu)
+    slug = device_slug(gpu.name)
     write_text(str(out / "measured.json"), json.dumps([r.to_json() for r in rows], indent=1), "--out")
     write_text(str(out / "measured.md"), report.markdown + "\n", "--out")
     write_text(str(out / f"{slug}.toml"), report.device_file, "--out")
-    if args.docs:
-        page = pathlib.Path(args.docs).read_text()
+    if page is not None:
         write_text(args.docs, replace_section(page, report.markdown), "--docs")
     print(format_measured_table(rows))
     print("\n".join(summary_lines(rows)))

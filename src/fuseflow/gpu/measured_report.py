@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from fuseflow.errors import UserError
@@ -78,6 +79,16 @@ def build_report(rows: list[ChainMeasurement], gpu: GpuInfo, base: Device | None
              "Fitted device file (`fuseflow gpu plan --device`):", "", "```toml",
              device_toml(gpu.name, base, fitted, measured).rstrip(), "```"]
     return MeasuredReport("\n".join(lines), device_toml(gpu.name, base, fitted, measured), obs)
+
+
+def device_slug(name: str) -> str:
+    """A file name stem for a GPU's device file: its model number where the name has one.
+
+    >>> device_slug("NVIDIA H200"), device_slug("NVIDIA GeForce RTX 4090"), device_slug("Some GPU")
+    ('h200', 'rtx4090', 'somegpu')
+    """
+    found = re.search(r"\b([a-z]{1,3})\s?(\d{2,4})\b", name.lower())
+    return found.group(1) + found.group(2) if found else re.sub(r"[^a-z0-9]", "", name.lower()) or "gpu"
 
 
 def replace_section(page: str, body: str) -> str:
