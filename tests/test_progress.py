@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fuseflow.cmdline.progress import RunProgress, SuiteProgress, TaskProgress, numba_notice
 from fuseflow.models.registry import build
+from fuseflow.progress import RunProgress, SuiteProgress, TaskProgress, numba_notice
 from fuseflow.studies.granularity import fusion_study
 
 
@@ -106,7 +106,7 @@ def test_a_suites_task_bar_counts_past_its_estimate():
 def test_numba_compilation_is_announced_once(monkeypatch):
     import numba
 
-    import fuseflow.cmdline.progress as progress
+    import fuseflow.progress as progress
 
     monkeypatch.setattr(progress, "_NOTICE_GIVEN", progress.threading.Event())  # as in a fresh process
     out = io.StringIO()

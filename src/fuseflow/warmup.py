@@ -10,7 +10,7 @@ model under each of its presets on its smallest data and a sparse-sparse product
 dataflow order (one accumulator, none, the order-2 accumulator; fork/join lanes), which
 compiles the signatures those use, then (2) compiles each tuple-taking signature again for
 every length up to `MAX_ARITY`. A run that still meets a new signature compiles it (and says
-so once, `cmdline.progress.numba_notice`); it is cached from then on.
+so once, `progress.numba_notice`); it is cached from then on.
 
     >>> "_k_copy" in {d.py_func.__name__ for d in kernel_dispatchers()}
     True

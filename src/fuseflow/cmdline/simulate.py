@@ -15,10 +15,10 @@ from .. import api
 from ..checks import check_schedule
 from ..errors import UserError
 from ..files import atomic_path, check_output, temporary_beside
+from ..progress import RunProgress, numba_notice
 from ..sim.hw import HwConfig
 from ..simreport import simulate_report
 from .args import budget_of
-from .progress import RunProgress, numba_notice
 from .source import load_source
 
 

@@ -13,7 +13,6 @@ import sys
 import time
 
 from ..checks import check_schedule
-from ..cmdline.progress import RunProgress, is_terminal, numba_notice
 from ..errors import FuseflowError, UserError
 from ..fusion.compile import compile_schedule
 from ..fusion.estimate import CostModel
@@ -21,6 +20,7 @@ from ..fusion.search import NoValidOrder
 from ..memory import MemoryLimitError, release_freed
 from ..models.gpt3 import model_cycles
 from ..pipeline import simulate
+from ..progress import RunProgress, is_terminal, numba_notice
 from ..report.notebook import table_html
 from ..schedule.schedule import Schedule
 from ..tables import to_csv, to_frame

@@ -16,10 +16,10 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
-from ..cmdline.progress import TaskProgress
 from ..errors import FuseflowError, UserError
 from ..fusion.estimate import CostModel
 from ..pipeline import simulate
+from ..progress import TaskProgress
 from .cluster import dask_client, exit_with_parent, worker_budget
 from .db import SweepDB
 from .space import DataPoint, ProgramRef, load, mlir_source, schedules

@@ -20,10 +20,10 @@ import socket
 import time
 from dataclasses import dataclass
 
-from ...cmdline.progress import SuiteProgress
 from ...errors import FuseflowError
 from ...fusion.estimate import CostModel
 from ...models.registry import build
+from ...progress import SuiteProgress
 from ..cluster import PROGRESS_TOPIC, dask_client, post_progress, worker_budget
 from ..db import SweepDB
 from ..granularity import add_ratios, study_schedule
