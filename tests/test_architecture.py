@@ -27,7 +27,7 @@ LAYERS = {
     "report": {"errors", "sam"},  # pictures and pages of graphs, compiled schedules and results (duck-typed)
     "gpu": {"errors", "memory", "files"},  # sizes of a plan search checked against the memory budget
     "data": {"errors", "memory", "files"},  # files and archives sized against the memory budget
-    "frontend": {"errors", "ir"},
+    "frontend": {"errors", "ir", "scalar_ops"},
     "schedule": {"errors", "ir"},
     "fusion": {"errors", "ir", "sam", "schedule", "report", "scalar_ops"},
     "sim": {"errors", "sam", "ir.formats", "ir.values", "memory", "scalar_ops"},  # runs a SamGraph without the compiler

@@ -29,13 +29,14 @@ from ..ir.expr import Binary, Const, Expr, In, map_inputs, renumber_inputs
 from ..ir.formats import TensorFormat
 from ..ir.program import Access, IndexOp, Program, ReshapeOp, Tensor, op_output
 from ..ir.verify import verify
+from ..scalar_ops import REDUCTIONS
 from .legacy import modernize
 from .mlir_body import region_expression
 from .mlir_types import constant_data, element_dtype, format_of, parse_location, resource_blobs, shape_of
 from .structured import add_concat, implicit_maps
 
 VAR_NAMES = "ijklmnpqrstuvw"
-REDUCERS = {"add": "sum", "max": "max", "min": "min"}
+REDUCERS = {row.op: row.name for row in REDUCTIONS.values()}  # the binary op a reduction folds with -> its kind
 
 
 def from_mlir(source: str | os.PathLike, func: str | None = None, formats: dict | None = None,
