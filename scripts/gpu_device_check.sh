@@ -25,7 +25,7 @@ export FUSEFLOW_CUDA_CACHE=${FUSEFLOW_CUDA_CACHE:-/tmp/fuseflow_cuda}
 'scipy', scipy.__version__, 'numpy', numpy.__version__, 'device', torch.cuda.get_device_name(0))"
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
-timeout $((BUDGET_S + 80)) "$PYTHON" -m fuseflow.gpu.cli bench --run --topk-measure 4 --budget-s "$BUDGET_S" \
+timeout $((BUDGET_S + 80)) "$PYTHON" -m fuseflow.cmdline.gpu bench --run --topk-measure 4 --budget-s "$BUDGET_S" \
   --out "$OUT" --docs docs/gpu.md 2>&1 | tee "$OUT/bench.log"
 status=${PIPESTATUS[0]}
 cp docs/gpu.md "$OUT/gpu.md"

@@ -163,7 +163,7 @@ def test_checks_catch_what_they_guard_against():
     assert not _allowed("fuseflow.sim.oracle", "fuseflow.fusion.compile")
     assert not _allowed("fuseflow.sim.oracle", "fuseflow.ir.program")
     assert _allowed("fuseflow.sim.oracle", "fuseflow.ir.formats")
-    assert _allowed("fuseflow.cmdline.grammar", "fuseflow.gpu.cli") and not _allowed("fuseflow.cli", "fuseflow.api")
+    assert _allowed("fuseflow.cmdline.grammar", "fuseflow.cmdline.gpu") and not _allowed("fuseflow.cli", "fuseflow.api")
     draw = SRC / "sam" / "draw.py"
     assert "fuseflow.sam.graph" in _imports(draw) and "fuseflow.sam.graph" not in _imports(draw, typing=False)
 

@@ -109,7 +109,7 @@ def _gpu_line(parser) -> str:
 
 
 def test_the_gpu_stand_in_says_what_the_gpu_commands_say():
-    """`fuseflow --help` lists `gpu` without importing gpu/cli (numpy); its line is gpu/cli's own."""
+    """`fuseflow --help` lists `gpu` without importing cmdline/gpu (numpy); its line is cmdline/gpu's own."""
     from fuseflow.cmdline.grammar import build_parser
 
     assert _gpu_line(build_parser()) == _gpu_line(build_parser("gpu"))

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from fuseflow.cmdline.gpu import add_commands
 from fuseflow.errors import UserError
-from fuseflow.gpu.cli import add_commands
 
 
 def run(argv, capsys):

@@ -5,10 +5,10 @@ import argparse
 import numpy as np
 import pytest
 
+from fuseflow.cmdline.gpu import add_commands
 from fuseflow.errors import NotSupported
 from fuseflow.gpu.benchmarks import BENCHMARKS
 from fuseflow.gpu.chains import Chain
-from fuseflow.gpu.cli import add_commands
 from fuseflow.gpu.codegen import HEADER, emit_cuda, launcher_name
 from fuseflow.gpu.coverage import covering_set, feature_values, ranked_layouts
 from fuseflow.gpu.device import Device

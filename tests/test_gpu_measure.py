@@ -146,7 +146,7 @@ def test_run_all_spends_the_budget_on_kernels_before_torch_compile(monkeypatch, 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
 @pytest.mark.parametrize("argv", [["run", "--chain", "G5"], ["bench", "--run", "--chains", "G1"]])
 def test_gpu_commands_say_there_is_no_cuda_device(argv):
-    proc = subprocess.run([sys.executable, "-m", "fuseflow.gpu.cli", *argv], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "fuseflow.cmdline.gpu", *argv], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "no CUDA device" in proc.stderr
 
@@ -176,14 +176,14 @@ def test_phase_shares_are_listed_for_memory_bound_chains_under_target():
 def parse(argv):
     import argparse
 
-    from fuseflow.gpu.cli import add_commands
+    from fuseflow.cmdline.gpu import add_commands
     parser = argparse.ArgumentParser(prog="fuseflow")
     add_commands(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(["gpu", *argv])
 
 
 def test_gpu_run_command_writes_its_measurement(monkeypatch, tmp_path, capsys):
-    from fuseflow.gpu import cli
+    from fuseflow.cmdline import gpu as cli
     row = fake_rows()[0]
     seen = {}
 
@@ -201,7 +201,7 @@ def test_gpu_run_command_writes_its_measurement(monkeypatch, tmp_path, capsys):
 
 
 def test_gpu_bench_run_writes_table_device_file_and_docs_section(monkeypatch, tmp_path, capsys):
-    from fuseflow.gpu import cli
+    from fuseflow.cmdline import gpu as cli
     monkeypatch.setattr(cli, "require_cuda", lambda where: None)
     monkeypatch.setattr(cli, "run_all", lambda opts, measure, progress: fake_rows())
     monkeypatch.setattr(cli, "_gpu_info", lambda torch: GpuInfo("TEST H200 (made-up data)", 132, 60_000_000, 4.3e12,
@@ -221,8 +221,8 @@ def test_gpu_bench_run_writes_table_device_file_and_docs_section(monkeypatch, tm
 
 
 def test_gpu_bench_run_refuses_a_docs_page_without_the_section_before_running(monkeypatch, tmp_path):
+    from fuseflow.cmdline import gpu as cli
     from fuseflow.errors import UserError
-    from fuseflow.gpu import cli
     monkeypatch.setattr(cli, "require_cuda", lambda where: None)
     monkeypatch.setattr(cli, "run_all", lambda *a, **k: pytest.fail("ran before checking --docs"))
     page = tmp_path / "page.md"

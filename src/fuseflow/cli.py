@@ -1,6 +1,6 @@
 """The `fuseflow` command's entry point: a thin router. `cmdline.grammar` parses the command line
 (importing no compiler, simulator, torch or numba, so that `fuseflow --help` and `fuseflow help`
-answer at once); the chosen command's module under `cmdline/` is imported when it runs (`gpu/cli`
+answer at once); the chosen command's module under `cmdline/` is imported when it runs (`cmdline/gpu`
 for `fuseflow gpu`). Bad input (`FuseflowError`) prints one line `fuseflow: error: ...` and exits
 with status 2; an internal error is status 3 (a bug in fuseflow).
 

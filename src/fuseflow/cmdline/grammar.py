@@ -27,8 +27,8 @@ from ..studies import MAX_TOKENS
 from .args import Parser, count, fraction, positive, positive_real, relative, size
 
 DEFAULT_PRUNE = 1.5  # measured: keeps the best schedule of every swept group (docs/exploration.md)
-# the GPU planner's commands are read from `gpu.cli` only when named (it loads numpy); its line in
-# `fuseflow --help` until then (a test keeps it equal to gpu.cli's)
+# the GPU planner's commands are read from `cmdline.gpu` only when named (it loads numpy); its line in
+# `fuseflow --help` until then (a test keeps it equal to cmdline.gpu's)
 GPU_HELP = "plan GEMM->act->GEMM fusion across GPU thread-block clusters (DSM)"
 
 
@@ -62,7 +62,7 @@ def build_parser(command: str | None = None) -> Parser:
     _add_study_commands(sub)
     _add_sweep_commands(sub)
     if command == "gpu":
-        from ..gpu.cli import add_commands  # noqa: PLC0415 - numpy is slow to import; only `gpu` needs it
+        from .gpu import add_commands  # noqa: PLC0415 - numpy is slow to import; only `gpu` needs it
 
         add_commands(sub)
     else:

@@ -1,7 +1,7 @@
 """``fuseflow gpu bench --run``: every benchmark chain's kernels compiled, run and timed on the GPU,
 torch.compile beside them while the time budget lasts, then the report and the fitted device file.
 
-Each chain runs in its own process (``fuseflow.gpu.cli run``) with a time limit, so a kernel that
+Each chain runs in its own process (``fuseflow.cmdline.gpu run``) with a time limit, so a kernel that
 hangs or faults costs that chain, not the run. Compilation happens first, in parallel.
 
     >>> failed_chain("G1", (1, 2, 3, 4), "timed out after 60 s").plans[0].error
@@ -59,9 +59,9 @@ def precompile(opts: RunOptions, device: Device) -> dict[str, str]:
 
 
 def run_chain_process(name: str, opts: RunOptions) -> ChainMeasurement:
-    """``python -m fuseflow.gpu.cli run`` for one chain, its JSON read back."""
+    """``python -m fuseflow.cmdline.gpu run`` for one chain, its JSON read back."""
     out = pathlib.Path(opts.out_dir) / f"chain_{name}.json"
-    cmd = [sys.executable, "-m", "fuseflow.gpu.cli", "run", "--chain", name, "--topk-measure", str(opts.topk),
+    cmd = [sys.executable, "-m", "fuseflow.cmdline.gpu", "run", "--chain", name, "--topk-measure", str(opts.topk),
            "--dtype", opts.dtype, "--reps", str(opts.reps), "--json-out", str(out)]
     dims = BENCHMARKS[name].dims
     try:

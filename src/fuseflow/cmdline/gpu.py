@@ -1,7 +1,7 @@
 """Command line: ``fuseflow gpu plan``, ``fuseflow gpu run`` and ``fuseflow gpu bench [--run]``.
 
 The lead's fuseflow.cli calls :func:`add_commands` with its top-level subparsers; ``python -m
-fuseflow.gpu.cli`` runs the same commands without the rest of fuseflow (what a GPU machine needs).
+fuseflow.cmdline.gpu`` runs the same commands without the rest of fuseflow (what a GPU machine needs).
 
     >>> import argparse
     >>> parser = argparse.ArgumentParser(prog="fuseflow")
@@ -20,24 +20,23 @@ import sys
 import tempfile
 import time
 
-from fuseflow.errors import FuseflowError, NotSupported, UserError
-from fuseflow.files import check_output, read_file, write_text
-from fuseflow.memory import Budget
-
-from .baselines import smem_only, unfused
-from .bench import format_summary, format_table, run_bench, summarize
-from .bench_run import RunOptions, run_all
-from .benchmarks import BENCHMARKS, parse_chain
-from .chains import ATOM
-from .codegen import emit_cuda, supported
-from .device import LEVELS, load_device
-from .kernel_layout import DTYPES
-from .measure import measure_chain, measure_compiled, measure_copy_bandwidth, require_cuda
-from .measured import format_measured_table, summary_lines
-from .measured_report import GpuInfo, build_report, device_slug, replace_section
-from .nvcc import find_nvcc
-from .planner import DEFAULT_TOPK, plan_chain
-from .report import fmt_bytes, fmt_count
+from ..errors import FuseflowError, NotSupported, UserError
+from ..files import check_output, read_file, write_text
+from ..gpu.baselines import smem_only, unfused
+from ..gpu.bench import format_summary, format_table, run_bench, summarize
+from ..gpu.bench_run import RunOptions, run_all
+from ..gpu.benchmarks import BENCHMARKS, parse_chain
+from ..gpu.chains import ATOM
+from ..gpu.codegen import emit_cuda, supported
+from ..gpu.device import LEVELS, load_device
+from ..gpu.kernel_layout import DTYPES
+from ..gpu.measure import measure_chain, measure_compiled, measure_copy_bandwidth, require_cuda
+from ..gpu.measured import format_measured_table, summary_lines
+from ..gpu.measured_report import GpuInfo, build_report, device_slug, replace_section
+from ..gpu.nvcc import find_nvcc
+from ..gpu.planner import DEFAULT_TOPK, plan_chain
+from ..gpu.report import fmt_bytes, fmt_count
+from ..memory import Budget
 
 
 def add_commands(subparsers) -> None:
@@ -256,7 +255,7 @@ def cmd_bench(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m fuseflow.gpu.cli plan|run|bench ...``: errors as one line, exit 2."""
+    """``python -m fuseflow.cmdline.gpu plan|run|bench ...``: errors as one line, exit 2."""
     parser = argparse.ArgumentParser(prog="fuseflow")
     add_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["gpu", *(sys.argv[1:] if argv is None else argv)])
