@@ -138,3 +138,22 @@ def test_a_command_parses_its_schedule_once(argv, monkeypatch, capsys):
     monkeypatch.setattr(Schedule, "parse", staticmethod(counted))
     assert main(argv) == 0, capsys.readouterr().err
     assert len(texts) == 1, texts
+
+
+def test_a_study_parses_each_of_its_schedules_once(monkeypatch, capsys):
+    """`study fusion` reads each schedule it names once (the command's check, the study and its
+    same-schedule notes share the record)."""
+    from fuseflow.schedule.schedule import Schedule
+
+    texts = []
+    parse = Schedule.parse
+
+    def counted(text):
+        texts.append(text)
+        return parse(text)
+
+    monkeypatch.setattr(Schedule, "parse", staticmethod(counted))
+    argv = ["study", "fusion", "--model", "gcn", "--dataset", "karate", "--schedules", "unfused,full layout=induced",
+            "--schedule", "fusion=[t2,t5][t6,t7,t8]", "--json"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert len(texts) == 3 and len(set(texts)) == 3, texts

@@ -14,6 +14,8 @@ compiler, the simulator or the study.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from . import pipeline
@@ -106,7 +108,8 @@ def _partitioned(program, schedule, data, *, shards, sample, error, scheduler, w
 def study(model, dataset=None, schedules=("unfused", "partial", "full"), *, engine: str = "fast",
           progress: bool = False, max_tokens: float | None = None, budget: Budget | None = None, **options):
     """The fusion study (`StudyResult`): simulate each schedule (a preset name of the model,
-    or a schedule string) of a built-in model on a dataset, or of a `ModelCase`, and compare
+    or a schedule string; or a mapping of such names to their `Schedule` records, read once by
+    the caller) of a built-in model on a dataset, or of a `ModelCase`, and compare
     cycles, FLOPs and memory traffic with the first. `options` go to `fuseflow.model`
     (`scale`, `seed`, `block`, `data_dir`, ...)."""
     from .models.registry import build  # noqa: PLC0415 - models load torch (slow); only model studies need them
@@ -115,7 +118,8 @@ def study(model, dataset=None, schedules=("unfused", "partial", "full"), *, engi
         build(model, dataset, budget=budget, **options)
     check_inputs(case.program, case.inputs, f"inputs of {case.name}")
     names = [schedules] if isinstance(schedules, str) else list(schedules)
-    read = read_schedules(case, names)  # each schedule parsed once, for the study and its notes
+    # each schedule parsed once, for the study and its notes (a mapping given has been read already)
+    read = dict(schedules) if isinstance(schedules, Mapping) else read_schedules(case, names)
     rows = fusion_study(case, names, engine=engine, progress=progress,
                         max_tokens=MAX_TOKENS if max_tokens is None else max_tokens, budget=budget, read=read)
     return StudyResult(case, rows, same_schedules(case, read))

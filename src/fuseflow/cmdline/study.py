@@ -11,28 +11,26 @@ import sys
 from .. import api
 from ..errors import UserError
 from ..files import atomic_path, check_output
-from ..schedule.schedule import Schedule
+from ..studies.granularity import read_schedules
 from .args import budget_of
 from .source import load_source
 
 
-def _study_schedules(args, source) -> list[str]:
+def _study_schedules(args, source) -> dict:
+    """Each schedule the command names (`--schedule`, then `--schedules` items), read once into its
+    `Schedule` record (or the error reading it, which that row reports), keyed by its name."""
     names = list(args.schedule or [])
+    listed = []
     if args.schedules or not names:
-        for item in (args.schedules or "unfused,partial,full").split(","):
-            item = item.strip()
-            if not item:
-                continue
-            if item not in source.presets:
-                try:
-                    Schedule.parse(item)
-                except UserError:
-                    raise UserError(f"--schedules {item!r} is not a preset of {source.label} "
-                                    f"({', '.join(source.presets)})", "--schedules",
-                                    "give schedule strings with --schedule S (repeatable), e.g. "
-                                    "--schedule 'fusion=[t2,t5][t6,t7,t8]'") from None
-            names.append(item)
-    return names
+        listed = [item.strip() for item in (args.schedules or "unfused,partial,full").split(",") if item.strip()]
+    read = read_schedules(source, names + listed)
+    for item in listed:
+        if item not in source.presets and isinstance(read[item], UserError):
+            raise UserError(f"--schedules {item!r} is not a preset of {source.label} "
+                            f"({', '.join(source.presets)})", "--schedules",
+                            "give schedule strings with --schedule S (repeatable), e.g. "
+                            "--schedule 'fusion=[t2,t5][t6,t7,t8]'")
+    return read
 
 
 def run(args) -> int:
