@@ -118,6 +118,21 @@ def test_orders_with_data_weighs_by_densities(capsys):
     assert out.count("weighed by the data's densities") == 2 and out.count("<- default") == 2
 
 
+def _parsed_texts(monkeypatch) -> list:
+    """The texts `Schedule.parse` reads from now on (a list that fills as they are parsed)."""
+    from fuseflow.schedule.schedule import Schedule
+
+    texts = []
+    parse = Schedule.parse
+
+    def counted(text):
+        texts.append(text)
+        return parse(text)
+
+    monkeypatch.setattr(Schedule, "parse", staticmethod(counted))
+    return texts
+
+
 @pytest.mark.parametrize("argv", [
     ["simulate", str(MLIR / "spmm_ikj.mlir"), "--schedule", "full order=i,k,j par=i:2", "--json"],
     ["compile", str(MLIR / "spmm_ikj.mlir"), "--schedule", "full order=i,k,j par=i:2"],
@@ -126,16 +141,7 @@ def test_orders_with_data_weighs_by_densities(capsys):
 def test_a_command_parses_its_schedule_once(argv, monkeypatch, capsys):
     """The schedule is read into its `Schedule` record at the edge and passed down as that record:
     neither the checks, the API nor the compiler read its text again."""
-    from fuseflow.schedule.schedule import Schedule
-
-    texts = []
-    parse = Schedule.parse
-
-    def counted(text):
-        texts.append(text)
-        return parse(text)
-
-    monkeypatch.setattr(Schedule, "parse", staticmethod(counted))
+    texts = _parsed_texts(monkeypatch)
     assert main(argv) == 0, capsys.readouterr().err
     assert len(texts) == 1, texts
 
@@ -143,16 +149,7 @@ def test_a_command_parses_its_schedule_once(argv, monkeypatch, capsys):
 def test_a_study_parses_each_of_its_schedules_once(monkeypatch, capsys):
     """`study fusion` reads each schedule it names once (the command's check, the study and its
     same-schedule notes share the record)."""
-    from fuseflow.schedule.schedule import Schedule
-
-    texts = []
-    parse = Schedule.parse
-
-    def counted(text):
-        texts.append(text)
-        return parse(text)
-
-    monkeypatch.setattr(Schedule, "parse", staticmethod(counted))
+    texts = _parsed_texts(monkeypatch)
     argv = ["study", "fusion", "--model", "gcn", "--dataset", "karate", "--schedules", "unfused,full layout=induced",
             "--schedule", "fusion=[t2,t5][t6,t7,t8]", "--json"]
     assert main(argv) == 0, capsys.readouterr().err
