@@ -331,12 +331,13 @@ class OrderWalk:
     extending it). It counts the prefixes it visits (`visited`) and keeps the rejection of the
     longest prefix it dropped (`furthest`): when the walk ends without an order, that is why
     none exists. A `screen` may drop prefixes first: it says why a prefix cannot be extended to
-    a valid order, or None."""
+    a valid order, or None. `preds` (each variable's variables that must come before it) replaces
+    the storage constraints, with more of them (`precedence.loop_precedences`)."""
 
-    def __init__(self, region: Region, work: int | None = None, screen=None):
+    def __init__(self, region: Region, work: int | None = None, screen=None, preds: dict | None = None):
         self.region = region
         self.names = list(region.vars)
-        self.preds = {v: {a for a, b in region.before if b == v} for v in self.names}
+        self.preds = preds if preds is not None else {v: {a for a, b in region.before if b == v} for v in self.names}
         self.work = work  # prefixes the walk may visit (None: as many as there are)
         self.screen = screen
         self.visited = 0

@@ -16,6 +16,7 @@ from scipy.cluster.hierarchy import DisjointSet
 from ..errors import UserError
 from .cost import prefix_bound
 from .nesting import Nesting, part_orders
+from .precedence import has_no_valid_order
 from .proof import settle
 from .region import Region
 
@@ -140,7 +141,9 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
 def default_order(region: Region, budget: int = 5000, proof_work: int = PROOF_WORK) -> list[str] | None:
     """The valid order with the least `nest_cost` (`search_order` on each independent part,
     concatenated), else the first valid producer-by-producer order, else the first valid order
-    at all (`proof.settle`, walking at most `proof_work` prefixes); None if none is found."""
+    at all (`proof.settle`, walking at most `proof_work` prefixes); None if none is found. Before
+    that walk, a faster one pruned by the loop precedences (`precedence.has_no_valid_order`) may
+    prove that no valid order exists."""
     parts = [search_order(region, names, budget) for names in independent_parts(region)]
     if all(part is not None for part in parts):
         order = [v for part in parts for v in part]
@@ -149,7 +152,9 @@ def default_order(region: Region, budget: int = 5000, proof_work: int = PROOF_WO
     for order in greedy_orders(region):
         if Nesting(region, order).valid:
             return order
-    return settle(region, proof_work).order if proof_work else None
+    if not proof_work or has_no_valid_order(region, proof_work):
+        return None
+    return settle(region, proof_work).order
 
 
 def no_order_proof(region: Region) -> tuple[str, bool]:
