@@ -99,7 +99,7 @@ class _OrderSearch:
         if self.budget >= self.dive:  # else not even one descent would reach a full order
             self.extend([], (0.0, 0.0))
 
-    def extend(self, prefix: list[str], cost: tuple) -> None:
+    def extend(self, prefix: list[str], cost: tuple, parent: Nesting | None = None) -> None:
         if len(prefix) == len(self.names):
             self.best, self.best_cost = list(prefix), cost
             return
@@ -108,13 +108,13 @@ class _OrderSearch:
         for v in self.names:
             if v not in placed and self.preds[v] <= placed:
                 self.visited += 1
-                nesting = Nesting(self.region, prefix + [v], partial=True)
+                nesting = Nesting(self.region, prefix + [v], partial=True, parent=parent)
                 if nesting.valid:
-                    children.append((prefix_bound(nesting, self.instances, placed | {v}), len(children), v))
-        for child_cost, _, v in sorted(children):
+                    children.append((prefix_bound(nesting, self.instances, placed | {v}), len(children), v, nesting))
+        for child_cost, _, v, nesting in sorted(children, key=lambda child: child[:3]):
             if child_cost >= self.best_cost or self.visited >= self.budget:
                 return
-            self.extend(prefix + [v], child_cost)
+            self.extend(prefix + [v], child_cost, nesting)
 
 
 def search_order(region: Region, names: list[str] | None = None, budget: int = 5000,
