@@ -197,8 +197,9 @@ FIGURE_NAMES = {"unfused": "unfused", "partial": "partially fused", "full": "ful
 def figure12(rows: list[dict], published: dict | None = None, labels: dict | None = None, title: str = ""):
     """The reference's Figure-12 layout from a suite's study rows (`suite.run.study_rows`): one
     panel per model, a group of bars per dataset (or block size), one bar per schedule: speedup
-    over unfused on a log axis, every bar labelled with its value. Estimated rows (not
-    simulated) are hatched and labelled `~`, failed ones `n/a`; `published` ({(model, dataset,
+    over unfused on a log axis, every bar labelled with its value. Sampled rows carry their 95%
+    interval as an error bar (labelled `s`), rows left to the heuristic are hatched and labelled
+    `~`, failed ones `n/a`; `published` ({(model, dataset,
     block): {schedule: cycles}}) adds the published speedups as black marks."""
     plt = _pyplot()
     models = list(dict.fromkeys(r["model"] for r in rows))
@@ -224,7 +225,12 @@ def figure12(rows: list[dict], published: dict | None = None, labels: dict | Non
                 if estimated:
                     bar.set_hatch("///")
                 text = "n/a" if not row or not row.get("speedup") else ("~" if estimated else "") + \
-                    (f"{row['speedup']:.2f}" if row["speedup"] < 10 else f"{row['speedup']:.1f}")
+                    (f"{row['speedup']:.2f}" if row["speedup"] < 10 else f"{row['speedup']:.1f}") + \
+                    ("s" if row.get("speedup_low") is not None else "")
+                if row and row.get("speedup") and row.get("speedup_low") is not None:  # a sampled row's interval
+                    ax.errorbar([x], [row["speedup"]], yerr=[[row["speedup"] - row["speedup_low"]],
+                                                             [row["speedup_high"] - row["speedup"]]],
+                                color="black", linewidth=0.9, capsize=2, zorder=4)
                 ax.annotate(text, (x, bar.get_height() if row and row.get("speedup") else 1.0), xytext=(0, 2),
                             textcoords="offset points", ha="center", va="bottom", fontsize=6.5, rotation=90)
             for (d, b), x in zip(cases[model], xs):
