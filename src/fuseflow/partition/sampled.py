@@ -70,6 +70,11 @@ class SamplePlan:
         if self.error is not None and not 0 < self.error < 1:
             raise UserError(f"target error {self.error} is outside (0, 1)", "--error", "e.g. --error 2%")
 
+    def first_share(self, windows: int) -> int:
+        """Windows the first sample asks for: the fraction, or (`error`) FIRST_ERROR_SHARE of
+        them within `max_fraction`."""
+        return math.ceil((self.fraction or min(FIRST_ERROR_SHARE, self.max_fraction)) * windows)
+
     @property
     def method(self) -> str:
         target = f"{self.fraction:.3g} of windows" if self.fraction else f"to +-{self.error:.3g}" + \
@@ -136,14 +141,13 @@ class Population:
         return RatioEstimate(est.total, est.low - slack, est.high + slack, est.sampled, est.population, est.strata)
 
     def first_sample(self, plan: SamplePlan) -> int:
-        return max(math.ceil((plan.fraction or FIRST_ERROR_SHARE) * len(self.windows)),
-                   1 + MIN_PER_STRATUM * self.strata)
+        return max(plan.first_share(len(self.windows)), 1 + MIN_PER_STRATUM * self.strata)
 
 
 def strata_of(x: np.ndarray, plan: SamplePlan) -> tuple[np.ndarray, int]:
     """Each window's stratum (window 0 alone in stratum 0) and how many strata the rest were cut
     into: as many as the planned sample fills with MIN_PER_STRATUM windows each, at most STRATA."""
-    wanted = math.ceil((plan.fraction or FIRST_ERROR_SHARE) * len(x))
+    wanted = plan.first_share(len(x))
     strata = max(1, min(STRATA, (wanted - 1) // MIN_PER_STRATUM))
     labels = np.zeros(len(x), dtype=np.int64)
     if len(x) > 1:

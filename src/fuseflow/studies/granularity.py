@@ -50,7 +50,7 @@ def _too_long(compiled, est, max_tokens: float) -> str:
 
 
 SAMPLE_ERROR = 0.02  # a schedule beyond max_tokens is sampled to this half-width of its 95% interval ...
-SAMPLE_WINDOWS = 4096  # ... from up to this many windows per kernel (more windows: a smaller least sample)
+SAMPLE_WINDOWS = 16384  # ... from up to this many windows per kernel (more windows: a smaller least sample)
 SAMPLE_ALLOWANCE = 4.0  # ... simulating at most this many times max_tokens (estimated), else the heuristic
 
 
