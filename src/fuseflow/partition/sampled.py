@@ -1,20 +1,21 @@
 """Sampled mode: a kernel's cycles estimated from a stratified sample of its outer-loop windows.
 
-The outer loop is cut into windows of equal width (at most `MAX_WINDOWS`, at least `MIN_WIDTH`
-coordinates each). Each window's auxiliary value x is the heuristic's estimate of the kernel on
-that window (`partition.heuristic`; given by the caller, else the stored work under the window).
-Window 0 is simulated always (it alone pays the pipeline's fill); the others are stratified by
-x and sampled (`estimate`). A sampled window w is simulated from `margin` coordinates before it
-(so it starts with the pipeline as full as inside a whole run), less a run of the margin alone:
-its y, what it adds to a whole run, so that the y of all windows sum to a whole run's cycles.
-The margin is settled on a few boundaries first (`sharded.settle_margin`). The kernel's
-cycles: the regression estimate of sum(y) with a 95% interval, widened by what a sample cannot
-show (`Population.widened`: a cycle per window, and per boundary what the margin's last
-doubling still added). Tokens and counters are such
-estimates too (no interval). With `error`, windows are added (doubling the sample) until the
-interval's half-width is at most `error` of the estimate, or every window was simulated (then
-the result is exact up to the margins). A kernel of fewer than `SAMPLE_FROM` windows runs whole
-instead (`too_small`): a sample of it would cost about as much.
+The outer loop is cut into windows of one width (at most about `MAX_WINDOWS`, at least
+`MIN_WIDTH` coordinates each; the last may be narrower). Each window's auxiliary value x is the
+heuristic's estimate of the kernel on that window (`partition.heuristic`; given by the caller,
+else the stored work under the window). Window 0 (it alone pays the pipeline's fill) and the
+last one are simulated always; the others are stratified by x and sampled (`estimate`). A
+sampled window is simulated from `margin` coordinates before it (so it starts with the pipeline
+as full as inside a whole run), less a run of the margin alone: its y, what it adds to a whole
+run, so that the y of all windows sum to a whole run's cycles. The margin is settled on a few
+boundaries first (`sharded.settle_margin`). The kernel's cycles: the regression estimate of
+sum(y) with a 95% interval, widened by what a sample cannot show (`Population.widened`: a cycle
+per window, and per boundary what the margin's last doubling still added). Tokens and counters
+are such estimates too (no interval). With `error`, windows are added (doubling the sample)
+until the interval's half-width is at most `error` of the estimate, every window was simulated
+(then the result is exact up to the margins), or the sample would pass `max_fraction`. A kernel
+of fewer than `SAMPLE_FROM` windows runs whole instead (`too_small`): a sample of it would cost
+about as much.
 
     >>> import fuseflow
     >>> from fuseflow.partition.windows import kernel_setup, reference_values
@@ -107,9 +108,12 @@ def window_work(setup: KernelSetup) -> np.ndarray:
 
 
 def kernel_windows(setup: KernelSetup, plan: SamplePlan) -> list[Window]:
-    """The windows a kernel is sampled from: equal widths, at most `plan.windows`, each at least
-    `plan.min_width` coordinates."""
-    return Window.even(setup.extent, max(1, min(plan.windows, setup.extent // plan.min_width)))
+    """The windows a kernel is sampled from: at most about `plan.windows`, each at least
+    `plan.min_width` coordinates, all of one width but the last (which may be narrower: windows
+    of unequal widths would add their difference to the sample's spread)."""
+    count = max(1, min(plan.windows, setup.extent // plan.min_width))
+    width = -(-setup.extent // count)
+    return [Window(((lo, min(setup.extent, lo + width)),)) for lo in range(0, setup.extent, width)]
 
 
 def too_small(windows: list[Window], plan: SamplePlan) -> str | None:
@@ -124,7 +128,8 @@ def too_small(windows: list[Window], plan: SamplePlan) -> str | None:
 class Population:
     """A kernel's windows, each one's auxiliary value x, its stratum, and the margin of
     coordinates simulated before a window so that it starts as it would inside a whole run.
-    Window 0 is a stratum of its own, always simulated: it alone pays the pipeline's fill."""
+    Window 0 (it alone pays the pipeline's fill) and the last window (it may be narrower) are
+    strata of their own, always simulated."""
 
     windows: list[Window]
     x: np.ndarray
@@ -141,17 +146,19 @@ class Population:
         return RatioEstimate(est.total, est.low - slack, est.high + slack, est.sampled, est.population, est.strata)
 
     def first_sample(self, plan: SamplePlan) -> int:
-        return max(plan.first_share(len(self.windows)), 1 + MIN_PER_STRATUM * self.strata)
+        return max(plan.first_share(len(self.windows)), 2 + MIN_PER_STRATUM * self.strata)
 
 
 def strata_of(x: np.ndarray, plan: SamplePlan) -> tuple[np.ndarray, int]:
-    """Each window's stratum (window 0 alone in stratum 0) and how many strata the rest were cut
-    into: as many as the planned sample fills with MIN_PER_STRATUM windows each, at most STRATA."""
+    """Each window's stratum (window 0 and the last window alone in strata of their own, simulated
+    always) and how many strata the rest were cut into: as many as the planned sample fills with
+    MIN_PER_STRATUM windows each, at most STRATA."""
     wanted = plan.first_share(len(x))
-    strata = max(1, min(STRATA, (wanted - 1) // MIN_PER_STRATUM))
+    strata = max(1, min(STRATA, (wanted - 2) // MIN_PER_STRATUM))
     labels = np.zeros(len(x), dtype=np.int64)
-    if len(x) > 1:
-        labels[1:] = stratify(x[1:], strata) + 1
+    if len(x) > 2:
+        labels[1:-1] = stratify(x[1:-1], strata) + 1
+    labels[-1] = labels.max() + 1 if len(x) > 1 else 0
     return labels, strata
 
 
@@ -229,9 +236,9 @@ def _grow(labels, x, picked: np.ndarray, n: int, rng) -> np.ndarray:
 
 
 def draw_sample(pop: Population, n: int, rng: np.random.Generator) -> np.ndarray:
-    """Window 0 and `n - 1` more, dealt to the strata in proportion to their total x."""
+    """Window 0, the last window and `n - 2` more, dealt to the strata in proportion to their total x."""
     counts = allocate(pop.x, pop.labels, n)
-    counts[0] = 1
+    counts[0] = counts[int(pop.labels[-1])] = 1
     return draw(pop.labels, counts, rng)
 
 

@@ -59,7 +59,7 @@ def sample_plan(compiled, est, max_tokens: float) -> SamplePlan | None:
     `max_tokens` token events (a window costs up to twice its share: its margin), or None when
     even its least sample would not fit (then the heuristic's estimate stands, as the last resort)."""
     share = SAMPLE_ALLOWANCE * max_tokens / max(_load(compiled, est), 1.0) / 2
-    least = 17 / SAMPLE_WINDOWS  # window 0 and 2 windows in each of 8 strata
+    least = 18 / SAMPLE_WINDOWS  # windows 0 and last, and 2 in each of 8 strata
     if share < least:
         return None
     return SamplePlan(error=SAMPLE_ERROR, windows=SAMPLE_WINDOWS, max_fraction=min(1.0, share))
