@@ -138,8 +138,8 @@ def draw_figure(rows: list[dict], suite, path: str) -> str:
     """The Figure-12 chart of a suite's study rows, written atomically to `path`."""
     with atomic_path(path, "--figure") as temp:
         figure12_chart(in_figure_order(rows, suite.published), temp, published=suite.published, labels=suite.labels,
-                       title=f"suite {suite.name}: error bars: 95% intervals of sampled rows (s); hatched bars "
-                             "with ~: the heuristic's estimates; black diamonds: published")
+                       title=f"suite {suite.name}: s, error bar: sampled, 95% interval; ~, hatched: "
+                             "heuristic; diamonds: published")
     return path
 
 
