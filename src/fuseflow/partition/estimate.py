@@ -135,13 +135,14 @@ def regression_total(x: np.ndarray, labels: np.ndarray, picked: np.ndarray, y: n
     dfs = sum(len(r) - 1 for r in residuals)
     scale = [max(float(xs.mean()), 1e-12) for _, _, xs, _ in partial]  # spread grows with the work: pooled relative
     pooled = sum(float(((r / m) ** 2).sum()) for r, m in zip(residuals, scale)) / dfs if dfs > 0 else 0.0
+    fitted = dfs / (dfs - 1) if slope != 0 and dfs > 1 else 1.0  # the slope took one of the residuals' degrees
     variance, df_terms = 0.0, []
     for (size, big_x, xs, ys), r, m in zip(partial, residuals, scale):
         n = len(xs)
         total += size * ys.mean() + slope * (big_x - size * xs.mean())
         # a stratum of a few windows can show no spread by chance: at least the pooled spread
         own = float((r ** 2).sum()) / (n - 1) if n > 1 else 0.0
-        term = size ** 2 * (1 - n / size) * max(own, pooled * m ** 2) / n
+        term = size ** 2 * (1 - n / size) * max(own, pooled * m ** 2) * fitted / n
         variance += term
         df_terms.append((term, n - 1))
     count = len(strata)

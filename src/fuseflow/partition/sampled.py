@@ -45,6 +45,7 @@ MAX_WINDOWS = 256  # windows per kernel (fewer when the outer loop is shorter) .
 MIN_WIDTH = 64  # ... each at least this many outer coordinates (a boundary's overlap stays small beside it)
 MARGIN_SHARE = 2  # a window's margin: at most its width / this (a window then costs up to twice its width)
 STRATA = 8
+LEAST_SAMPLED = 6  # windows drawn at the least besides windows 0 and last (fewer give no usable spread)
 FIRST_ERROR_SHARE = 0.03  # `error`: the first sample's share of the windows, doubled until the target is met
 SAMPLE_FROM = 64  # windows: a kernel with fewer runs whole (its least sample would cost about as much)
 COUNTERS = ("flops", "mem_reads", "mem_writes")
@@ -146,7 +147,8 @@ class Population:
         return RatioEstimate(est.total, est.low - slack, est.high + slack, est.sampled, est.population, est.strata)
 
     def first_sample(self, plan: SamplePlan) -> int:
-        return max(plan.first_share(len(self.windows)), 2 + MIN_PER_STRATUM * self.strata)
+        return min(len(self.windows), max(plan.first_share(len(self.windows)),
+                                          2 + max(MIN_PER_STRATUM * self.strata, LEAST_SAMPLED)))
 
 
 def strata_of(x: np.ndarray, plan: SamplePlan) -> tuple[np.ndarray, int]:
