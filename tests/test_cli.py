@@ -131,3 +131,22 @@ def test_help_loads_no_compiler_simulator_or_heavy_library(argv):
             f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_mlir_commands_load_only_what_they_need():
+    """Issue #28: `inspect` and `simulate` of an .mlir file load torch-mlir (the parser), and
+    `simulate` numba, but neither loads torch, dask, matplotlib or scipy's clustering (bench/startup.py
+    measures what that saves)."""
+    import os
+    import subprocess
+    import sys
+
+    heavy = ("torch", "torch_mlir", "numba", "dask", "matplotlib", "scipy.spatial")
+    spmv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mlir", "spmv.mlir")
+    code = ("import sys, contextlib, io\nfrom fuseflow.cli import main\nloaded = []\n"
+            f"for argv in (['inspect', {spmv!r}], ['simulate', {spmv!r}]):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()):\n        assert main(argv) == 0\n"
+            f"    loaded.append(sorted(m for m in {heavy!r} if m in sys.modules))\nprint(loaded)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str([["torch_mlir"], ["numba", "torch_mlir"]])

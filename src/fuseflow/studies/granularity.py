@@ -18,7 +18,7 @@ from ..fusion.compile import compile_schedule
 from ..fusion.estimate import CostModel
 from ..fusion.search import NoValidOrder
 from ..memory import MemoryLimitError, release_freed
-from ..models.gpt3 import model_cycles
+from ..models.cycles import model_cycles
 from ..pipeline import simulate
 from ..progress import RunProgress, is_terminal, numba_notice
 from ..report.notebook import table_html
