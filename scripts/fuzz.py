@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 from fuzz_check import check_program  # noqa: E402 - the tests folder goes on the path first
 from fuzz_programs import RandomChooser, random_program  # noqa: E402 - the tests folder goes on the path first
+from fuzz_upstream import UpstreamWorker  # noqa: E402 - the tests folder goes on the path first
 
 
 def main() -> int:
@@ -48,10 +49,11 @@ def main() -> int:
     failed_programs = 0
     full_compiled = 0
     start = time.perf_counter()
+    worker = UpstreamWorker() if args.upstream else None
     for k in range(args.start, args.start + args.programs):
         seed = args.seed * 1_000_003 + k
         p = random_program(RandomChooser(seed), args.max_ops)
-        outcomes = check_program(p, RandomChooser(seed + 500_000_017), seed, args.schedules, args.upstream)
+        outcomes = check_program(p, RandomChooser(seed + 500_000_017), seed, args.schedules, worker)
         for o in outcomes:
             if o.schedule == "upstream":
                 upstream[o.verdict] += 1
@@ -70,6 +72,8 @@ def main() -> int:
                 kinds[(o.verdict, o.detail.split(" [")[0][:90])] += 1
                 if not args.quiet:
                     print(f"program {k}: {o.verdict}: {o.schedule}: {o.detail}  {p.describe()}", flush=True)
+    if worker is not None:
+        worker.close()
     seconds = time.perf_counter() - start
     print(f"{args.programs} programs (seed {args.seed}, from {args.start}, up to {args.max_ops} ops, "
           f"{args.schedules} drawn schedules each) in {seconds:.0f} s")

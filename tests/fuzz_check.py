@@ -34,7 +34,7 @@ from fuseflow.ir.stats import stats_for
 from fuseflow.sim import fast, oracle
 
 from fuzz_programs import Chooser, RandomProgram
-from fuzz_upstream import run_upstream
+from fuzz_upstream import UpstreamWorker
 
 RTOL, ATOL = 1e-6, 1e-9
 MAX_LISTED = 24  # valid orders counted when drawing `order.N=#k`
@@ -184,9 +184,10 @@ def _describe(err: Exception) -> str:
     return f"{type(err).__name__}: {text} [{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}]"
 
 
-def check_upstream(p: RandomProgram, data: dict, outcomes: list[Outcome]) -> Outcome:
-    """The upstream oracle's verdict: every ok schedule's outputs against upstream MLIR's."""
-    run = run_upstream(p, data)
+def check_upstream(p: RandomProgram, data: dict, outcomes: list[Outcome], worker: UpstreamWorker) -> Outcome:
+    """The upstream oracle's verdict: every ok schedule's outputs against upstream MLIR's (run by
+    `worker`, a child process)."""
+    run = worker.run(p, data)
     if run.outputs is None:
         return Outcome("upstream", "unlowered", run.reason)
     for o in outcomes:
@@ -198,9 +199,9 @@ def check_upstream(p: RandomProgram, data: dict, outcomes: list[Outcome]) -> Out
 
 
 def check_program(p: RandomProgram, c: Chooser, seed: int = 0, count: int = 2,
-                  upstream: bool = False) -> list[Outcome]:
+                  upstream: UpstreamWorker | None = None) -> list[Outcome]:
     """Every drawn schedule's outcome (an import failure is one outcome of schedule `import`),
-    and with `upstream` the upstream oracle's last (`check_upstream`)."""
+    and with an `upstream` worker the upstream oracle's last (`check_upstream`)."""
     try:
         program = from_mlir(p.mlir())
     except Exception as err:  # noqa: BLE001 - an import failure is an outcome too
@@ -213,4 +214,4 @@ def check_program(p: RandomProgram, c: Chooser, seed: int = 0, count: int = 2,
     except Exception as err:  # noqa: BLE001 - canonicalisation may fail like any step
         return [Outcome("prepare", "internal" if not isinstance(err, FuseflowError) else "refused", _describe(err))]
     outcomes = [check_schedule(program, s, data, want) for s in schedules]
-    return outcomes + [check_upstream(p, data, outcomes)] if upstream else outcomes
+    return outcomes + [check_upstream(p, data, outcomes, upstream)] if upstream is not None else outcomes

@@ -9,6 +9,8 @@ float64 does not), with each sparse argument taken dense and converted inside th
 (`sparse_tensor.convert` to its CSR/CSC/DCSR encoding: the stored entries are the nonzeros, as
 fuseflow stores them), because the ExecutionEngine passes dense memrefs only. A program the
 sparsifier or the JIT refuses is not a failure of fuseflow: `UpstreamRun.reason` says why.
+MLIR's pipeline crashes the process on some programs (a segmentation fault in the sparsifier),
+so long runs call it in a child process (`UpstreamWorker`), restarted after a crash.
 
     >>> from fuzz_programs import RandomChooser, random_program
     >>> p = random_program(RandomChooser(7)); p.describe()[:60]
@@ -24,6 +26,7 @@ sparsifier or the JIT refuses is not a failure of fuseflow: `UpstreamRun.reason`
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import re
 from dataclasses import dataclass
 
@@ -33,6 +36,7 @@ from fuzz_programs import RandomProgram
 
 PIPELINE = "builtin.module(sparsifier{enable-runtime-library=false})"
 ENTRY = "fuzz"
+TIMEOUT_S = 120  # a program upstream takes longer on is recorded as unlowered (the worker restarts)
 
 
 @dataclass
@@ -92,3 +96,57 @@ def _first_line(err: Exception) -> str:
     detail = next((line for line in lines if "error:" in line), lines[0] if lines else "")
     detail = re.sub(r'^error: ("[^"]*":\d+:\d+: )?', "", detail)
     return f"{type(err).__name__}: {detail[:160]}"
+
+
+class UpstreamWorker:
+    """`run_upstream` in a child process that lives across programs; a program that kills it
+    (MLIR crashes on some) or runs past `timeout` is recorded as unlowered and the next program
+    gets a fresh child.
+
+        >>> from fuzz_programs import RandomChooser, random_program
+        >>> p = random_program(RandomChooser(7))
+        >>> with UpstreamWorker() as worker:
+        ...     sorted(worker.run(p, p.data(0)).outputs) == p.output_names()
+        True
+    """
+
+    def __init__(self, timeout: float = TIMEOUT_S):
+        self.timeout, self.process, self.conn = timeout, None, None
+
+    def run(self, p: RandomProgram, data: dict) -> UpstreamRun:
+        if self.process is None:
+            self.conn, child = multiprocessing.get_context("spawn").Pipe()
+            self.process = multiprocessing.get_context("spawn").Process(target=_serve, args=(child,), daemon=True)
+            self.process.start()
+        self.conn.send((p, data))
+        if self.conn.poll(self.timeout):
+            try:
+                return self.conn.recv()
+            except EOFError:  # the child died
+                self.process.join(10)
+        died = self.process.exitcode
+        self.close()
+        return UpstreamRun(None, f"upstream's process crashed (exit status {died})" if died is not None
+                           else f"upstream took over {self.timeout:g} s")
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.join()
+            self.process = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _serve(conn) -> None:
+    """The child's loop: programs in, `UpstreamRun`s out, until the parent closes the pipe."""
+    while True:
+        try:
+            p, data = conn.recv()
+        except EOFError:
+            return
+        conn.send(run_upstream(p, data))

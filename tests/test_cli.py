@@ -150,3 +150,27 @@ def test_mlir_commands_load_only_what_they_need():
             f"    loaded.append(sorted(m for m in {heavy!r} if m in sys.modules))\nprint(loaded)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == str([["torch_mlir"], ["numba", "torch_mlir"]])
+
+
+def _help_of(argv, capsys) -> str:
+    assert main([*argv, "--help"]) == 0
+    return capsys.readouterr().out
+
+
+def test_study_help_explains_every_column(capsys):
+    """Issue #28: `study fusion --help` says what each column of its table means."""
+    from fuseflow.studies.granularity import COLUMNS, MODEL_CYCLES
+
+    text = _help_of(["study", "fusion"], capsys)
+    explained = text.split("columns (")[1]
+    for _, label, _ in [*COLUMNS[1:], MODEL_CYCLES]:
+        assert label in explained, label
+
+
+def test_gpu_plan_help_explains_every_column(capsys):
+    """... and `gpu plan --help` each column of its plan table."""
+    from fuseflow.gpu.device import LEVELS
+
+    explained = _help_of(["gpu", "plan"], capsys).split("columns (")[1]
+    for label in ("schedule", "strat", "cls m,n,k,l", "blk m,n,k,l", "sh,red", "E_acc", *LEVELS, "time us", "bound"):
+        assert label in explained, label

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from fuzz_check import check_program
 from fuzz_programs import HypothesisChooser, RandomChooser, random_program
+from fuzz_upstream import UpstreamWorker
 
 CI_EXAMPLES = 300
 
@@ -49,10 +50,11 @@ def test_upstream_mlir_agrees_where_it_can_lower():
     of these eight programs, upstream lowers 2, 5, 6 and 7 (dense and CSR operands) and
     refuses 0, 1, 3 and 4 (`unlowered`, with MLIR's reason)."""
     verdicts = {}
-    for seed in range(8):
-        program = random_program(RandomChooser(seed))
-        outcomes = check_program(program, RandomChooser(seed + 1), seed, count=0, upstream=True)
-        assert not [o for o in outcomes if o.failed], (seed, [(o.schedule, o.verdict, o.detail) for o in outcomes])
-        verdicts[seed] = outcomes[-1].verdict
+    with UpstreamWorker() as worker:
+        for seed in range(8):
+            program = random_program(RandomChooser(seed))
+            outcomes = check_program(program, RandomChooser(seed + 1), seed, count=0, upstream=worker)
+            assert not [o for o in outcomes if o.failed], (seed, [(o.schedule, o.verdict, o.detail) for o in outcomes])
+            verdicts[seed] = outcomes[-1].verdict
     assert verdicts == {0: "unlowered", 1: "unlowered", 2: "ok", 3: "unlowered", 4: "unlowered", 5: "ok", 6: "ok",
                         7: "ok"}
