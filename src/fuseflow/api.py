@@ -58,7 +58,7 @@ def compile(program, schedule=None, *, shapes: dict | None = None, data: dict | 
     stats = None
     if given:
         stats = stats_for(program, bind_inputs(program, given))
-    parsed = check_schedule(program, schedule, known, stats)
+    parsed = check_schedule(program, schedule, known)
     return compile_schedule(program, parsed, known, stats=stats)
 
 

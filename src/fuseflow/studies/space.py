@@ -265,7 +265,7 @@ def granularities(loaded: Loaded, items, layout: str | None = None, seed: int = 
 def _compile(loaded: Loaded, schedule: str):
     """Compiled with default orders weighed by the data point's densities (as the heuristic's
     estimate of the same schedule is)."""
-    parsed = check_schedule(loaded.program, schedule, loaded.shapes, stats=loaded.stats)  # par factors, blocks
+    parsed = check_schedule(loaded.program, schedule, loaded.shapes)  # par factors, blocks
     return compile_schedule(loaded.program, parsed, loaded.shapes, stats=loaded.stats)
 
 
