@@ -58,3 +58,18 @@ def test_upstream_mlir_agrees_where_it_can_lower():
             verdicts[seed] = outcomes[-1].verdict
     assert verdicts == {0: "unlowered", 1: "unlowered", 2: "ok", 3: "unlowered", 4: "unlowered", 5: "ok", 6: "ok",
                         7: "ok"}
+
+
+@pytest.mark.slow
+def test_an_output_upstream_disagrees_with_is_a_failure():
+    """An ok schedule whose output differs from upstream MLIR's is `differs`, and names where."""
+    from fuzz_check import Outcome, check_upstream
+
+    program = random_program(RandomChooser(7))
+    data = program.data(0)
+    wrong = {name: value + (value == value.max()) for name, value in program.evaluate(data).items()}
+    with UpstreamWorker() as worker:
+        right = check_upstream(program, data, [Outcome("full", "ok", "", program.evaluate(data))], worker)
+        verdict = check_upstream(program, data, [Outcome("full", "ok", "", wrong)], worker)
+    assert right.verdict == "ok" and verdict.verdict == "differs" and verdict.failed
+    assert verdict.detail.startswith("full: t4 at (") and "(fuseflow vs upstream)" in verdict.detail
