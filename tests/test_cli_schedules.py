@@ -156,6 +156,7 @@ def test_a_study_parses_each_of_its_schedules_once(monkeypatch, capsys):
     assert len(texts) == 3 and len(set(texts)) == 3, texts
 
 
+@pytest.mark.slow
 def test_a_sweep_reads_each_granularity_once_for_all_its_order_variants(monkeypatch):
     """`orders="all"` varies one group's order at a time on the granularity's record: its text is
     read once, not once per variant (issue #28)."""
