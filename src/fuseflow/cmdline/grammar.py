@@ -158,6 +158,8 @@ def _add_model_commands(sub) -> None:
     p.add_argument("-o", "--output", metavar="FILE.json", help="write the graph(s) as JSON")
     p.add_argument("--svg", metavar="FILE.svg", help="draw the graph(s); several kernels give FILE.k0.svg, ... "
                                                     "(needs Graphviz)")
+    p.add_argument("--ops", metavar="FILE.pdf", help="draw each graph compactly, one box per source op with its "
+                                                    "primitive count, sized for a paper's column (.svg, .png, .pdf)")
     p.add_argument("--overview", metavar="OUT.svg", help="draw the kernels and the tensors between them")
     p.add_argument("--html", metavar="OUT.html", help="write an interactive report (one self-contained file)")
     p.add_argument("--emit", nargs=2, action="append", metavar=("FORMAT", "DIR"),
