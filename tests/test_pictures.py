@@ -192,3 +192,43 @@ def test_compact_view_has_one_box_per_source_op_and_stays_legible_in_a_column(tm
         assert cli.main(["compile", "--model", "gcn", "--dataset", "karate", "--schedule", "full",
                          "--ops", str(path)]) == 0
         assert path.read_bytes().startswith(magic)
+
+
+def test_figure12_at_column_width_with_readable_labels_and_notes(tmp_path):
+    from fuseflow.studies.plot import COLUMN_IN, figure12, figure12_chart
+    from fuseflow.studies.suite.spec import ChartNote
+
+    rows = [{"model": m, "dataset": d, "block": None, "schedule": s, "speedup": v, "estimated_ratios": s == e}
+            for m, d, e, speeds in (("sae", "small", "", (1.0, 1.02, 2.0)), ("gcn", "cora", "full", (1.0, 1.67, 0.26)),
+                                    ("gcn", "collab", "", (1.0, 1.58, 0.012)))
+            for s, v in zip(("unfused", "partial", "full"), speeds)]
+    published = {("sae", "small", None): {"unfused": 100, "partial": 100, "full": 150},  # the winner differs
+                 ("gcn", "cora", None): {"unfused": 49, "partial": 30, "full": 166}}
+    notes = [ChartNote(("gcn",), "Collab is synthetic.", ("collab",))]
+    figure = figure12(rows, published, {("gcn", "cora"): "Cora"}, notes=notes)
+    assert abs(figure.get_size_inches()[0] - COLUMN_IN) < 1e-6  # drawn at its printed size
+    texts = [t for ax in figure.axes for t in ax.texts] + figure.texts
+    values = [t.get_text() for ax in figure.axes for t in ax.texts]
+    assert values == ["1.02", "2.00", "1.67", "1.58", "~0.26", "0.012"]  # every bar says its value
+    assert all(t.get_rotation() == 0 and t.get_fontsize() >= 6.5 for t in texts)  # level and readable
+    ticks = [t.get_text() for ax in figure.axes for t in ax.get_yticklabels()]
+    assert ticks == ["small*", "Cora", "collab¹"]  # a note's number; * where the winner differs unexplained
+    below = figure.texts[-1].get_text()
+    assert "¹ Collab is synthetic." in below and "* the winner differs from the published one" in below
+    legend = [t.get_text() for t in figure.legends[0].get_texts()]
+    assert legend == ["partially fused", "fully fused", "published", "~ estimated"]
+    for suffix, magic in (("pdf", b"%PDF"), ("png", b"\x89PNG"), ("svg", b"<?xml")):  # the same code, each format
+        path = figure12_chart(rows, str(tmp_path / f"f12.{suffix}"), published=published, notes=notes)
+        assert open(path, "rb").read(5).startswith(magic[:5])
+
+
+def test_figure12_rows_read_back_from_the_results_page():
+    from fuseflow.studies.suite.recorded import recorded_rows
+    from fuseflow.studies.suite.spec import load_suite
+
+    suite = load_suite("figure12")
+    rows, labels = recorded_rows((Path(__file__).parent.parent / "docs" / "results.md").read_text(), suite)
+    cases = {(r["model"], r["dataset"], r["block"]) for r in rows}
+    assert cases <= {(t.model, t.dataset, t.block) for t in suite.tasks()} and len(cases) == 18
+    assert all(r["speedup"] == 1.0 for r in rows if r["schedule"] == "unfused")
+    assert any(r["estimated_ratios"] for r in rows) and any(not r["estimated_ratios"] for r in rows)
