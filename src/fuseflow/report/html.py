@@ -12,7 +12,7 @@ are inlined: opening the file needs no network.
     >>> from fuseflow.fusion.compile import compile_schedule
     >>> c = compile_schedule(fuseflow.from_mlir("tests/mlir/matmul_chain.mlir"), "unfused")
     >>> page = report_html(c)
-    >>> page.count('class="pane"'), 'id="k1_n2"' in page, 'id="k1_box_T"' in page, "http" in page.split("<script>")[1]
+    >>> page.count('class="pane"'), 'id="k1_n2"' in page, 'id="k1_box_O"' in page, "http" in page.split("<script>")[1]
     (5, True, True, False)
 """
 from __future__ import annotations

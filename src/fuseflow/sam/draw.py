@@ -46,7 +46,7 @@ EDGE_STYLE = {"crd": {"color": "#1f5fbf"}, "ref": {"color": "#2e8b2e", "style": 
 LEGEND = {"crd": "coordinates", "ref": "references", "val": "values", "repsig": "repeat signal"}
 EDGE_WORD = {"crd": "crd", "ref": "ref", "val": "val", "repsig": "sig"}
 NOTES = ["A₁: tensor A, mode 1;  n12: node id (as in reports)", "fan-out: a broadcast;  dashed: outputs unused",
-         "boxes: where each source op computes"]
+         "boxes: where each source op computes", "edge words: kind and variable or tensor (crd i, sig i, ref A)"]
 FILL = {"root": "#eeeeee", "scan": "#dcefd5", "locate": "#dcefd5", "array": "#c9e6bf", "intersect": "#e6dcf2",
         "union": "#e6dcf2", "repsig": "#d6eef7", "repeat": "#d6eef7", "alu": "#fde3cb", "reduce": "#f8cfb0",
         "spacc": "#f8cfb0", "spacc2": "#f8cfb0", "crd_drop": "#fff2b8", "level_write": "#b9dcb0",
@@ -56,6 +56,7 @@ CLUSTER_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b
 EDGE_FONT = 8  # points, the words on edges
 BOXED = ("array", "alu", "reduce", "spacc", "spacc2")  # in their op's box (with repeats of values)
 COLUMN_IN = 8.5 / 2.54  # a paper's column, inches
+COLUMN_HEIGHT_IN = 9.0  # the tallest a figure in a column can be, inches
 SCREEN_PX = (1920, 1200)  # the screen pictures are laid out for
 FITS = 0.9  # a layout shown at this zoom or more on that screen is good enough
 BETTER = 1.15  # a less simple layout must show the text this much larger to be chosen
@@ -282,14 +283,15 @@ def fit_scale(svg_text: str) -> float:
     return min(SCREEN_PX[0] / width, SCREEN_PX[1] / height)
 
 
-def text_points(svg_text: str, width_in: float = COLUMN_IN) -> float:
-    """The smallest text of an SVG picture, in points, when it is printed `width_in` inches wide
-    (8.5 cm, a paper's column, by default; a picture narrower than that is printed at full size)."""
-    size = re.search(r'<svg width="([\d.]+)pt"', svg_text)
+def text_points(svg_text: str, width_in: float = COLUMN_IN, height_in: float = COLUMN_HEIGHT_IN) -> float:
+    """The smallest text of an SVG picture, in points, when it is printed within `width_in` by
+    `height_in` inches (a paper's column, 8.5 cm wide, by default; a picture that fits is
+    printed at full size)."""
+    size = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg_text)
     fonts = [float(f) for f in re.findall(r'font-size="([\d.]+)"', svg_text)]
     if not size or not fonts:
         return 0.0
-    return min(fonts) * min(1.0, width_in * 72 / float(size.group(1)))
+    return min(fonts) * min(1.0, width_in * 72 / float(size.group(1)), height_in * 72 / float(size.group(2)))
 
 
 def best_layout(candidates) -> tuple[str, str]:
@@ -322,11 +324,26 @@ def svg(graph: SamGraph, **options) -> str:
     return best_layout(layouts(graph, **options))[1]
 
 
+def _graph_attrs(dot: str, attrs: str) -> str:
+    head, rest = dot.split("{", 1)
+    return f"{head}{{\n  graph [{attrs}];{rest}"
+
+
+def for_column(dot: str) -> str:
+    """Graphviz text made to print within a paper's column (`COLUMN_IN` by `COLUMN_HEIGHT_IN`
+    inches, shrunk to fit, never enlarged); `write_picture` makes its PNG 300 dpi, about 1000
+    pixels wide."""
+    return _graph_attrs(dot, f'size="{COLUMN_IN:.2f},{COLUMN_HEIGHT_IN:g}"')
+
+
 def write_picture(dot: str, path: str, svg_text: str | None = None) -> str:
-    """Render Graphviz text to an SVG, PNG or PDF file (by the file's suffix)."""
+    """Render Graphviz text to an SVG, PNG or PDF file (by the file's suffix); a picture sized
+    for print (`for_column`) gets 300 dpi as a PNG."""
     fmt = path.rsplit(".", 1)[-1].lower()
     if fmt not in ("svg", "png", "pdf"):
         raise UserError(f"cannot draw to {path!r}", None, "use a .svg, .png or .pdf file name")
+    if fmt == "png" and 'size="' in dot.split("\n", 2)[1]:
+        dot = _graph_attrs(dot, "dpi=300")
     data = svg_text.encode("utf-8") if fmt == "svg" and svg_text else _pipe(dot, fmt)
     try:
         with open(path, "wb") as handle:

@@ -3,18 +3,19 @@ primitives compute it, and the streams between ops (Graphviz).
 
 A fully fused model is a hundred primitives; drawn one by one it needs a screen. Here each op
 (`SamGraph.ops`) is one box: its statement, then its primitive count by kind (`9 primitives: 2
-scan, 1 intersect, ...`). An edge runs from op A to op B when a stream of A's primitives feeds
-one of B's (streams through shared primitives, the loops several ops use, are followed back to
-the ops they come from); it says what it carries in words and line style, as in the detailed
-picture (`crd l`, `ref A`, `val t2`), so a grayscale print keeps the kinds. Input tensors are
-grey ellipses, outputs yellow. The HTML report opens an op's primitives from its box.
+scan, 1 intersect, ...`) and the input and output tensors it reads and writes. An edge runs from
+op A to op B when a stream of A's primitives feeds one of B's (streams through shared
+primitives, the loops several ops use, are followed back to the ops they come from): values
+(`val t2`, bold) or loop coordinates (`crd l,k`, thin), in words and line style as in the
+detailed picture, so a grayscale print keeps the kinds. `column_view` lays it out for a
+paper's column. The HTML report opens an op's primitives from its box.
 
     >>> import fuseflow
     >>> from fuseflow.fusion.compile import compile_schedule
     >>> g = compile_schedule(fuseflow.from_mlir("tests/mlir/matmul_chain.mlir"), "full").kernels[0].graph
     >>> dot = op_view_dot(g)
-    >>> dot.count("shape=box"), "val T" in dot
-    (2, True)
+    >>> dot.count('[id="box_'), "val T" in dot, "reads A, B" in dot
+    (2, True, True)
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .draw import COLUMN_IN, EDGE_STYLE, EDGE_WORD, LEGEND, _attrs, _q, best_layout, text_points, write_picture
+from .draw import EDGE_STYLE, EDGE_WORD, LEGEND, _attrs, _q, best_layout, for_column, text_points, write_picture
 from .labels import source_name, stream_var
 
 if TYPE_CHECKING:  # annotations only
@@ -69,15 +70,15 @@ def primitive_counts(graph: SamGraph, op: str) -> Counter:
     return Counter(n.kind for n in graph.nodes if n.op == op and n.kind not in LEFT_OUT)
 
 
-def _counts_text(counts: Counter) -> list[str]:
-    """`9 primitives: 2 scan, 1 intersect, ...`, wrapped into lines of about `WRAP` characters."""
+def _counts_text(counts: Counter, wrap: int = WRAP) -> list[str]:
+    """`9 primitives: 2 scan, 1 intersect, ...`, wrapped into lines of about `wrap` characters."""
     kinds = sorted(counts, key=lambda k: KIND_ORDER.index(k) if k in KIND_ORDER else len(KIND_ORDER))
     total = sum(counts.values())
     words = [f"{total} primitive{'s' if total != 1 else ''}:"] + [f"{counts[k]} {k}," for k in kinds]
     words[-1] = words[-1].rstrip(",")
     lines, line = [], ""
     for word in words:
-        if line and len(line) + 1 + len(word) > WRAP:
+        if line and len(line) + 1 + len(word) > wrap:
             lines.append(line)
             line = word
         else:
@@ -132,16 +133,16 @@ def _wrapped(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
 
 
-def _box(graph: SamGraph, op: str, prefix: str) -> str:
+def _box(graph: SamGraph, op: str, prefix: str, wrap: int) -> str:
     """An op's box: its statement (the name in bold), what it reads and writes, its primitives."""
     name, _, rhs = graph.ops[op].partition(" = ")
-    lines = _wrapped(f"{name} = {rhs}", WRAP + 10)
+    lines = _wrapped(f"{name} = {rhs}", wrap + 10)
     rows = [f'<tr><td align="left"><b>{html.escape(name)}</b>{html.escape(lines[0][len(name):])}</td></tr>']
     rows += [f'<tr><td align="left">{html.escape(line)}</td></tr>' for line in lines[1:]]
     reads, writes = tensors_of(graph, op)
     io = (f"reads {', '.join(reads)}" if reads else "") + ("; " if reads and writes else "") + \
         (f"writes {', '.join(writes)}" if writes else "")
-    grey = [*(_wrapped(io, WRAP + 10) if io else []), *_counts_text(primitive_counts(graph, op))]
+    grey = [*(_wrapped(io, wrap + 10) if io else []), *_counts_text(primitive_counts(graph, op), wrap)]
     rows += [f'<tr><td align="left"><font color="#444444">{html.escape(line)}</font></td></tr>' for line in grey]
     label = '<<table border="0" cellborder="0" cellspacing="0" cellpadding="0">' + "".join(rows) + "</table>>"
     attrs = {"id": f"{prefix}box_{op_id(op)}", "shape": "box", "style": "rounded,filled", "fillcolor": "#f4f7fb",
@@ -150,13 +151,13 @@ def _box(graph: SamGraph, op: str, prefix: str) -> str:
 
 
 def op_view_dot(graph: SamGraph, *, rankdir: str = "TB", prefix: str = "", title: str | None = None,
-                fontsize: float = 9, loops: bool = True) -> str:
+                fontsize: float = 9, loops: bool = True, wrap: int = WRAP) -> str:
     """Graphviz text of the compact picture (see the module docstring): the ops in program
     order, one a rank, so that it stays a narrow column; `loops=False` leaves the loop streams
-    (`crd` edges) out and says so."""
+    (`crd` edges) out and says so; `wrap`: characters per line of a box's counts."""
     ops = drawn_ops(graph)
     shared = sum(1 for n in graph.nodes if not n.op and n.kind not in LEFT_OUT)
-    heading = _wrapped(title if title is not None else graph.name, WRAP + 20)
+    heading = _wrapped(title if title is not None else graph.name, wrap + 20)
     heading.append(f"{len(ops)} ops, {sum(1 for n in graph.nodes if n.kind not in LEFT_OUT)} primitives" +
                    (f" ({shared} in loops the ops share)" if shared else ""))
     if not loops:
@@ -166,7 +167,7 @@ def op_view_dot(graph: SamGraph, *, rankdir: str = "TB", prefix: str = "", title
              f'labelloc=t, label={_q(chr(10).join(heading))}];',
              f'  node [fontname="Helvetica", fontsize={fontsize}, margin="0.06,0.03", height=0.2];',
              f'  edge [arrowsize=0.5, fontname="Helvetica", fontsize={fontsize}];']
-    lines += [_box(graph, op, prefix) for op in ops]
+    lines += [_box(graph, op, prefix, wrap) for op in ops]
     lines += [f"  op_{op_id(a)} -> op_{op_id(b)} [style=invis, weight=20];" for a, b in zip(ops, ops[1:])]
     for source, target, edge in op_edges(graph):
         if edge.kind == "crd" and not loops:
@@ -185,24 +186,25 @@ def op_view_svg(graph: SamGraph, **options) -> str:
     return best_layout([op_view_dot(graph, **options)])[1]
 
 
-def column_view(graph: SamGraph, width_in: float = COLUMN_IN, **options) -> tuple[str, str]:
-    """(Graphviz text, SVG) of the compact picture for a paper's column: with the loop streams
-    if its text stays at least `MIN_POINTS` there, else values only (whichever shows larger
-    when neither does)."""
+def column_view(graph: SamGraph, **options) -> tuple[str, str]:
+    """(Graphviz text, SVG) of the compact picture for a paper's column (`text_points`): with
+    the loop streams if its text stays at least `MIN_POINTS` there, else values only; boxes
+    narrow and tall, or wider and shorter when a tall picture would be shrunk; the first that
+    reaches `MIN_POINTS`, else the one whose text is largest."""
     best = None
     for loops in (True, False):
-        dot = op_view_dot(graph, loops=loops, **options)
-        picture = best_layout([dot])[1]
-        points = text_points(picture, width_in)
-        if best is None or points > best[0]:
-            best = (points, dot, picture)
-        if points >= MIN_POINTS:
-            break
+        for wrap in (WRAP, WRAP + 10, WRAP + 20):
+            dot = op_view_dot(graph, loops=loops, wrap=wrap, **options)
+            picture = best_layout([dot])[1]
+            points = text_points(picture)
+            if best is None or points > best[0] + 0.05:
+                best = (points, dot, picture)
+            if points >= MIN_POINTS:
+                return dot, picture
     return best[1], best[2]
 
 
 def render_op_view(graph: SamGraph, path: str, **options) -> str:
     """Draw the compact picture, laid out for a paper's column (`column_view`), to an SVG, PNG
     or PDF file."""
-    dot, picture = column_view(graph, **options)
-    return write_picture(dot, path, picture)
+    return write_picture(for_column(column_view(graph, **options)[0]), path)

@@ -1,6 +1,6 @@
 """Charts of sweeps and studies (matplotlib, Agg backend: no display needed).
 
-- `cycles-<n>.png`: simulated cycles per schedule, one bar chart per (program, data point, seed),
+- `cycles-<n>.png` (or .svg, .pdf): simulated cycles per schedule, one bar chart per (program, data point, seed),
   bars sorted by cycles and labelled with the granularity they came from (`label`: a preset such
   as unfused/partial/full, or randomN) and their dataflow orders, each with its value; failed
   schedules marked, pruned ones left out;
@@ -113,16 +113,17 @@ def scatter_chart(all_groups, path: str) -> str:
     return path
 
 
-def draw(rows: list[dict], out_dir: str, max_bar_charts: int = 40) -> list[str]:
-    """Write the standard charts for `rows` into `out_dir`; returns the paths written."""
+def draw(rows: list[dict], out_dir: str, max_bar_charts: int = 40, fmt: str = "png") -> list[str]:
+    """Write the standard charts for `rows` into `out_dir` as `fmt` files (png, svg, pdf);
+    returns the paths written."""
     os.makedirs(out_dir, exist_ok=True)
     all_groups = groups(rows)
     paths = []
     for n, g in enumerate(all_groups[:max_bar_charts]):
         if any(r.get("status") in ("ok", "error") for r in g.rows):
-            paths.append(cycles_chart(g, os.path.join(out_dir, f"cycles-{n}.png")))
+            paths.append(cycles_chart(g, os.path.join(out_dir, f"cycles-{n}.{fmt}")))
     if any(g.simulated for g in all_groups):
-        paths.append(scatter_chart(all_groups, os.path.join(out_dir, "heuristic-vs-simulated.png")))
+        paths.append(scatter_chart(all_groups, os.path.join(out_dir, f"heuristic-vs-simulated.{fmt}")))
     return paths
 
 
@@ -134,15 +135,16 @@ def _ratio_axis(ax, values: list[float]) -> None:
     ax.axhline(1.0, color="grey", linewidth=0.8, zorder=0)
 
 
-def study_figure(rows: list[dict]):
-    """A fusion study (`study.fusion_study` rows) in two panels: speedup over the first schedule
+def study_figure(rows: list[dict], width: float = 8.5 / 2.54):
+    """A fusion study (`study.fusion_study` rows), drawn `width` inches wide (a paper's column)
+    at its printed size, in two panels, one above the other: speedup over the first schedule
     (higher is better; slowdowns red) and FLOPs and memory relative to it (lower is better). Bars
-    carry their values; estimated rows (not simulated) are hatched and marked `~`, failed ones
-    say so."""
+    carry their values, level; estimated rows (not simulated) are hatched and marked `~`, failed
+    ones say so."""
     plt = _pyplot()
-    names = [r["schedule"] if len(r["schedule"]) <= 18 else r["schedule"][:17] + "…" for r in rows]
+    names = [r["schedule"] if len(r["schedule"]) <= 14 else r["schedule"][:13] + "…" for r in rows]
     first = rows[0]["schedule"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 1.6]})
+    fig, (left, right) = plt.subplots(2, 1, figsize=(width, 4.6))
     x = list(range(len(rows)))
 
     def bars(ax, offsets, key, width, color, label=None):
@@ -156,37 +158,37 @@ def study_figure(rows: list[dict]):
                 bar.set_alpha(0.6)
         texts = [("failed" if r.get("error") else "-") if v is None else
                  ("~" if r.get("skipped") else "") + f"{v:.2f}x" for r, v in zip(rows, values)]
-        ax.bar_label(drawn, texts, padding=2, fontsize=8)
+        ax.bar_label(drawn, texts, padding=1.5, fontsize=FONT)
         return heights
 
-    speedups = bars(left, 0.0, "speedup", 0.6, "#4e79a7")
+    speedups = bars(left, 0.0, "speedup", 0.55, "#4e79a7")
     for bar, value in zip(left.patches, speedups):
         if 0 < value < 1:  # a slowdown
             bar.set_facecolor("#e15759")
-    left.set_title(f"speedup over {first} (higher is better)", fontsize=10)
+    left.set_title(f"speedup over {first} (higher is better)", fontsize=FONT + 0.5)
     _ratio_axis(left, speedups)
-    left.set_xticks(x, names, fontsize=9)
     ratios = bars(right, -0.2, "flops_ratio", 0.38, "#f28e2b", "FLOPs")
-    ratios += bars(right, 0.2, "mem_ratio", 0.38, "#59a14f", "memory traffic")
-    right.set_title(f"FLOPs and memory relative to {first} (lower is better)", fontsize=10)
+    ratios += bars(right, 0.2, "mem_ratio", 0.38, "#2f6b2a", "memory traffic")  # darker: grayscale
+    right.set_title(f"FLOPs and memory relative to {first} (lower is better)", fontsize=FONT + 0.5)
     _ratio_axis(right, ratios)
-    right.set_xticks(x, names, fontsize=9)
-    right.legend(fontsize=8, loc="upper left")
+    right.legend(fontsize=FONT, loc="upper left", frameon=False)
     for ax in (left, right):
-        ax.margins(y=0.15)
+        ax.set_xticks(x, names, fontsize=FONT)
+        ax.tick_params(labelsize=FONT, length=2)
+        ax.margins(y=0.2)
         ax.spines[["top", "right"]].set_visible(False)
     title = f"{rows[0].get('model', '')} on {rows[0].get('dataset', '')}"
     if any(r.get("skipped") for r in rows):
-        title += "   (~ hatched: heuristic estimate, not simulated)"
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+        title += "\n(~ hatched: heuristic estimate, not simulated)"
+    fig.suptitle(title, fontsize=FONT + 1)
+    fig.tight_layout(h_pad=0.6)
     return fig
 
 
 def study_chart(rows: list[dict], path: str) -> str:
     """`study_figure` saved to `path` (PNG, SVG or PDF by the suffix)."""
     fig = study_figure(rows)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=300)
     _pyplot().close(fig)
     return path
 
