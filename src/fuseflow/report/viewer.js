@@ -9,6 +9,7 @@
   document.querySelectorAll(".pane").forEach(function (p) { panes[p.dataset.tab] = p; });
   var canvas = document.getElementById("canvas");
   var views = {};
+  var FOUND_ACROSS = 600;  // what the search finds is shown about this many picture units across
   var current = null;
 
   function esc(text) {
@@ -51,12 +52,15 @@
     zoom(view, factor, b[0] + b[2] / 2, b[1] + b[3] / 2);
   }
 
-  function centerOn(element) {
+  // center the view on an element, zoomed in to about `across` units (1400 by default; never
+  // wider than 2.5 times the element), never out
+  function centerOn(element, across) {
     var view = viewOf(current);
     var rect = element.getBoundingClientRect();
     var c = toUser(view, rect.left + rect.width / 2, rect.top + rect.height / 2);
     var b = view.box;
-    var scale = Math.min(1, 1400 / b[2]);  // zoom in to about 1400 units across, never out
+    var want = across ? Math.max(across, 2.5 * element.getBBox().width) : 1400;
+    var scale = Math.min(1, want / b[2]);
     view.box = [c.x - b[2] * scale / 2, c.y - b[3] * scale / 2, b[2] * scale, b[3] * scale];
     apply(view);
   }
@@ -93,7 +97,7 @@
     var box = opCluster(k, op);
     if (box) {
       box.classList.add("selected");
-      centerOn(box);
+      centerOn(box, FOUND_ACROSS);
     }
     var statement = kernels[k].statements[op] || op;
     document.getElementById("detail-body").innerHTML = '<div class="title">' + esc(op) + "</div>" +
@@ -149,7 +153,7 @@
     document.getElementById("detail-body").innerHTML = out.join("");
   }
 
-  function select(k, id) {
+  function select(k, id, across) {
     var kernel = kernels[k];
     if (!kernel || !kernel.nodes || !kernel.nodes[id]) return false;
     show("k" + k);
@@ -163,7 +167,7 @@
         first = first || g;
       }
     });
-    if (first) centerOn(first);
+    if (first) centerOn(first, across);
     details(k, id);
     return true;
   }
@@ -218,8 +222,10 @@
     var hint = document.getElementById("hint");
     if (m) {
       var k = m[1] !== undefined ? Number(m[1]) : (current && current[0] === "k" ? Number(current.replace(/\D/g, "")) : null);
-      if (k === null || !select(k, m[2])) {
-        data.kernels.some(function (kd) { return kd.nodes && kd.nodes[m[2]] && select(kd.index, m[2]); });
+      if (k === null || !select(k, m[2], FOUND_ACROSS)) {
+        data.kernels.some(function (kd) {
+          return kd.nodes && kd.nodes[m[2]] && select(kd.index, m[2], FOUND_ACROSS);
+        });
       }
       return;
     }
@@ -231,7 +237,7 @@
     found.at = (found.at + 1) % found.hits.length;  // Enter again: the next match
     var hit = found.hits[found.at];
     if (hit.op !== undefined) openOp(hit.kernel, hit.op);
-    else select(hit.kernel, hit.node);
+    else select(hit.kernel, hit.node, FOUND_ACROSS);
     hint.textContent = "match " + (found.at + 1) + " of " + found.hits.length + " (Enter: next)";
   }
 
