@@ -44,14 +44,20 @@ ORACLE_RERUN_TOKENS = 5_000_000  # malformed input in a graph this small is re-r
 
 
 def run_graph(graph: SamGraph, tensors: dict, hw: HwConfig | None = None, keep_streams: bool = False,
-              record_steps: bool = False, *, chunk=None, budget=None, on_events=None) -> GraphRun:
+              record_steps: bool = False, *, chunk=None, budget=None, on_events=None,
+              depth: int | dict | None = None) -> GraphRun:
     """Simulate `graph` exactly as `oracle.run_graph` does, streaming through buffers of `chunk`
     tokens (default: sized to the graph; see `engine.chunk_for`). A per-step log
-    (`record_steps`, for bounded channels) is the oracle's business: it runs the oracle."""
+    (`record_steps`, for bounded channels) is the oracle's business: it runs the oracle.
+    With `depth` (default `hw.channel_depth`) channels are bounded where every node's kernel
+    allows (`GraphRun.channel_depth` says whether they were; `sim.bounded` settles the rest);
+    a deadlock raises `sim.bounded.Deadlock`."""
     if record_steps:
         return oracle_run_graph(graph, tensors, hw, keep_streams, record_steps=True)
+    if depth is None and hw is not None:
+        depth = hw.channel_depth
     engine = Engine(graph, tensors, hw, chunk=chunk, budget=budget, keep_streams=keep_streams,
-                    on_events=on_events)
+                    on_events=on_events, depth=depth)
     try:
         return engine.run()
     except KernelFailed as failed:
