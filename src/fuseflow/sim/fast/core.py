@@ -175,7 +175,7 @@ class Runner:
         self._args = None
         self.done = False
         self.status = 0  # of the last call
-        self.waiting, self.seen, self.rooms = 0, 0, []  # what a waiting node waits for
+        self.waiting, self.seen, self.rooms = 0, 0, 0  # what a waiting node waits for (rooms: `Engine._drained`)
         self.failed = False  # set by `after` when it finds malformed input
         self.engine = None
 

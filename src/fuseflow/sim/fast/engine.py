@@ -230,9 +230,21 @@ class Engine:
         if r.status == WAIT_IN:
             ch = r.in_ch[r.waiting]
             return ch.produced > r.seen or ch.final
-        if r.status == WAIT_OUT:
-            return any(ch.room() > room for ch, room in zip(r.out_ch, r.rooms))
+        if r.status == WAIT_OUT:  # room comes only from its readers' progress
+            return self._drained(r) > r.rooms
         return True
+
+    def _drained(self, r: Runner) -> int:
+        """The progress of r's output channels' readers: their cursors and sends merged (the
+        numbers a channel's room grows with) summed; it grows whenever some room may have."""
+        rows = getattr(r, "out_rows", None)
+        if rows is None:
+            rows = r.out_rows = [x.index for ch in r.out_ch for x in ch.readers]
+        item = self.tables.RD.item
+        total = 0
+        for x in rows:
+            total += item(x, 0) + item(x, 1)
+        return total
 
     def _visit(self, r: Runner) -> bool:
         """Call r's kernel until it waits; True if it moved."""
@@ -272,7 +284,7 @@ class Engine:
             r.waiting = int(r.S[7])
             r.seen = r.in_ch[r.waiting].produced
         elif status == WAIT_OUT:
-            r.rooms = [ch.room() for ch in r.out_ch]
+            r.rooms = self._drained(r)
         return int(r.S[STEPS]) != steps or status != moved_status
 
     def _after(self, r: Runner, status: int, before_in, before_out) -> None:
@@ -462,7 +474,7 @@ class Source(Runner):
         self.in_ch, self.readers, self.out_ch, self.ins, self.outs = [], [], [ch], (), ("out",)
         self.S = np.zeros(16, dtype=np.int64)
         self.done, self.status, self.failed = False, 0, False
-        self.waiting, self.seen, self.rooms = 0, 0, []
+        self.waiting, self.seen, self.rooms = 0, 0, 0
 
     def call(self) -> int:
         ch = self.out_ch[0]
