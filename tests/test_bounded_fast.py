@@ -50,10 +50,11 @@ def verdict(cycles):
         return ("deadlock", err.time, tuple(err.blocked), tuple(err.full), tuple(err.empty))
 
 
-def engine_verdict(graph, stored, depth):
-    """The fast engine's bounded run: its cycles or its deadlock report (it must bound every channel)."""
+def engine_verdict(graph, stored, depth, first_unbounded=False):
+    """The fast engine's bounded run (with back-pressure from the start unless `first_unbounded`):
+    its cycles or its deadlock report (it must bound every channel)."""
     def cycles():
-        run = fast_run_graph(graph, stored, HwConfig(channel_depth=depth))
+        run = fast_run_graph(graph, stored, HwConfig(channel_depth=depth), first_unbounded=first_unbounded)
         assert run.channel_depth == depth, "the engine fell back to an unbounded run"
         return run.cycles
     return verdict(cycles)
@@ -66,6 +67,7 @@ def compare(graph, stored, depths=DEPTHS) -> int:
     for depth in depths:
         expected = verdict(lambda d=depth: replay(graph, log, d))
         assert engine_verdict(graph, stored, depth) == expected, (graph.name, depth)
+        assert engine_verdict(graph, stored, depth, first_unbounded=True) == expected, (graph.name, depth)
         deadlocks += isinstance(expected, tuple)
     return deadlocks
 

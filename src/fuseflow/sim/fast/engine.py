@@ -14,7 +14,10 @@ reader is bounded (`Channel.bound`): a producer waits for its reader, times foll
 `sim.bounded`'s rule, and a round in which nothing moves while only bounds hold nodes back is a
 deadlock (`sim.bounded.Deadlock`). That needs every node's kernel to honour bounds
 (`Runner.backpressure`) and one reader per stream; otherwise the run is unbounded
-(`GraphRun.channel_depth` None) and `sim.bounded` settles the bound from it.
+(`GraphRun.channel_depth` None) and `sim.bounded` settles the bound from it. With
+`first_unbounded` the run is unbounded but stops (`Overflow`) as soon as a channel held more
+tokens than its bound: a run that never does has the bounded times (`sim.bounded.fits_unbounded`)
+and costs no more than an unbounded one, while bounded channels move at most N tokens a visit.
 
 Memory the engine allocates (buffers, accumulator tables, written tensors) goes through
 `reserve`, which checks it against the run's `Budget` and raises `MemoryLimitError` naming the
@@ -56,6 +59,10 @@ CHECK_EVERY = 16 << 20  # bytes allocated between two checks against the memory 
 CHANNEL_BYTES = 1 << 30  # what the buffers of one kernel may take before their size is lowered
 TILE_CHANNEL_BYTES = 16 << 20  # one channel of tiles
 MIN_CHUNK = 64
+
+
+class Overflow(Exception):
+    """A run with `first_unbounded` met a channel holding more tokens than its bound."""
 
 
 class KernelFailed(Exception):
@@ -102,7 +109,7 @@ class Engine:
     def __init__(self, graph: SamGraph, tensors: dict, hw: HwConfig | None = None, *, chunk=None,
                  budget: Budget | None = None, keep_streams: bool = False, on_events=None,
                  record_consumed: bool = False, what: str | None = None, sources: dict | None = None,
-                 depth: int | dict | None = None):
+                 depth: int | dict | None = None, first_unbounded: bool = False):
         self.graph, self.tensors, self.hw = graph, tensors, hw or HwConfig()
         self.budget, self.on_events = budget, on_events
         self.whole = chunk == WHOLE
@@ -149,14 +156,30 @@ class Engine:
                 self.channels[s] = ch
             runner.attach_outputs([self.channels[Stream(node.id, p)] for p in runner.outs])
             self.runners.append(runner)
-        self.depth = depth if depth is not None and self._bound(depth) else None
+        self.depth = self.overflow = None
+        if depth is not None and self._boundable():
+            if first_unbounded:
+                self._watch(depth)
+            else:
+                self._bound(depth)
+            self.depth = depth
 
-    def _bound(self, depth: int | dict) -> bool:
-        """Bound every read channel to `depth` (a dict: per stream, others unbounded); False, and
-        nothing bounded, when a node's kernel cannot honour bounds or a stream has several readers."""
-        if self.whole or getattr(self.hw, "hbm", False) or not all(r.backpressure for r in self.runners) \
-                or any(len(ch.readers) > 1 for ch in self.channels.values()):
-            return False
+    def _boundable(self) -> bool:
+        """Whether every node's kernel honours bounds and every stream has at most one reader."""
+        return not self.whole and not getattr(self.hw, "hbm", False) and \
+            all(r.backpressure for r in self.runners) and all(len(ch.readers) <= 1 for ch in self.channels.values())
+
+    def _watch(self, depth: int | dict) -> None:
+        """Run unbounded, but stop (Overflow) once a channel held more tokens than its bound."""
+        self.overflow = np.full(self.tables.RD.shape[0], np.iinfo(np.int64).max, dtype=np.int64)
+        for stream, ch in self.channels.items():
+            n = depth.get(stream) if isinstance(depth, dict) else depth
+            if n is not None:
+                for reader in ch.readers:
+                    self.overflow[reader.index] = n
+
+    def _bound(self, depth: int | dict) -> None:
+        """Bound every read channel to `depth` (a dict: per stream, others unbounded)."""
         for stream, ch in self.channels.items():
             n = depth.get(stream) if isinstance(depth, dict) else depth
             if not ch.readers or n is None:
@@ -166,7 +189,6 @@ class Engine:
             ch.limit = max(ch.limit, need)
             if ch.capacity < need:
                 self._grow_channel(ch, self.runners[0], need)
-        return True
 
     def _runner(self, make, node, cache) -> Runner:
         """The node's kernel runner bound to its input channels, or the oracle's if the kernel
@@ -306,6 +328,8 @@ class Engine:
                     break
                 self.reserve(reader.grow_queue(t.RD), r)
                 b = int(stop)
+            if self.overflow is not None and t.RD.item(x, 3) > self.overflow[x]:
+                raise Overflow()
 
     def _unstick(self) -> None:
         """No node moved in a whole round: grow the full buffers of the nodes waiting for room;
