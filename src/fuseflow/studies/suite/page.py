@@ -134,12 +134,12 @@ def in_figure_order(rows: list[dict], published: dict) -> list[dict]:
                                        order.get((r["model"], r["dataset"], r.get("block")), len(order))))
 
 
-def draw_figure(rows: list[dict], suite, path: str) -> str:
-    """The Figure-12 chart of a suite's study rows, written atomically to `path`."""
+def draw_figure(rows: list[dict], suite, path: str, labels: dict | None = None) -> str:
+    """The Figure-12 chart of a suite's study rows, written atomically to `path` (`labels`: the
+    datasets' names, else the suite's)."""
     with atomic_path(path, "--figure") as temp:
-        figure12_chart(in_figure_order(rows, suite.published), temp, published=suite.published, labels=suite.labels,
-                       title=f"suite {suite.name}: s, error bar: sampled, 95% interval; ~, hatched: "
-                             "heuristic; diamonds: published")
+        figure12_chart(in_figure_order(rows, suite.published), temp, published=suite.published, labels=labels or
+                       suite.labels, notes=suite.notes)
     return path
 
 
