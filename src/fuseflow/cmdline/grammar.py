@@ -18,6 +18,7 @@ Bad input prints one line `fuseflow: error: ...` and exits with status 2; an int
 """
 from __future__ import annotations
 
+import argparse
 import importlib
 from dataclasses import dataclass
 
@@ -200,6 +201,24 @@ def _partition_options(p) -> None:
 
 
 # -- studies -------------------------------------------------------------------------------------
+STUDY_COLUMNS = """\
+columns (one row per schedule; ratios are to the first row, normally unfused):
+  kernels      kernels the schedule compiles to (one per fusion group)
+  cycles       simulated cycles of all kernels run one after another (GPT-3: "model cycles" scales
+               the simulated decoders to the whole model)
+  speedup      first row's cycles / this row's cycles (above 1x: faster)
+  FLOPs/unf    this row's FLOPs / the first row's: ALU results plus accumulations, counted per
+               value (per tile element when blocked); above 1: work repeated, e.g. a producer
+               recomputed inside a fused consumer's loop
+  mem/unf      this row's memory traffic / the first row's: words read by scanners and arrays plus
+               words written by writers (fusion saves the intermediates' writes and reads)
+  max fifo     most tokens that ever waited at once in one channel of any kernel: with channels
+               at least this deep (--depth in simulate) the cycles are the same
+  verified     True when every output equals the numpy reference; "skipped" when the row was
+               estimated, not simulated (then ~ marks ratios from the heuristic's estimates)
+  wall s       seconds this row took here (compile, simulate, verify)"""
+
+
 def _add_study_commands(sub) -> None:
     p = sub.add_parser("study", help="studies over schedules: `study fusion` compares granularities")
     studies = p.add_subparsers(dest="study", required=True)
@@ -215,6 +234,7 @@ def _add_study_commands(sub) -> None:
     p.add_argument("--max-tokens", type=positive_real, default=MAX_TOKENS, metavar="N",
                    help="estimate, not simulate, schedules the heuristic puts above N token events "
                         f"(default {MAX_TOKENS:.0e}, about five minutes of simulation)")
+    p.formatter_class, p.epilog = argparse.RawDescriptionHelpFormatter, STUDY_COLUMNS
     _add_suite_command(studies)
 
 
