@@ -232,3 +232,16 @@ def test_figure12_rows_read_back_from_the_results_page():
     assert cases <= {(t.model, t.dataset, t.block) for t in suite.tasks()} and len(cases) == 18
     assert all(r["speedup"] == 1.0 for r in rows if r["schedule"] == "unfused")
     assert any(r["estimated_ratios"] for r in rows) and any(not r["estimated_ratios"] for r in rows)
+
+
+@needs_dot
+def test_overview_for_a_column_names_inputs_in_boxes_and_stays_legible():
+    from fuseflow.report.overview import column_overview_dot
+    from fuseflow.sam.draw import best_layout
+
+    case = build("gcn", "karate")
+    compiled = compile_schedule(case.program, case.presets["unfused"])
+    dot = column_overview_dot(compiled)
+    assert all(f"k{k.index} [" in dot for k in compiled.kernels)
+    assert "reads A, X" in dot and 'label="t2 34×34"' in dot  # an input in its box, an intermediate on its edge
+    assert text_points(best_layout([dot])[1]) >= 7  # printed within 8.5 cm by 9 inches

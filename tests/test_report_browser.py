@@ -171,5 +171,8 @@ def test_op_boxes_open_their_primitives_and_search_zooms_to_what_it_finds(tmp_pa
     search.send_keys("\n")
     assert _text(browser, "#hint").startswith(f"match {min(2, len(accumulators))} of")
     search.clear()
+    search.send_keys("O\n")  # an op's name: its box in the picture of primitives
+    assert browser.execute_script("return document.querySelector('g.cluster.selected').id").startswith("k0_op_O_")
+    search.clear()
     search.send_keys("no such thing\n")
     assert _text(browser, "#hint") == "nothing matches no such thing"
