@@ -404,7 +404,10 @@ class CostModel:
 
 def estimate(program: Program, schedule, data: dict | None = None, *, density: float = 0.1,
              seed: int = 0) -> Estimate:
-    """Heuristic cost of `schedule` on `data` (or on seeded random inputs at `density`)."""
+    """Heuristic cost of `schedule` for `program` (cycles, FLOPs, reads, writes, token events per
+    kernel; no simulation) on `data` ({input name: array or scipy sparse matrix}), or on random inputs
+    from `seed` at `density` when `data` is None; `schedule` is anything `fuseflow.compile`
+    takes."""
     if data is None:
         data = random_inputs(program, density=density, seed=seed)
     return CostModel(program, data).estimate_schedule(schedule)

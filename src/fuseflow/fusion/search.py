@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import itertools
 
-from scipy.cluster.hierarchy import DisjointSet
-
 from ..errors import UserError
+from .binding import UnionFind
 from .cost import prefix_bound
 from .nesting import Nesting, part_orders
+from .precedence import has_no_valid_order
 from .proof import settle
 from .region import Region
 
@@ -57,16 +57,16 @@ def independent_parts(region: Region) -> list[list[str]]:
     """The region's variables split into groups that no op instance or stored tensor connects
     (e.g. the Q, K and V projections of a fused layer, each with its own copy of the layer norm);
     the parts' orders are independent, and any concatenation of valid ones is valid."""
-    link = DisjointSet(region.vars)
+    link = UnionFind(region.vars)
     together = [inst.local_vars for inst in region.instances]
     together += [[v for v in leaf.level_vars() if isinstance(v, str)] for leaf in region.leaves]
     together += [list(pair) for pair in region.before]
     for names in together:
         for a, b in zip(names, names[1:]):
-            link.merge(a, b)
+            link.union(a, b)
     parts: dict[str, list[str]] = {}
     for v in region.vars:
-        parts.setdefault(link[v], []).append(v)
+        parts.setdefault(link.find(v), []).append(v)
     return list(parts.values())
 
 
@@ -98,7 +98,7 @@ class _OrderSearch:
         if self.budget >= self.dive:  # else not even one descent would reach a full order
             self.extend([], (0.0, 0.0))
 
-    def extend(self, prefix: list[str], cost: tuple) -> None:
+    def extend(self, prefix: list[str], cost: tuple, parent: Nesting | None = None) -> None:
         if len(prefix) == len(self.names):
             self.best, self.best_cost = list(prefix), cost
             return
@@ -107,13 +107,13 @@ class _OrderSearch:
         for v in self.names:
             if v not in placed and self.preds[v] <= placed:
                 self.visited += 1
-                nesting = Nesting(self.region, prefix + [v], partial=True)
+                nesting = Nesting(self.region, prefix + [v], partial=True, parent=parent)
                 if nesting.valid:
-                    children.append((prefix_bound(nesting, self.instances, placed | {v}), len(children), v))
-        for child_cost, _, v in sorted(children):
+                    children.append((prefix_bound(nesting, self.instances, placed | {v}), len(children), v, nesting))
+        for child_cost, _, v, nesting in sorted(children, key=lambda child: child[:3]):
             if child_cost >= self.best_cost or self.visited >= self.budget:
                 return
-            self.extend(prefix + [v], child_cost)
+            self.extend(prefix + [v], child_cost, nesting)
 
 
 def search_order(region: Region, names: list[str] | None = None, budget: int = 5000,
@@ -140,7 +140,9 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
 def default_order(region: Region, budget: int = 5000, proof_work: int = PROOF_WORK) -> list[str] | None:
     """The valid order with the least `nest_cost` (`search_order` on each independent part,
     concatenated), else the first valid producer-by-producer order, else the first valid order
-    at all (`proof.settle`, walking at most `proof_work` prefixes); None if none is found."""
+    at all (`proof.settle`, walking at most `proof_work` prefixes); None if none is found. Before
+    that walk, a faster one pruned by the loop precedences (`precedence.has_no_valid_order`) may
+    prove that no valid order exists."""
     parts = [search_order(region, names, budget) for names in independent_parts(region)]
     if all(part is not None for part in parts):
         order = [v for part in parts for v in part]
@@ -149,7 +151,9 @@ def default_order(region: Region, budget: int = 5000, proof_work: int = PROOF_WO
     for order in greedy_orders(region):
         if Nesting(region, order).valid:
             return order
-    return settle(region, proof_work).order if proof_work else None
+    if not proof_work or has_no_valid_order(region, proof_work):
+        return None
+    return settle(region, proof_work).order
 
 
 def no_order_proof(region: Region) -> tuple[str, bool]:

@@ -18,7 +18,7 @@ from ..fusion.compile import compile_schedule
 from ..fusion.estimate import CostModel
 from ..fusion.search import NoValidOrder
 from ..memory import MemoryLimitError, release_freed
-from ..models.gpt3 import model_cycles
+from ..models.cycles import model_cycles
 from ..pipeline import simulate
 from ..progress import RunProgress, is_terminal, numba_notice
 from ..report.notebook import table_html
@@ -128,7 +128,7 @@ def study_schedule(case, name: str, model: CostModel, engine: str = "fast", max_
     caller has read it already (`read_schedules`)."""
     start = time.perf_counter()
     parsed = check_schedule(case.program, case.presets.get(name, name) if schedule is None else schedule,
-                            model.shapes or None, stats=model.stats)
+                            model.shapes or None)
     compiled = _compiled(case, parsed, model)
     est = model.estimate(compiled)
     if _load(compiled, est) > max_tokens:

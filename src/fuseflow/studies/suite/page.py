@@ -17,7 +17,7 @@ import datetime
 import os
 
 from ...files import atomic_path, write_text
-from ..plot import figure12_chart
+from ..plot import figure12_chart, winner
 from .run import suite_rows
 
 HEAD = ["model", "dataset", "unfused cycles", "partial", "full", "winner", "published partial / full",
@@ -32,11 +32,6 @@ def _cell(row: dict | None) -> str:
     if row.get("speedup") is None:
         return "-"
     return ("~" if row.get("estimated_ratios") else "") + f"{row['speedup']:.2f}x"
-
-
-def _winner(speedups: dict) -> str:
-    known = {k: v for k, v in speedups.items() if v}
-    return max(known, key=known.get) if known else "-"
 
 
 def _cases(rows: list[dict]) -> dict:
@@ -55,8 +50,8 @@ def table_lines(rows: list[dict], published: dict, labels: dict) -> list[str]:
         unfused = f"{cycles:,}" if cycles else (f"~{base['est_cycles']:.3g}" if base.get("est_cycles") else "-")
         pub = published.get((model, dataset, block), {})
         pub_speed = {k: pub["unfused"] / v for k, v in pub.items() if v and pub.get("unfused")}
-        ours = _winner({k: (r.get("speedup") if not r.get("error") else None) for k, r in by.items()})
-        theirs = _winner(pub_speed)
+        ours = winner({k: (r.get("speedup") if not r.get("error") else None) for k, r in by.items()}) or "-"
+        theirs = winner(pub_speed) or "-"
         full = by.get("full") or {}
         flops = full.get("flops_ratio")
         name = labels.get((model, dataset), dataset) + (f" b{block}" if block else "")
@@ -122,12 +117,12 @@ def in_figure_order(rows: list[dict], published: dict) -> list[dict]:
                                        order.get((r["model"], r["dataset"], r.get("block")), len(order))))
 
 
-def draw_figure(rows: list[dict], suite, path: str) -> str:
-    """The Figure-12 chart of a suite's study rows, written atomically to `path`."""
+def draw_figure(rows: list[dict], suite, path: str, labels: dict | None = None) -> str:
+    """The Figure-12 chart of a suite's study rows, written atomically to `path` (`labels`: the
+    datasets' names, else the suite's)."""
     with atomic_path(path, "--figure") as temp:
-        figure12_chart(in_figure_order(rows, suite.published), temp, published=suite.published, labels=suite.labels,
-                       title=f"suite {suite.name}: hatched bars with ~ are heuristic estimates; black diamonds: "
-                             "published")
+        figure12_chart(in_figure_order(rows, suite.published), temp, published=suite.published, labels=labels or
+                       suite.labels, notes=suite.notes)
     return path
 
 
