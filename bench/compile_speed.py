@@ -6,10 +6,11 @@
 
 A preset's time is `fuseflow.compile(case.program, preset, data=case.inputs)`, what `fuseflow
 compile --model M --dataset D --schedule P` does after loading the model (default orders
-weighed by the data's densities). Each model and dataset runs in a child process: its peak
-memory is that child's peak resident set (what `/usr/bin/time -f %M` reports: Python, torch,
-the model's data and the compiler), and `--graphs DIR` writes every compiled graph as JSON
-there, to compare the compiler's output before and after a change (`--compare DIR` does).
+weighed by the data's densities); each row shows a preset's wall seconds and, in parentheses,
+the CPU seconds of the process (the fair measure on a shared machine). Each model and dataset
+runs in a child process: its peak memory is that child's peak resident set (what `/usr/bin/time
+-f %M` reports: Python, torch, the model's data and the compiler), and `--graphs DIR` writes
+every compiled graph as JSON there, to compare the compiler's output before and after a change (`--compare DIR` does).
 GPT-3's presets are compiled at each `--block`; `<preset>-unblocked` are its presets on scalar
 streams. Not a test: pytest does not collect this directory.
 """
@@ -50,20 +51,21 @@ def _child(model: str, dataset: str, block: int, presets: list[str] | None, grap
     start = time.perf_counter()
     case = build(model, dataset=dataset, block=block)
     built = time.perf_counter() - start
-    seconds = {}
+    seconds, cpu = {}, {}
     for preset, schedule in case.presets.items():
         if presets and preset not in presets:
             continue
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         compiled = fuseflow.compile(case.program, schedule, data=case.inputs)
         seconds[preset] = time.perf_counter() - start
+        cpu[preset] = time.process_time() - start_cpu
         if graphs:
             path = os.path.join(graphs, f"{model}-{dataset.replace(':', '_')}-b{block}-{preset}.json")
             with open(path, "w") as f:
                 json.dump(_graphs_json(compiled), f, sort_keys=True, default=str)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"model": model, "dataset": dataset, "block": block, "build_s": built, "compile_s": seconds,
-            "peak_bytes": peak}
+            "cpu_s": cpu, "peak_bytes": peak}
 
 
 def _run_child(case, args) -> dict:
@@ -82,7 +84,7 @@ def _print_row(row: dict) -> None:
     if "error" in row:
         print(f"{what:<32} failed: {' '.join(row['error'])}", flush=True)
         return
-    times = "  ".join(f"{p} {s:.1f}" for p, s in row["compile_s"].items())
+    times = "  ".join(f"{p} {s:.1f} ({row['cpu_s'][p]:.1f})" for p, s in row["compile_s"].items())
     print(f"{what:<32} {times}   (peak {row['peak_bytes'] / 2**30:.2f} GiB, model built in {row['build_s']:.1f} s)",
           flush=True)
 
@@ -120,7 +122,8 @@ def main() -> int:
         rows.append(_run_child(case, args))
         _print_row(rows[-1])
     slowest = max((s for r in rows for s in r.get("compile_s", {}).values()), default=0.0)
-    print(f"slowest preset: {slowest:.1f} s")
+    slowest_cpu = max((s for r in rows for s in r.get("cpu_s", {}).values()), default=0.0)
+    print(f"slowest preset: {slowest:.1f} s wall, {slowest_cpu:.1f} s of CPU")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -214,6 +214,21 @@ def test_statistics_of_sparse_and_dense_inputs_agree():
     assert DataStats({"A": sp.csr_array(dense)}).density("A") == DataStats({"A": dense}).density("A")
 
 
+def test_statistics_of_untidy_scipy_matrices_agree_with_the_dense_array():
+    """Duplicates, explicit zeros (a row and a column holding only one), CSC and COO inputs and
+    an all-empty matrix: the levels' statistics count the nonzeros the dense array holds."""
+    rng = np.random.default_rng(6)
+    dense = rng.normal(size=(9, 8)) * (rng.random((9, 8)) < 0.3)
+    dense[:, 2] = dense[4, :] = 0.0
+    r, c = np.nonzero(dense)
+    untidy = sp.coo_array((np.concatenate([dense[r, c] / 2, dense[r, c] / 2, [0.0, 0.0]]),
+                           (np.concatenate([r, r, [4, 0]]), np.concatenate([c, c, [1, 2]]))), shape=dense.shape)
+    for value in (untidy, untidy.tocsr(), sp.csc_array(dense), sp.csr_array((9, 8))):
+        for mode_order in ((0, 1), (1, 0)):
+            assert DataStats({"A": value.copy()}).nonempty_prefixes("A", mode_order) == \
+                DataStats({"A": value.toarray()}).nonempty_prefixes("A", mode_order), (type(value), mode_order)
+
+
 def test_values_stay_sparse_only_when_large():
     small = sp.random(10, 10, density=0.2, random_state=0)
     assert not is_sparse(as_value(small))

@@ -86,7 +86,7 @@ class Nesting:
     whose instances are all analysed run, so a problem found for a prefix holds for every
     order that extends it (the order search prunes with this)."""
 
-    def __init__(self, region: Region, order: list[str], partial: bool = False):
+    def __init__(self, region: Region, order: list[str], partial: bool = False, parent: Nesting | None = None):
         self.region = region
         self.order = list(order)
         if not partial and sorted(order) != sorted(region.vars):
@@ -99,11 +99,17 @@ class Nesting:
         self.value_vars: dict[int, list[str]] = {}
         self.rejection: Rejection | None = None
         self.analysed: list = []  # instances whose variables are all placed, producers first
-        open_instances = self._analyse()
+        self.placed_count: dict[int, int] = {}  # per instance using a placed variable: how many it has placed
+        # `parent`: the valid Nesting of this order less its last variable, whose analysed
+        # instances and checks among them hold unchanged (only what the last variable touches is redone)
+        assert parent is None or (parent.valid and parent.order == self.order[:-1]), "not the parent prefix"
+        self.fresh = {inst.id for inst in region.instances} if parent is None else set()
+        open_instances = self._analyse(parent)
         for inst in open_instances:
             if self.rejection is not None:
                 break
-            self._check_open_nesting(inst)
+            if parent is None or self.order[-1] in self.scope[inst.id]:
+                self._check_open_nesting(inst)
         if self.rejection is None:
             self._check_values()
         if self.rejection is None:
@@ -111,24 +117,38 @@ class Nesting:
         if self.rejection is None:
             self._check_accumulators()
 
-    def _analyse(self) -> list:
+    def _analyse(self, parent: Nesting | None) -> list:
         """Nest and plan every instance whose variables are all placed; the others (of a
-        prefix) are returned after checking their reductions so far."""
+        prefix) are returned after checking their reductions so far. With a `parent`, the
+        instances it analysed are copied and the open ones checked again only where the last
+        variable is in their scope."""
         index = self.region.index
         counts = index.var_counts
-        placed: dict[int, int] = {inst_id: 0 for inst_id, count in counts.items() if count == 0}
-        for v in self.order:  # only instances that use a placed variable need a look
-            for inst_id in index.users.get(v, ()):
+        if parent is None:
+            placed: dict[int, int] = {inst_id: 0 for inst_id, count in counts.items() if count == 0}
+            for v in self.order:  # only instances that use a placed variable need a look
+                for inst_id in index.users.get(v, ()):
+                    placed[inst_id] = placed.get(inst_id, 0) + 1
+        else:
+            placed = dict(parent.placed_count)
+            for inst_id in index.users.get(self.order[-1], ()):
                 placed[inst_id] = placed.get(inst_id, 0) + 1
+        self.placed_count = placed
+        newest = self.order[-1] if self.order else None
         open_instances = []
         for inst_id in sorted(placed, key=index.topo.__getitem__):
             inst = self.region.instance(inst_id)
             if placed[inst_id] < counts[inst_id]:
-                if self.rejection is None:  # a prefix that does not place all of its variables yet
-                    self._check_open_reduction(inst)
+                if self.rejection is None and (parent is None or newest in self.scope[inst_id]):
+                    self._check_open_reduction(inst)  # a prefix that does not place all of its variables yet
                 open_instances.append(inst)
                 continue
             self.analysed.append(inst)
+            if parent is not None and inst_id in parent.last:  # complete before the last variable: unchanged
+                self.last[inst_id], self.nest[inst_id] = parent.last[inst_id], parent.nest[inst_id]
+                self.plan[inst_id], self.value_vars[inst_id] = parent.plan[inst_id], parent.value_vars[inst_id]
+                continue
+            self.fresh.add(inst_id)
             last = max(inst.local_vars, key=self.pos.get) if inst.local_vars else None
             self.last[inst.id] = last
             limit = self.pos[last] if last is not None else -1
@@ -207,7 +227,7 @@ class Nesting:
         replaying them inside loops of its own."""
         for inst in self.analysed:
             for consumer_id, k in inst.consumers:
-                if consumer_id in self.nest:
+                if consumer_id in self.nest and (inst.id in self.fresh or consumer_id in self.fresh):
                     self._check_read(inst, self.region.instance(consumer_id), k)
 
     def _check_read(self, inst, consumer, k: int) -> None:
@@ -235,7 +255,7 @@ class Nesting:
     def _check_outputs(self) -> None:
         """A written output's values vary along its own variables only."""
         for name, inst_id in self.region.output_instance.items():
-            if inst_id not in self.nest:
+            if inst_id not in self.nest or inst_id not in self.fresh:
                 continue
             inst = self.region.instance(inst_id)
             out_vars = [v for v in inst.out_indices if isinstance(v, str)]
@@ -331,12 +351,13 @@ class OrderWalk:
     extending it). It counts the prefixes it visits (`visited`) and keeps the rejection of the
     longest prefix it dropped (`furthest`): when the walk ends without an order, that is why
     none exists. A `screen` may drop prefixes first: it says why a prefix cannot be extended to
-    a valid order, or None."""
+    a valid order, or None. `preds` (each variable's variables that must come before it) replaces
+    the storage constraints, with more of them (`precedence.loop_precedences`)."""
 
-    def __init__(self, region: Region, work: int | None = None, screen=None):
+    def __init__(self, region: Region, work: int | None = None, screen=None, preds: dict | None = None):
         self.region = region
         self.names = list(region.vars)
-        self.preds = {v: {a for a, b in region.before if b == v} for v in self.names}
+        self.preds = preds if preds is not None else {v: {a for a, b in region.before if b == v} for v in self.names}
         self.work = work  # prefixes the walk may visit (None: as many as there are)
         self.screen = screen
         self.visited = 0

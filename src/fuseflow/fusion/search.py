@@ -15,6 +15,7 @@ from ..errors import UserError
 from .binding import UnionFind
 from .cost import prefix_bound
 from .nesting import Nesting, part_orders
+from .precedence import has_no_valid_order
 from .proof import settle
 from .region import Region
 
@@ -97,7 +98,7 @@ class _OrderSearch:
         if self.budget >= self.dive:  # else not even one descent would reach a full order
             self.extend([], (0.0, 0.0))
 
-    def extend(self, prefix: list[str], cost: tuple) -> None:
+    def extend(self, prefix: list[str], cost: tuple, parent: Nesting | None = None) -> None:
         if len(prefix) == len(self.names):
             self.best, self.best_cost = list(prefix), cost
             return
@@ -106,13 +107,13 @@ class _OrderSearch:
         for v in self.names:
             if v not in placed and self.preds[v] <= placed:
                 self.visited += 1
-                nesting = Nesting(self.region, prefix + [v], partial=True)
+                nesting = Nesting(self.region, prefix + [v], partial=True, parent=parent)
                 if nesting.valid:
-                    children.append((prefix_bound(nesting, self.instances, placed | {v}), len(children), v))
-        for child_cost, _, v in sorted(children):
+                    children.append((prefix_bound(nesting, self.instances, placed | {v}), len(children), v, nesting))
+        for child_cost, _, v, nesting in sorted(children, key=lambda child: child[:3]):
             if child_cost >= self.best_cost or self.visited >= self.budget:
                 return
-            self.extend(prefix + [v], child_cost)
+            self.extend(prefix + [v], child_cost, nesting)
 
 
 def search_order(region: Region, names: list[str] | None = None, budget: int = 5000,
@@ -139,7 +140,9 @@ def search_order(region: Region, names: list[str] | None = None, budget: int = 5
 def default_order(region: Region, budget: int = 5000, proof_work: int = PROOF_WORK) -> list[str] | None:
     """The valid order with the least `nest_cost` (`search_order` on each independent part,
     concatenated), else the first valid producer-by-producer order, else the first valid order
-    at all (`proof.settle`, walking at most `proof_work` prefixes); None if none is found."""
+    at all (`proof.settle`, walking at most `proof_work` prefixes); None if none is found. Before
+    that walk, a faster one pruned by the loop precedences (`precedence.has_no_valid_order`) may
+    prove that no valid order exists."""
     parts = [search_order(region, names, budget) for names in independent_parts(region)]
     if all(part is not None for part in parts):
         order = [v for part in parts for v in part]
@@ -148,7 +151,9 @@ def default_order(region: Region, budget: int = 5000, proof_work: int = PROOF_WO
     for order in greedy_orders(region):
         if Nesting(region, order).valid:
             return order
-    return settle(region, proof_work).order if proof_work else None
+    if not proof_work or has_no_valid_order(region, proof_work):
+        return None
+    return settle(region, proof_work).order
 
 
 def no_order_proof(region: Region) -> tuple[str, bool]:

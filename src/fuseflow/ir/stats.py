@@ -20,9 +20,10 @@ average fraction of a fiber's coordinates that the level's scanner emits: 1 for 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from .formats import TensorFormat
-from .values import densify, entries, is_sparse, nnz, shape_of
+from .values import densify, is_sparse, nnz, shape_of
 
 
 class DataStats:
@@ -63,9 +64,7 @@ class DataStats:
         """Number of coordinate prefixes of length k (k = 0..rank) with a stored entry below."""
         key = (name, tuple(mode_order))
         if key not in self._prefix and name in self._sparse:
-            (rows, cols), _ = entries(self._sparse[name])
-            outer = rows if tuple(mode_order) == (0, 1) else cols
-            self._prefix[key] = [1 if rows.shape[0] else 0, int(np.unique(outer).shape[0]), int(rows.shape[0])]
+            self._prefix[key] = _sparse_prefixes(self._sparse[name], tuple(mode_order))
         if key not in self._prefix:
             mask = self._masks[name]
             tiled = np.transpose(mask, mode_order) if mask.ndim else mask
@@ -96,6 +95,24 @@ class DataStats:
                 positions = float(stored)
         self._cache[key] = out
         return out
+
+
+def _sparse_prefixes(matrix, mode_order: tuple) -> list[int]:
+    """`DataStats.nonempty_prefixes` of a scipy sparse matrix's nonzero entries, read off its CSR
+    index pointers and column indices (listing every entry's coordinates, or sorting them,
+    took seconds per matrix of 10⁸ entries)."""
+    csr = sp.csr_array(matrix)  # shares a csr_array's arrays
+    csr.sum_duplicates()
+    nonzero = csr.data != 0
+    stored = int(np.count_nonzero(nonzero))
+    if mode_order == (0, 1):  # rows holding a nonzero: nonzeros counted up to each row's end
+        upto = np.concatenate(([0], np.cumsum(nonzero)))
+        outer = int(np.count_nonzero(upto[csr.indptr[1:]] > upto[csr.indptr[:-1]]))
+    else:  # columns holding a nonzero: a mark per column
+        seen = np.zeros(csr.shape[1], dtype=bool)
+        seen[csr.indices if stored == nonzero.size else csr.indices[nonzero]] = True
+        outer = int(np.count_nonzero(seen))
+    return [1 if stored else 0, outer, stored]
 
 
 def stats_for(program, data: dict[str, np.ndarray]) -> DataStats:
