@@ -171,5 +171,18 @@ def test_op_boxes_open_their_primitives_and_search_zooms_to_what_it_finds(tmp_pa
     search.send_keys("\n")
     assert _text(browser, "#hint").startswith(f"match {min(2, len(accumulators))} of")
     search.clear()
+    search.send_keys("O\n")  # an op's name: its box in the picture of primitives
+    assert browser.execute_script("return document.querySelector('g.cluster.selected').id").startswith("k0_op_O_")
+    search.clear()
     search.send_keys("no such thing\n")
     assert _text(browser, "#hint") == "nothing matches no such thing"
+
+
+def test_a_large_kernel_opens_on_its_boxes_of_ops(tmp_path, browser):
+    page = tmp_path / "gcn.html"
+    assert cli.main(["compile", "--model", "gcn", "--dataset", "karate", "--schedule", "full",
+                     "--html", str(page)]) == 0
+    _open(browser, page)  # one kernel of 89 primitives: its compact picture first, a box per op
+    assert browser.execute_script("return document.querySelector('.pane.active').dataset.tab") == "k0ops"
+    assert browser.execute_script("return document.querySelectorAll('.pane.active g.node').length") == 12
+    assert _text(browser, "#view-toggle") == "primitives"

@@ -9,6 +9,7 @@
   document.querySelectorAll(".pane").forEach(function (p) { panes[p.dataset.tab] = p; });
   var canvas = document.getElementById("canvas");
   var views = {};
+  var LARGE = 80;  // a kernel of more primitives opens on its compact picture, one box per op
   var FOUND_ACROSS = 600;  // what the search finds is shown about this many picture units across
   var current = null;
 
@@ -80,6 +81,13 @@
     toggle.disabled = !panes[kernelTab + "ops"];
     toggle.textContent = tab === kernelTab ? "ops" : "primitives";
     apply(viewOf(tab));
+  }
+
+  // the picture a kernel's tab opens on: the compact one for a large kernel
+  function opening(tab) {
+    var k = kernels[Number(tab.slice(1))];
+    var large = k && k.nodes && Object.keys(k.nodes).length > LARGE;
+    return large && panes[tab + "ops"] ? tab + "ops" : tab;
   }
 
   // the box of op `op` in kernel k's picture of primitives (a wrapped picture: its first column)
@@ -174,10 +182,10 @@
 
   // -- events --------------------------------------------------------------------------------------
   document.querySelectorAll("#tabs button").forEach(function (b) {
-    b.addEventListener("click", function () { show(b.dataset.tab); });
+    b.addEventListener("click", function () { show(opening(b.dataset.tab)); });
   });
   document.querySelectorAll("#kernel-table tbody tr").forEach(function (r) {
-    r.addEventListener("click", function () { show("k" + r.dataset.kernel); });
+    r.addEventListener("click", function () { show(opening("k" + r.dataset.kernel)); });
   });
   document.addEventListener("click", function (e) {
     var a = e.target.closest ? e.target.closest("a.node-link") : null;
@@ -294,12 +302,12 @@
       return;
     }
     m = /^ov_k(\d+)$/.exec(g.id);
-    if (m) show("k" + m[1]);
+    if (m) show(opening("k" + m[1]));
   });
 
   // -- start: the kernel a problem names, the only kernel, or the overview --------------------------
   var problem = document.querySelector("#problems a.node-link");
   var pictures = Object.keys(panes).filter(function (t) { return t !== "overview" && !/ops$/.test(t); });
   if (problem) select(Number(problem.dataset.kernel), problem.dataset.node);
-  else show(pictures.length === 1 ? pictures[0] : "overview");
+  else show(pictures.length === 1 ? opening(pictures[0]) : "overview");
 })();

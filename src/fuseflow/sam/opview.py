@@ -40,8 +40,8 @@ WRAP = 26  # characters per line of a box's text (its statement: 10 more)
 
 @dataclass
 class OpEdge:
-    """The streams from one op (or input tensor) to another op (or output) of one kind: what they
-    carry (variables, tensors) and how many there are."""
+    """The streams of one kind from one op to another: what they carry (the source op's values,
+    or index variables) and how many there are."""
 
     kind: str
     carries: list[str] = field(default_factory=list)
@@ -55,8 +55,9 @@ class OpEdge:
 
 
 def op_id(op: str) -> str:
-    """A Graphviz and HTML id for an op name (`t35#0` -> `t35_0`)."""
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in op)
+    """A Graphviz and HTML id for an op name (`t35#0` -> `t35_23_0`: other characters than
+    letters, digits and `_` by their code in hex)."""
+    return "".join(c if c.isalnum() or c == "_" else f"_{ord(c):x}_" for c in op)
 
 
 def drawn_ops(graph: SamGraph) -> list[str]:

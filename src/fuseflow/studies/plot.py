@@ -23,6 +23,8 @@ import textwrap
 
 from .analysis import groups
 
+COLUMN_IN = 8.5 / 2.54  # a paper's column, inches: study charts and Figure 12 are drawn at the size they print
+FONT = 7  # points, their smallest text (at that size)
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7"]
 
 
@@ -135,7 +137,7 @@ def _ratio_axis(ax, values: list[float]) -> None:
     ax.axhline(1.0, color="grey", linewidth=0.8, zorder=0)
 
 
-def study_figure(rows: list[dict], width: float = 8.5 / 2.54):
+def study_figure(rows: list[dict], width: float = COLUMN_IN):
     """A fusion study (`study.fusion_study` rows), drawn `width` inches wide (a paper's column)
     at its printed size, in two panels, one above the other: speedup over the first schedule
     (higher is better; slowdowns red) and FLOPs and memory relative to it (lower is better). Bars
@@ -147,10 +149,10 @@ def study_figure(rows: list[dict], width: float = 8.5 / 2.54):
     fig, (left, right) = plt.subplots(2, 1, figsize=(width, 4.6))
     x = list(range(len(rows)))
 
-    def bars(ax, offsets, key, width, color, label=None):
+    def bars(ax, offsets, key, bar_width, color, label=None):
         values = [r.get(key) for r in rows]
         heights = [v if v is not None and math.isfinite(v) else 0.0 for v in values]
-        drawn = ax.bar([i + offsets for i in x], heights, width, color=color, label=label,
+        drawn = ax.bar([i + offsets for i in x], heights, bar_width, color=color, label=label,
                        hatch=None, edgecolor="white")
         for bar, row in zip(drawn, rows):
             if row.get("skipped"):
@@ -195,8 +197,6 @@ def study_chart(rows: list[dict], path: str) -> str:
 
 FIGURE_COLORS = {"partial": "#4e79a7", "full": "#f28e2b"}  # dark and light: told apart in grayscale too
 FIGURE_NAMES = {"unfused": "unfused", "partial": "partially fused", "full": "fully fused"}
-COLUMN_IN = 8.5 / 2.54  # a paper's column, inches: the chart is drawn at the size it is printed
-FONT = 7  # points, the smallest text of the chart (at that size)
 MARKS = "¹²³⁴⁵⁶⁷⁸⁹"
 
 
@@ -218,7 +218,8 @@ def _sampled(row: dict | None) -> bool:
     return bool(row and row.get("speedup_low") is not None)
 
 
-def _winner(speedups: dict) -> str | None:
+def winner(speedups: dict) -> str | None:
+    """The schedule with the highest speedup ({schedule: speedup or None}); None if none is known."""
     known = {k: v for k, v in speedups.items() if v}
     return max(known, key=known.get) if known else None
 
@@ -240,8 +241,8 @@ def figure12_marks(cases: dict, by_key: dict, published: dict, notes) -> tuple[d
     for model in cases:
         for d, b in cases[model]:
             pub = (published or {}).get((model, d, b), {})
-            ours = _winner({s: (by_key.get((model, d, b, s)) or {}).get("speedup") for s in FIGURE_NAMES})
-            theirs = _winner({s: pub["unfused"] / v for s, v in pub.items() if v and pub.get("unfused")})
+            ours = winner({s: (by_key.get((model, d, b, s)) or {}).get("speedup") for s in FIGURE_NAMES})
+            theirs = winner({s: pub["unfused"] / v for s, v in pub.items() if v and pub.get("unfused")})
             if theirs and ours and ours != theirs and (model, d, b) not in marks:
                 marks[(model, d, b)], differs = "*", True
     if differs:

@@ -66,10 +66,12 @@ class Tables:
 
 
 class Reader:
-    __slots__ = ("index", "cons", "node", "port", "queue")
+    __slots__ = ("index", "cons", "node", "port", "queue", "synced", "unmerged")
 
     def __init__(self, index: int, capacity: int, node: int = -1, port: str = ""):
         self.index, self.node, self.port = index, node, port
+        self.synced = -1  # tokens produced when its consumes were last merged (`Engine.count_consumed`)
+        self.unmerged = -1  # on a bounded channel: the first consumed token not merged yet (-1: none)
         self.cons = pool.take(capacity, np.int64)
         self.queue = np.zeros(QUEUE_BYTES, dtype=np.uint8)  # waiting consume times (see sync)
 
@@ -124,23 +126,24 @@ class Channel:
 
     @property
     def base(self) -> int:
-        return int(self.tables.CH[self.index, BASE])
+        return self.tables.CH.item(self.index, BASE)
 
     @property
     def count(self) -> int:
-        return int(self.tables.CH[self.index, COUNT])
+        return self.tables.CH.item(self.index, COUNT)
 
     @property
     def produced(self) -> int:
-        return self.base + self.count
+        item = self.tables.CH.item
+        return item(self.index, BASE) + item(self.index, COUNT)
 
     @property
     def final(self) -> bool:
-        return bool(self.tables.CH[self.index, FINAL])
+        return bool(self.tables.CH.item(self.index, FINAL))
 
     def cursor(self, reader: int) -> int:
         """Window position of reader `reader`'s next token."""
-        return int(self.tables.RD[reader, CURSOR] - self.tables.CH[self.index, BASE])
+        return self.tables.RD.item(reader, CURSOR) - self.tables.CH.item(self.index, BASE)
 
     def bytes_per_slot(self) -> int:
         tile = 8 * int(np.prod(self.tile_shape)) if self.tile_shape is not None else 0

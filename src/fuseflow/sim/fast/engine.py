@@ -248,12 +248,14 @@ class Engine:
                 r.invalidate()
 
     # -- running ---------------------------------------------------------------------------------------
-    def _ready(self, r: Runner) -> bool:
+    def _ready(self, r: Runner, batch: int = 0) -> bool:
+        """Whether r has more than `batch` new tokens (or the end) to read, or its readers
+        progressed by more than `batch`, since it stopped."""
         if r.status == WAIT_IN:
             ch = r.in_ch[r.waiting]
-            return ch.produced > r.seen or ch.final
+            return ch.produced - r.seen > batch or ch.final
         if r.status == WAIT_OUT:  # room comes only from its readers' progress
-            return self._drained(r) > r.rooms
+            return self._drained(r) - r.rooms > batch
         return True
 
     def _drained(self, r: Runner) -> int:
@@ -270,12 +272,14 @@ class Engine:
 
     def _visit(self, r: Runner) -> bool:
         """Call r's kernel until it waits; True if it moved."""
-        steps = int(r.S[STEPS])
+        steps = r.S.item(STEPS)
         moved_status = r.status
         while True:
-            for ch in r.out_ch:
-                if not self.whole and ch.capacity - ch.count < (ch.capacity + 1) // 2:
-                    ch.compact()
+            if not self.whole:
+                for ch in r.out_ch:
+                    capacity = ch.kind.shape[0]
+                    if capacity - ch.count < (capacity + 1) // 2:
+                        ch.compact()
             before_in = [ch.cursor(x) for ch, x in zip(r.in_ch, r.readers)]
             before_out = [ch.count for ch in r.out_ch]
             status = r.call()
@@ -307,14 +311,15 @@ class Engine:
             r.seen = r.in_ch[r.waiting].produced
         elif status == WAIT_OUT:
             r.rooms = self._drained(r)
-        return int(r.S[STEPS]) != steps or status != moved_status
+        return r.S.item(STEPS) != steps or status != moved_status
 
     def _after(self, r: Runner, status: int, before_in, before_out) -> None:
         """Tile values and written tensors (`Runner.after`), kept streams, and the occupancy
         count of what the call consumed."""
         r.after(before_in, before_out)
         for ch, start in zip(r.out_ch, before_out):
-            ch.keep_new(start)
+            if ch.kept is not None:
+                ch.keep_new(start)
         self.count_consumed(r, before_in, status == DONE)
 
     def count_consumed(self, r: Runner, before_in, finished: bool) -> None:
@@ -322,6 +327,17 @@ class Engine:
         for ch, x, b, reader in zip(r.in_ch, r.readers, before_in, r.reader_objects()):
             if self.record_consumed:
                 self.consumed.setdefault(x, []).extend(reader.cons[b:ch.cursor(x)].tolist())
+            produced = ch.produced
+            if not finished and b == ch.cursor(x) and reader.synced == produced:
+                continue  # nothing consumed and nothing sent since the last merge: nothing to merge
+            if ch.depth:  # bounded: merge a quarter buffer of consumes at a time (their cons move
+                base = ch.base  # with compaction, which keeps what is not merged)
+                if reader.unmerged < 0:
+                    reader.unmerged = base + b
+                if not finished and t.RD.item(x, 0) - reader.unmerged < ch.kind.shape[0] // 4:
+                    continue
+                b, reader.unmerged = reader.unmerged - base, -1
+            reader.synced = produced
             while True:
                 stop = sync(t.CH, t.RD, ch.index, x, b, ch.sent, reader.cons, finished, reader.queue)
                 if stop < 0:
@@ -418,11 +434,11 @@ class Engine:
         try:
             last_report = time.monotonic()
             live = list(self.runners)
+            batch = self._batch()
             while live:
-                moved = False
-                for r in live:
-                    if not r.done and self._ready(r):
-                        moved |= self._visit(r)
+                moved = self._round(live, batch)
+                if not moved and batch:  # a round that visits every node that can move
+                    moved = self._round(live, 0)
                 live = [r for r in live if not r.done]
                 if live and not moved:
                     self._unstick()
@@ -437,6 +453,24 @@ class Engine:
                 r.release()
             for ch in self.channels.values():
                 ch.release()
+
+    def _round(self, live: list, batch: int) -> bool:
+        """Visit the nodes that have more than `batch` new tokens or free slots to work on
+        (`_ready`); True if any moved."""
+        moved = False
+        for r in live:
+            if not r.done and self._ready(r, batch):
+                moved |= self._visit(r)
+        return moved
+
+    def _batch(self) -> int:
+        """With bounded channels (at most N tokens a visit), a waiting node is visited again once
+        half a FIFO's worth is there for it (rounds that move nothing then visit every node that
+        can move): fewer, fuller visits. Timing does not depend on when a node is visited."""
+        if self.depth is None or self.overflow is not None:
+            return 0
+        depths = list(self.depth.values()) if isinstance(self.depth, dict) else [self.depth]
+        return min(depths, default=0) // 2
 
     def events(self) -> int:
         """Token events so far: tokens produced on every stream."""

@@ -18,7 +18,7 @@ import datetime
 import os
 
 from ...files import atomic_path, write_text
-from ..plot import figure12_chart
+from ..plot import figure12_chart, winner
 from .run import suite_rows
 
 HEAD = ["model", "dataset", "unfused cycles", "partial", "full", "winner", "published partial / full",
@@ -38,11 +38,6 @@ def _cell(row: dict | None) -> str:
     return text
 
 
-def _winner(speedups: dict) -> str:
-    known = {k: v for k, v in speedups.items() if v}
-    return max(known, key=known.get) if known else "-"
-
-
 def _cases(rows: list[dict]) -> dict:
     cases: dict[tuple, dict] = {}
     for r in rows:
@@ -60,8 +55,8 @@ def table_lines(rows: list[dict], published: dict, labels: dict) -> list[str]:
             (f"~{base['est_cycles']:.3g}" if base.get("est_cycles") else "-")
         pub = published.get((model, dataset, block), {})
         pub_speed = {k: pub["unfused"] / v for k, v in pub.items() if v and pub.get("unfused")}
-        ours = _winner({k: (r.get("speedup") if not r.get("error") else None) for k, r in by.items()})
-        theirs = _winner(pub_speed)
+        ours = winner({k: (r.get("speedup") if not r.get("error") else None) for k, r in by.items()}) or "-"
+        theirs = winner(pub_speed) or "-"
         full = by.get("full") or {}
         flops = full.get("flops_ratio")
         name = labels.get((model, dataset), dataset) + (f" b{block}" if block else "")
