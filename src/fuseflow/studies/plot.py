@@ -339,7 +339,7 @@ def figure12(rows: list[dict], published: dict | None = None, labels: dict | Non
     names = [FIGURE_NAMES[s] for s in FIGURE_COLORS] + (["published"] if "published" in found else [])
     handles = [Patch(facecolor=FIGURE_COLORS[s]) for s in FIGURE_COLORS] + [found[n] for n in names[2:]]
     handles.append(Patch(facecolor="#bbbbbb", hatch="/////", edgecolor="white"))
-    names.append("~ estimated")
+    names.append("~ heuristic")
     fig.legend(handles, names, loc="upper center", ncol=len(names), fontsize=FONT, frameon=False,
                handlelength=1.2, columnspacing=0.8, handletextpad=0.4, bbox_to_anchor=(0.5, 1.0))
     if title:
