@@ -173,7 +173,7 @@ def population(setup: KernelSetup, plan: SamplePlan, x: np.ndarray | None, hw, e
         x = np.array([work[w.ranges[0][1]] - work[w.ranges[0][0]] for w in windows])
     labels, strata = strata_of(np.asarray(x, dtype=np.float64), plan)
     edges = [w.ranges[0][1] for w in windows[:-1]]
-    limit = max(1, min(w.width() for w in windows) // MARGIN_SHARE)
+    limit = max(1, windows[0].width() // MARGIN_SHARE)  # the last window may be narrower: not its width
     margin, growth = settle_margin(setup, edges, limit, hw, engine, client) if edges else (0, 0.0)
     return Population(windows, np.asarray(x, dtype=np.float64), labels, margin, strata, growth)
 
