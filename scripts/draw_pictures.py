@@ -1,9 +1,14 @@
-"""Draw the pictures in docs/pictures/: GCN (per layer and fully fused), GPT-3's attention,
-overviews of multi-kernel schedules, a study chart, and a screenshot of a simulation report.
+"""Draw the pictures in docs/pictures/ and docs/figure12.{png,pdf}: GCN (per layer and fully
+fused) and GPT-3's attention, each in full (every primitive, for the screen) and compact (one box
+per source op, for a paper's column); overviews of multi-kernel schedules and a study chart for a
+column; the Figure-12 chart; a screenshot of a simulation report. Every picture also as PDF
+(and SVG for graphs), from the same code.
 
-    .venv/bin/python scripts/draw_pictures.py          # about 30 s
+    .venv/bin/python scripts/draw_pictures.py          # about a minute
 
-The screenshot needs Debian's chromium and chromium-driver (scripts/setup.sh installs them).
+Figure 12 is drawn from out/figure12.db (`scripts/results.sh` fills it) when it is there, else
+from the rows docs/results.md's table records. The screenshot needs Debian's chromium and
+chromium-driver (scripts/setup.sh installs them).
 """
 from __future__ import annotations
 
@@ -20,17 +25,42 @@ from fuseflow.fusion.compile import compile_schedule  # noqa: E402
 from fuseflow.models.registry import build  # noqa: E402
 from fuseflow.report.overview import render_overview  # noqa: E402
 from fuseflow.sam.draw import render  # noqa: E402
+from fuseflow.sam.opview import render_op_view  # noqa: E402
 from fuseflow.simreport import simulate_report  # noqa: E402
-from fuseflow.studies.granularity import fusion_study, plot  # noqa: E402
+from fuseflow.studies.db import SweepDB  # noqa: E402
+from fuseflow.studies.granularity import fusion_study  # noqa: E402
+from fuseflow.studies.plot import study_chart  # noqa: E402
+from fuseflow.studies.suite.page import draw_figure, in_figure_order  # noqa: E402
+from fuseflow.studies.suite.recorded import recorded_rows  # noqa: E402
+from fuseflow.studies.suite.run import suite_rows  # noqa: E402
+from fuseflow.studies.suite.spec import load_suite  # noqa: E402
 
-OUT = Path(__file__).resolve().parent.parent / "docs" / "pictures"
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "pictures"
 
 
 def kernel_picture(compiled, index: int, name: str, what: str) -> None:
+    """The kernel in full (`name`.svg/.pdf/.png) and compact (`name`_ops.svg/.pdf/.png)."""
     kernel = compiled.kernels[index]
     title = f"{what}: kernel {kernel.index} ({', '.join(kernel.group)}), order {','.join(kernel.order)}"
-    for suffix in ("png", "svg"):
+    for suffix in ("png", "svg", "pdf"):
         print("wrote", render(kernel.graph, str(OUT / f"{name}.{suffix}"), title=title))
+        print("wrote", render_op_view(kernel.graph, str(OUT / f"{name}_ops.{suffix}"), title=what))
+
+
+def figure12() -> None:
+    """docs/figure12.png and .pdf, from the suite's database or else the results page's table."""
+    suite = load_suite("figure12")
+    database = ROOT / "out" / "figure12.db"
+    if database.is_file():
+        db = SweepDB(str(database), readonly=True)
+        rows, labels = suite_rows(db, suite), None
+        db.close()
+    else:
+        rows, labels = recorded_rows((ROOT / "docs" / "results.md").read_text(encoding="utf-8"), suite)
+    for suffix in ("png", "pdf"):
+        print("wrote", draw_figure(in_figure_order(rows, suite.published), suite,
+                                   str(ROOT / "docs" / f"figure12.{suffix}"), labels))
 
 
 def screenshot(page: Path, path: Path) -> None:
@@ -68,15 +98,18 @@ def main() -> None:
     kernel_picture(partial, 1, "gcn_layer2", "GCN layer 2 (with softmax) on the karate club")
     full = compile_schedule(gcn.program, gcn.presets["full"])
     kernel_picture(full, 0, "gcn_full", "GCN fully fused on the karate club")
-    print("wrote", render_overview(compile_schedule(gcn.program, gcn.presets["unfused"]),
-                                   str(OUT / "gcn_unfused_overview.png")))
-    print("wrote", render_overview(partial, str(OUT / "gcn_partial_overview.png")))
+    unfused = compile_schedule(gcn.program, gcn.presets["unfused"])
+    for suffix in ("png", "pdf"):
+        print("wrote", render_overview(unfused, str(OUT / f"gcn_unfused_overview.{suffix}"), column=True))
+        print("wrote", render_overview(partial, str(OUT / f"gcn_partial_overview.{suffix}"), column=True))
     gpt = build("gpt3-bigbird", "tiny")
     blocks = compile_schedule(gpt.program, gpt.presets["partial"])
     attention = next(k.index for k in blocks.kernels if "t32" in k.group)
     kernel_picture(blocks, attention, "gpt3_attention", "GPT-3 attention (BigBird mask, 16x16 tiles)")
     rows = fusion_study(build("gcn", "synthetic:cora", scale=0.1), ["unfused", "partial", "full"])
-    print("wrote", plot(rows, str(OUT / "gcn_study.png")))
+    for suffix in ("png", "pdf"):
+        print("wrote", study_chart(rows, str(OUT / f"gcn_study.{suffix}")))
+    figure12()
     if shutil.which("chromium") and shutil.which("chromedriver"):  # a report as it shows in a browser
         page = Path(tempfile.mkdtemp()) / "gcn_partial_report.html"
         simulate_report(gcn.program, gcn.presets["partial"], gcn.inputs, path=str(page))
@@ -85,5 +118,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    os.chdir(Path(__file__).resolve().parent.parent)
+    os.chdir(ROOT)
     main()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from fuseflow.ir.stats import stats_for
 from fuseflow.sim import fast, oracle
 
 from fuzz_programs import Chooser, RandomProgram
+from fuzz_upstream import UpstreamWorker
 
 RTOL, ATOL = 1e-6, 1e-9
 MAX_LISTED = 24  # valid orders counted when drawing `order.N=#k`
@@ -43,15 +44,19 @@ MAX_LISTED = 24  # valid orders counted when drawing `order.N=#k`
 class Outcome:
     """A schedule's verdict: ok, proven (no valid order, with the compiler's proof), wrong (an
     output differs from numpy), engines (fast and oracle differ), refused (a one-line error) or
-    internal (any other exception); `detail` says what (for ok, the schedule compiled)."""
+    internal (any other exception); `detail` says what (for ok, the schedule compiled), and
+    `outputs` are the fast engine's (ok only). The upstream oracle's outcome (schedule
+    `upstream`) is ok, unlowered (upstream MLIR cannot lower or run the program; not a failure
+    of fuseflow) or differs (an ok schedule's output differs from upstream MLIR's)."""
 
     schedule: str
     verdict: str
     detail: str = ""
+    outputs: dict = field(default_factory=dict, repr=False)
 
     @property
     def failed(self) -> bool:
-        return self.verdict not in ("ok", "proven")
+        return self.verdict not in ("ok", "proven", "unlowered")
 
 
 def draw_schedules(c: Chooser, program, count: int = 2, stats=None, shapes=None) -> list[str | None]:
@@ -138,18 +143,30 @@ def _check(program, schedule: str | None, data: dict, want: dict) -> Outcome:
         return Outcome(schedule, "internal", _describe(err))
     for name, expected in want.items():
         actual = np.asarray(got.outputs[name], dtype=np.float64)
-        if actual.shape != expected.shape or not np.allclose(actual, expected, RTOL, ATOL, equal_nan=True):
-            bad = np.argwhere(~np.isclose(actual, expected, RTOL, ATOL, equal_nan=True)) \
-                if actual.shape == expected.shape else []
-            where = tuple(int(x) for x in bad[0]) if len(bad) else "shape"
-            return Outcome(schedule, "wrong", f"{name} at {where}: {actual[where] if len(bad) else actual.shape} "
-                           f"vs {expected[where] if len(bad) else expected.shape}")
+        problem = _difference(actual, expected)
+        if problem:
+            return Outcome(schedule, "wrong", f"{name} {problem}")
         other = np.asarray(ref.outputs[name], dtype=np.float64)
         if not np.array_equal(actual.view(np.int64), other.view(np.int64)):
             return Outcome(schedule, "engines", f"{name}: fast and oracle outputs differ")
     if [vars(k) for k in got.kernels] != [vars(k) for k in ref.kernels]:
         return Outcome(schedule, "engines", "fast and oracle kernels differ (cycles or counters)")
-    return Outcome(schedule, "ok", str(compiled.schedule))
+    return Outcome(schedule, "ok", str(compiled.schedule), {n: got.outputs[n] for n in want})
+
+
+def _difference(actual: np.ndarray, expected: np.ndarray) -> str | None:
+    """Where `actual` first differs from `expected` (rtol 1e-6, atol 1e-9, NaN equal to NaN), or None.
+
+    >>> _difference(np.array([[1.0, 2.0]]), np.array([[1.0, 2.5]]))
+    'at (0, 1): 2.0 vs 2.5'
+    """
+    if actual.shape != expected.shape:
+        return f"at shape: {actual.shape} vs {expected.shape}"
+    bad = np.argwhere(~np.isclose(actual, expected, RTOL, ATOL, equal_nan=True))
+    if not len(bad):
+        return None
+    where = tuple(int(x) for x in bad[0])
+    return f"at {where}: {actual[where]} vs {expected[where]}"
 
 
 def _shapes(data: dict) -> dict:
@@ -167,8 +184,24 @@ def _describe(err: Exception) -> str:
     return f"{type(err).__name__}: {text} [{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}]"
 
 
-def check_program(p: RandomProgram, c: Chooser, seed: int = 0, count: int = 2) -> list[Outcome]:
-    """Every drawn schedule's outcome (an import failure is one outcome of schedule `import`)."""
+def check_upstream(p: RandomProgram, data: dict, outcomes: list[Outcome], worker: UpstreamWorker) -> Outcome:
+    """The upstream oracle's verdict: every ok schedule's outputs against upstream MLIR's (run by
+    `worker`, a child process)."""
+    run = worker.run(p, data)
+    if run.outputs is None:
+        return Outcome("upstream", "unlowered", run.reason)
+    for o in outcomes:
+        for name, got in o.outputs.items():
+            problem = _difference(np.asarray(got, dtype=np.float64), run.outputs[name])
+            if problem:
+                return Outcome("upstream", "differs", f"{o.schedule}: {name} {problem} (fuseflow vs upstream)")
+    return Outcome("upstream", "ok", f"{sum(1 for o in outcomes if o.outputs)} schedules agree")
+
+
+def check_program(p: RandomProgram, c: Chooser, seed: int = 0, count: int = 2,
+                  upstream: UpstreamWorker | None = None) -> list[Outcome]:
+    """Every drawn schedule's outcome (an import failure is one outcome of schedule `import`),
+    and with an `upstream` worker the upstream oracle's last (`check_upstream`)."""
     try:
         program = from_mlir(p.mlir())
     except Exception as err:  # noqa: BLE001 - an import failure is an outcome too
@@ -180,4 +213,5 @@ def check_program(p: RandomProgram, c: Chooser, seed: int = 0, count: int = 2) -
         schedules = draw_schedules(c, program, count, _stats(program, data), _shapes(data))
     except Exception as err:  # noqa: BLE001 - canonicalisation may fail like any step
         return [Outcome("prepare", "internal" if not isinstance(err, FuseflowError) else "refused", _describe(err))]
-    return [check_schedule(program, s, data, want) for s in schedules]
+    outcomes = [check_schedule(program, s, data, want) for s in schedules]
+    return outcomes + [check_upstream(p, data, outcomes, upstream)] if upstream is not None else outcomes

@@ -131,3 +131,46 @@ def test_help_loads_no_compiler_simulator_or_heavy_library(argv):
             f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_mlir_commands_load_only_what_they_need():
+    """Issue #28: `inspect` and `simulate` of an .mlir file load torch-mlir (the parser), and
+    `simulate` numba, but neither loads torch, dask, matplotlib or scipy's clustering (bench/startup.py
+    measures what that saves)."""
+    import os
+    import subprocess
+    import sys
+
+    heavy = ("torch", "torch_mlir", "numba", "dask", "matplotlib", "scipy.spatial")
+    spmv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mlir", "spmv.mlir")
+    code = ("import sys, contextlib, io\nfrom fuseflow.cli import main\nloaded = []\n"
+            f"for argv in (['inspect', {spmv!r}], ['simulate', {spmv!r}]):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()):\n        assert main(argv) == 0\n"
+            f"    loaded.append(sorted(m for m in {heavy!r} if m in sys.modules))\nprint(loaded)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str([["torch_mlir"], ["numba", "torch_mlir"]])
+
+
+def _help_of(argv, capsys) -> str:
+    assert main([*argv, "--help"]) == 0
+    return capsys.readouterr().out
+
+
+def test_study_help_explains_every_column(capsys):
+    """Issue #28: `study fusion --help` says what each column of its table means."""
+    from fuseflow.studies.granularity import COLUMNS, MODEL_CYCLES
+
+    text = _help_of(["study", "fusion"], capsys)
+    explained = text.split("columns (")[1]
+    for _, label, _ in [*COLUMNS[1:], MODEL_CYCLES]:
+        assert label in explained, label
+
+
+def test_gpu_plan_help_explains_every_column(capsys):
+    """... and `gpu plan --help` each column of its plan table."""
+    from fuseflow.gpu.device import LEVELS
+
+    explained = _help_of(["gpu", "plan"], capsys).split("columns (")[1]
+    for label in ("schedule", "strat", "cls m,n,k,l", "blk m,n,k,l", "sh,red", "E_acc", *LEVELS, "time us", "bound"):
+        assert label in explained, label

@@ -77,6 +77,8 @@ def test_plot_charts_into_a_missing_directory(tmp_path, capsys):
     assert "directory" in err and "does not exist" in err
     assert main(["plot", db, "-o", str(tmp_path / "charts")]) == 0
     assert any(p.suffix == ".png" for p in (tmp_path / "charts").iterdir())
+    assert main(["plot", db, "-o", str(tmp_path / "vector"), "--format", "pdf"]) == 0
+    assert all(p.read_bytes().startswith(b"%PDF") for p in (tmp_path / "vector").iterdir())
 
 
 def test_a_failed_write_leaves_nothing(tmp_path, capsys, monkeypatch):

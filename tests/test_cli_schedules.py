@@ -154,3 +154,19 @@ def test_a_study_parses_each_of_its_schedules_once(monkeypatch, capsys):
             "--schedule", "fusion=[t2,t5][t6,t7,t8]", "--json"]
     assert main(argv) == 0, capsys.readouterr().err
     assert len(texts) == 3 and len(set(texts)) == 3, texts
+
+
+@pytest.mark.slow
+def test_a_sweep_reads_each_granularity_once_for_all_its_order_variants(monkeypatch):
+    """`orders="all"` varies one group's order at a time on the granularity's record: its text is
+    read once, not once per variant (issue #28)."""
+    from fuseflow.studies.space import DataPoint, ProgramRef, load, order_variants
+
+    loaded = load(ProgramRef.parse(str(MLIR / "matmul_chain.mlir")), DataPoint(density=0.2))
+    texts = _parsed_texts(monkeypatch)
+    variants = list(order_variants(loaded, "full layout=induced"))
+    assert len(variants) > 3 and all(not isinstance(c, Exception) for _, c in variants)
+    assert texts == ["full layout=induced"]
+    from fuseflow.schedule.schedule import Schedule
+
+    assert [str(c.schedule) for _, c in variants] == [str(Schedule.parse(v)) for v, _ in variants]

@@ -304,16 +304,13 @@ def _refused(compiled, data, where) -> list[tuple]:
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_comal_loader_takes_every_program(tmp_path, name):
     """Every kernel of every test program under every preset loads (tensor files included), except
-    for the comparisons and selects of masked_softmax, which no Comal ALU computes, and nonfinite's
-    coalesce of a union's payload (Empty there must read as the background, and no Comal ALU tells
-    Empty from 0)."""
+    for the comparisons and selects of masked_softmax, which no Comal ALU computes."""
     for k, preset in enumerate(PRESETS):
         compiled, data = _compiled(name, preset)
         refused = _refused(compiled, data, tmp_path / str(k))
-        assert all(node.kind == "alu" and "(func " in why and (node.params["op"] in COMPARISONS or (
-            node.params["op"] == "coalesce" and compiled.kernels[i].graph.nodes[node.inputs["a"].node].kind == "union"))
-            for i, node, why in refused), refused
-        if name not in ("masked_softmax.mlir", "nonfinite.mlir"):
+        assert all(node.kind == "alu" and "(func " in why and node.params["op"] in COMPARISONS
+                   for i, node, why in refused), refused
+        if name != "masked_softmax.mlir":
             assert not refused, (preset, refused)
     if name == "masked_softmax.mlir":
         assert refused

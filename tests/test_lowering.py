@@ -19,17 +19,10 @@ from fuseflow.sim.storage import StoredTensor
 from lowering_cases import MLIR_FILES, close, fix_data, load, order_variants, schedules, torch_programs
 
 CASES = [(path, schedule) for path in MLIR_FILES for schedule in schedules(*load(path))]
-# a known bug (tests/test_nonfinite.py): the fully fused kernel of nonfinite.mlir computes A @ exp(10000 X) at
-# positions A does not store, so 0 * inf gives NaN where the reference gives inf or 0
-FULL_FUSION_BUG = pytest.mark.xfail(strict=True, raises=AssertionError,
-                                    reason="known bug: fully fused nonfinite.mlir multiplies unstored zeros by inf")
 
 
 def _params(cases):
-    return [pytest.param(path, schedule, id=f"{os.path.basename(path)}-{schedule}",
-                         marks=[FULL_FUSION_BUG] if os.path.basename(path) == "nonfinite.mlir"
-                         and schedule.startswith("full") else [])
-            for path, schedule in cases]
+    return [pytest.param(path, schedule, id=f"{os.path.basename(path)}-{schedule}") for path, schedule in cases]
 
 
 def check_variant(program, shapes, data, gold, variant, run_graph_fn=None):

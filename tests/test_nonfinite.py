@@ -41,13 +41,7 @@ def _sparse_semantics(data):
         return {"AT": A @ T, "AE": A @ E, "S": A.multiply(T).toarray()}
 
 
-FULL_FUSION_BUG = pytest.mark.xfail(
-    strict=True, raises=pipeline.VerificationError,
-    reason="known bug (fusion, not the reference): the fully fused kernel computes AE at positions A does not "
-           "store, so 0 * inf gives NaN where the reference (and unfused/partial) give inf or 0")
-
-
-@pytest.mark.parametrize("schedule", ["unfused", "partial", pytest.param("full", marks=FULL_FUSION_BUG)])
+@pytest.mark.parametrize("schedule", ["unfused", "partial", "full"])
 def test_non_finite_intermediates_agree_under_every_preset(schedule):
     program = fuseflow.from_mlir(NONFINITE)
     data = fuseflow.random_inputs(program, density=0.15, seed=3)

@@ -13,8 +13,9 @@ from fuseflow.fusion.compile import compile_schedule
 from fuseflow.models.registry import build
 from fuseflow.pipeline import simulate
 from fuseflow.report.overview import kernel_io, overview_dot
-from fuseflow.sam.draw import fit_scale, hidden, svg, to_dot
+from fuseflow.sam.draw import edge_label, fit_scale, for_column, hidden, svg, text_points, to_dot, write_picture
 from fuseflow.sam.labels import node_label
+from fuseflow.sam.opview import column_view, drawn_ops, op_edges, op_view_dot, primitive_counts
 from fuseflow.studies.granularity import StudyTable, fusion_study
 from fuseflow.studies.plot import bar_labels, study_figure
 
@@ -134,7 +135,7 @@ def test_cli_pictures(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "wrote" in text and (tmp_path / "over.png").stat().st_size > 5000
     assert (tmp_path / "g.k0.svg").read_text().count('class="node"') > 3
-    assert (tmp_path / "r.html").read_text().count('class="pane"') == 5  # the overview and four kernels
+    assert (tmp_path / "r.html").read_text().count('class="pane"') == 9  # the overview; 4 kernels, 2 pictures each
     assert cli.main(["compile", str(MLIR / "spmv.mlir"), "--overview", str(tmp_path / "x.gif")]) == 2
     assert "cannot draw to" in capsys.readouterr().err
 
@@ -151,3 +152,98 @@ def test_reports_link_the_nodes_an_error_names():
     text = _linked(Problem("deadlock at cycle 9: n4 repsig waits for data on crd; full channels: n2.crd (depth 1)",
                            0, "deadlock"), compiled)
     assert text.count('class="node-link" data-kernel="0"') == 2 and ">n2</a>.crd" in text
+
+
+def test_edges_say_their_kind_in_words_and_line_style():
+    graph = _graph("matmul_chain.mlir")
+    dot = to_dot(graph, rankdir="TB")
+    labels = re.findall(r'-> \S+ \[([^\]]*)\]', dot)
+    assert labels and all('label="' in attrs for attrs in labels)  # every edge says what it carries
+    for node in graph.nodes:
+        for stream in node.inputs.values():
+            kind = graph.stream_kind(stream)
+            words = edge_label(graph, stream, kind)
+            assert words.split()[0] == {"crd": "crd", "ref": "ref", "val": "val", "repsig": "sig"}[kind]
+            if graph.nodes[stream.node].kind == "scan" and kind == "crd":
+                assert words == f"crd {graph.nodes[stream.node].var}"
+    for kind, style in (("ref", "dashed"), ("repsig", "dotted")):  # not told apart by colour alone
+        assert re.search(rf'style="{style}"[^\]]*tooltip="{kind}: ', dot)
+    assert re.search(r'penwidth="2.2"[^\]]*tooltip="val: ', dot)
+
+
+@needs_dot
+def test_compact_view_has_one_box_per_source_op_and_stays_legible_in_a_column(tmp_path):
+    case = build("gcn", "karate")
+    graph = compile_schedule(case.program, case.presets["full"]).kernels[0].graph
+    dot = op_view_dot(graph)
+    assert len(re.findall(r"\bop_\w+ \[id=", dot)) == len(graph.ops) == len(drawn_ops(graph))
+    for op in graph.ops:  # each box: its statement and its primitive count
+        total = sum(primitive_counts(graph, op).values())
+        assert f"{total} primitive" in dot.split(f"op_{op} [", 1)[1].split("];", 1)[0]
+    assert sum(sum(primitive_counts(graph, op).values()) for op in graph.ops) <= len(graph.nodes)
+    edges = op_edges(graph)
+    values = {(s, t) for s, t, e in edges if e.kind == "val"}
+    assert ("t2", "t5") in values and ("t23", "t24") in values  # t5 reads t2's values; t24 divides by t23
+    assert all(e.words.startswith(("val ", "crd ")) for _, _, e in edges)
+    dot, picture = column_view(graph)
+    assert text_points(picture) >= 7  # at 8.5 cm wide, no text under 7 points
+    assert cli.main(["compile", "--model", "gcn", "--dataset", "karate", "--schedule", "full",
+                     "--ops", str(tmp_path / "ops.pdf")]) == 0
+    for suffix, magic in (("pdf", b"%PDF"), ("svg", b"<?xml"), ("png", b"\x89PNG")):
+        path = tmp_path / f"ops.{suffix}"
+        if suffix != "pdf":  # what render_op_view writes, from the layout chosen above
+            write_picture(for_column(dot), str(path))
+        assert path.read_bytes().startswith(magic)
+
+
+def test_figure12_at_column_width_with_readable_labels_and_notes(tmp_path):
+    from fuseflow.studies.plot import COLUMN_IN, figure12, figure12_chart
+    from fuseflow.studies.suite.spec import ChartNote
+
+    rows = [{"model": m, "dataset": d, "block": None, "schedule": s, "speedup": v, "estimated_ratios": s == e}
+            for m, d, e, speeds in (("sae", "small", "", (1.0, 1.02, 2.0)), ("gcn", "cora", "full", (1.0, 1.67, 0.26)),
+                                    ("gcn", "collab", "", (1.0, 1.58, 0.012)))
+            for s, v in zip(("unfused", "partial", "full"), speeds)]
+    published = {("sae", "small", None): {"unfused": 100, "partial": 100, "full": 150},  # the winner differs
+                 ("gcn", "cora", None): {"unfused": 49, "partial": 30, "full": 166}}
+    notes = [ChartNote(("gcn",), "Collab is synthetic.", ("collab",))]
+    figure = figure12(rows, published, {("gcn", "cora"): "Cora"}, notes=notes)
+    assert abs(figure.get_size_inches()[0] - COLUMN_IN) < 1e-6  # drawn at its printed size
+    texts = [t for ax in figure.axes for t in ax.texts] + figure.texts
+    values = [t.get_text() for ax in figure.axes for t in ax.texts]
+    assert values == ["1.02", "2.00", "1.67", "1.58", "~0.26", "0.012"]  # every bar says its value
+    assert all(t.get_rotation() == 0 and t.get_fontsize() >= 6.5 for t in texts)  # level and readable
+    ticks = [t.get_text() for ax in figure.axes for t in ax.get_yticklabels()]
+    assert ticks == ["small*", "Cora", "collab¹"]  # a note's number; * where the winner differs unexplained
+    below = figure.texts[-1].get_text()
+    assert "¹ Collab is synthetic." in below and "* the winner differs from the published one" in below
+    legend = [t.get_text() for t in figure.legends[0].get_texts()]
+    assert legend == ["partially fused", "fully fused", "published", "~ heuristic"]
+    for suffix, magic in (("pdf", b"%PDF"), ("png", b"\x89PNG"), ("svg", b"<?xml")):  # the same code, each format
+        path = figure12_chart(rows, str(tmp_path / f"f12.{suffix}"), published=published, notes=notes)
+        assert open(path, "rb").read(5).startswith(magic[:5])
+
+
+def test_figure12_rows_read_back_from_the_results_page():
+    from fuseflow.studies.suite.recorded import recorded_rows
+    from fuseflow.studies.suite.spec import load_suite
+
+    suite = load_suite("figure12")
+    rows, labels = recorded_rows((Path(__file__).parent.parent / "docs" / "results.md").read_text(), suite)
+    cases = {(r["model"], r["dataset"], r["block"]) for r in rows}
+    assert cases <= {(t.model, t.dataset, t.block) for t in suite.tasks()} and len(cases) == 18
+    assert all(r["speedup"] == 1.0 for r in rows if r["schedule"] == "unfused")
+    assert any(r["estimated_ratios"] for r in rows) and any(not r["estimated_ratios"] for r in rows)
+
+
+@needs_dot
+def test_overview_for_a_column_names_inputs_in_boxes_and_stays_legible():
+    from fuseflow.report.overview import column_overview_dot
+    from fuseflow.sam.draw import best_layout
+
+    case = build("gcn", "karate")
+    compiled = compile_schedule(case.program, case.presets["unfused"])
+    dot = column_overview_dot(compiled)
+    assert all(f"k{k.index} [" in dot for k in compiled.kernels)
+    assert "reads A, X" in dot and 'label="t2 34×34"' in dot  # an input in its box, an intermediate on its edge
+    assert text_points(best_layout([dot])[1]) >= 7  # printed within 8.5 cm by 9 inches

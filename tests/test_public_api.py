@@ -110,3 +110,22 @@ def test_readme_python_example_uses_only_public_names():
     assert imports == ["fuseflow"], imports
     used = set(re.findall(r"fuseflow\.(\w+)", code))
     assert used and used <= set(fuseflow.__all__), used - set(fuseflow.__all__)
+
+
+def test_every_public_function_says_what_each_argument_is():
+    """Issue #28: `help(fuseflow.simulate)` and the other public functions name every argument
+    (in backquotes) in their docstrings."""
+    import inspect
+    import re
+
+    import fuseflow
+
+    missing = {}
+    for name in fuseflow.__all__:
+        f = getattr(fuseflow, name)
+        if inspect.isfunction(f):
+            doc = inspect.getdoc(f) or ""
+            unnamed = [p for p in inspect.signature(f).parameters if not re.search(rf"`{p}\b", doc)]
+            if unnamed:
+                missing[name] = unnamed
+    assert not missing

@@ -141,3 +141,48 @@ def test_simulation_report_search_and_statistics(tmp_path, browser):
     assert details.startswith("n14 reduce") and "steps (busy cycles)" in details
     assert "cycles" in _text(browser, "#kernel-table")
     _screenshot(browser, tmp_path / "sim.png")
+
+
+def test_op_boxes_open_their_primitives_and_search_zooms_to_what_it_finds(tmp_path, browser):
+    page = tmp_path / "full.html"
+    assert cli.main(["compile", str(MLIR / "matmul_chain.mlir"), "--schedule", "full", "--html", str(page)]) == 0
+    graph = compile_schedule(fuseflow.from_mlir(MLIR / "matmul_chain.mlir"), "full").kernels[0].graph
+    _open(browser, page)
+    active = "return document.querySelector('.pane.active').dataset.tab"
+    view_box = "return document.querySelector('.pane.active svg').getAttribute('viewBox')"
+    # the toolbar's `ops` shows one box per source op; clicking a box opens its primitives, zoomed to them
+    _click(browser, "#view-toggle")
+    assert browser.execute_script(active) == "k0ops"
+    assert browser.execute_script("return document.querySelectorAll('.pane.active g.node[id^=k0_box_]').length") \
+        == len(graph.ops)
+    _click(browser, "#k0_box_T")
+    assert browser.execute_script(active) == "k0"
+    assert browser.execute_script("return document.querySelector('g.cluster.selected').id").startswith("k0_op_T_")
+    assert "T(i,k) = sum[l]" in _text(browser, "#detail-body")
+    # a search by the words of a label goes to each match in turn, zoomed in
+    _click(browser, "#zoom-fit")
+    home = browser.execute_script(view_box)
+    search = browser.find_element("id", "search")
+    search.send_keys("spacc\n")
+    accumulators = [n for n in graph.nodes if n.kind == "spacc"]
+    assert _text(browser, "#hint") == f"match 1 of {len(accumulators)} (Enter: next)"
+    assert _text(browser, "#detail-body").split()[1] == "spacc"
+    assert browser.execute_script(view_box) != home
+    search.send_keys("\n")
+    assert _text(browser, "#hint").startswith(f"match {min(2, len(accumulators))} of")
+    search.clear()
+    search.send_keys("O\n")  # an op's name: its box in the picture of primitives
+    assert browser.execute_script("return document.querySelector('g.cluster.selected').id").startswith("k0_op_O_")
+    search.clear()
+    search.send_keys("no such thing\n")
+    assert _text(browser, "#hint") == "nothing matches no such thing"
+
+
+def test_a_large_kernel_opens_on_its_boxes_of_ops(tmp_path, browser):
+    page = tmp_path / "gcn.html"
+    assert cli.main(["compile", "--model", "gcn", "--dataset", "karate", "--schedule", "full",
+                     "--html", str(page)]) == 0
+    _open(browser, page)  # one kernel of 89 primitives: its compact picture first, a box per op
+    assert browser.execute_script("return document.querySelector('.pane.active').dataset.tab") == "k0ops"
+    assert browser.execute_script("return document.querySelectorAll('.pane.active g.node').length") == 12
+    assert _text(browser, "#view-toggle") == "primitives"

@@ -41,17 +41,24 @@ def _check_options(seed: int, density: float) -> None:
 
 
 def compile(program, schedule=None, *, shapes: dict | None = None, data: dict | None = None):  # noqa: A001
-    """Compile `schedule` (a string or `Schedule`; None: the first of full, full layout=induced,
-    unfused, unfused layout=induced that compiles) for `program` into kernels, each with its
-    fusion table and Sparse-Abstract-Machine graph (`Compiled`). `shapes` gives dynamic
-    dimensions; with `data` (input arrays), default dataflow orders weigh loops by its densities,
-    as `simulate` does."""
+    """Compile a schedule for a program into kernels, each with its fusion table and
+    Sparse-Abstract-Machine graph (a `Compiled`: `.kernels`, `.schedule`).
+
+    - `program`: a `Program` (from `from_mlir`, `from_torch`, or `fuseflow.model(...).program`).
+    - `schedule`: a preset name (`"unfused"`, `"partial"`, `"full"`), a schedule string
+      (`"fusion=[t2,t5][t6] order.1=i,k,j layout=induced"`; `fuseflow help schedules`), a
+      `Schedule`, or None: the first of full, full layout=induced, unfused, unfused
+      layout=induced that compiles.
+    - `shapes`: {input name: shape tuple} for inputs with dynamic dimensions.
+    - `data`: {input name: numpy array or scipy sparse matrix}; default dataflow orders then
+      weigh loops by the data's densities, as `simulate` does.
+    """
     given = check_inputs(program, data) if data else {}
     known = input_shapes(program, given, shapes)
     stats = None
     if given:
         stats = stats_for(program, bind_inputs(program, given))
-    parsed = check_schedule(program, schedule, known, stats)
+    parsed = check_schedule(program, schedule, known)
     return compile_schedule(program, parsed, known, stats=stats)
 
 
@@ -60,21 +67,29 @@ def simulate(program, schedule=None, inputs: dict | None = None, *, seed: int = 
              budget: Budget | None = None, on_kernel=None, on_events=None, shards: int | None = None,
              sample: float | None = None, error: float | None = None, scheduler=None, workers: int | None = None,
              sample_seed: int = 0):
-    """Compile `schedule` for `program` (None: as `compile` picks it), simulate every kernel
-    cycle by cycle and compare each output with the numpy reference (`SimResult`,
-    `.to_json()`; `fuseflow.to_frame` makes a
-    table of its kernels). Inputs not in `inputs` (by name or `argK`) are generated from
-    `seed` at `density`; `shapes` gives dynamic dimensions of generated ones. `budget` (a
-    `fuseflow.Budget`) bounds the memory the run may take (default: what is available);
-    `on_kernel(done, total)` after each kernel and `on_events(done_events)` within one report
-    progress.
+    """Compile, simulate every kernel cycle by cycle, and compare each output with the numpy
+    reference; returns a `SimResult` (`.cycles`, `.verified`, `.flops`, `.kernels`, `.outputs`,
+    `.to_json()`; `fuseflow.to_frame` makes a table of its kernels).
 
-    Partitioned (`fuseflow.partition`): `shards=N` cuts every kernel's outer loop into N windows
-    run as dask tasks (a local cluster of `workers` processes, or the scheduler at address
-    `scheduler`, or a `distributed.Client`) and combines them (`mode` "sharded"); `sample=F`
-    (a fraction of windows) or `error=E` (the 95% interval's relative half-width, 0.02 for 2%)
-    estimates each kernel's cycles from a stratified sample of windows drawn with `sample_seed`
-    (`mode` "sampled", `cycles_low`/`cycles_high`); those run here unless a scheduler is given."""
+    - `program`, `schedule`: as for `compile`; `schedule` may also be a `Compiled` of `program`.
+    - `inputs`: {name: numpy array or scipy sparse matrix}, keyed by input name or `arg0`,
+      `arg1`, ... by position; inputs left out are generated from `seed` (an int >= 0) at
+      `density` (a float in (0, 1]) for sparse ones; `shapes` ({name: shape}) sizes generated
+      inputs with dynamic dimensions.
+    - `hw`: a `HwConfig` (latencies, channel depth; default `HwConfig()`); `engine`: "fast"
+      (numba) or "oracle" (plain Python, the specification); `check`: False skips the
+      comparison with the reference.
+    - `budget`: a `fuseflow.Budget` bounding the memory the run may take (default: what is
+      available); `on_kernel(done, total)` after each kernel and `on_events(done_events)`
+      within one report progress.
+    - Partitioned (`fuseflow.partition`): `shards=N` (an int >= 1) cuts every kernel's outer
+      loop into N windows run as dask tasks (a local cluster of `workers` processes, or the
+      scheduler at address `scheduler`, or a `distributed.Client`) and combines them (`mode`
+      "sharded"); `sample=F` (a fraction of windows in (0, 1]) or `error=E` (the 95% interval's
+      relative half-width, 0.02 for 2%) estimates each kernel's cycles from a stratified sample
+      of windows drawn with `sample_seed` (`mode` "sampled", `cycles_low`/`cycles_high`); those
+      run here unless a scheduler is given.
+    """
     _check_options(seed, density)
     given = check_inputs(program, inputs)
     known = input_shapes(program, given, shapes)
@@ -107,11 +122,21 @@ def _partitioned(program, schedule, data, *, shards, sample, error, scheduler, w
 
 def study(model, dataset=None, schedules=("unfused", "partial", "full"), *, engine: str = "fast",
           progress: bool = False, max_tokens: float | None = None, budget: Budget | None = None, **options):
-    """The fusion study (`StudyResult`): simulate each schedule (a preset name of the model,
-    or a schedule string; or a mapping of such names to their `Schedule` records, read once by
-    the caller) of a built-in model on a dataset, or of a `ModelCase`, and compare
-    cycles, FLOPs and memory traffic with the first. `options` go to `fuseflow.model`
-    (`scale`, `seed`, `block`, `data_dir`, ...)."""
+    """The fusion study: simulate each schedule and compare cycles, FLOPs and memory traffic
+    with the first; returns a `StudyResult` (prints as `fuseflow study fusion`'s table;
+    `.rows`, `.to_json()`, `.to_frame()`, `.to_csv()`).
+
+    - `model`: a built-in model's name ("gcn", "graphsage", "sae", "gpt3-bigbird") or a
+      `ModelCase` (from `fuseflow.model`, or your own with `.program`, `.inputs`, `.presets`).
+    - `dataset`: for a name, its data (see `fuseflow.model`).
+    - `schedules`: preset names of the model and/or schedule strings (or one string), or a
+      mapping of such names to `Schedule` records the caller has read.
+    - `engine`: "fast" or "oracle"; `progress`: show progress on stderr; `max_tokens`: estimate
+      (not simulate) schedules the heuristic puts above this many token events (default 3e10);
+      `budget`: a `fuseflow.Budget` bounding memory.
+    - `options`: keyword arguments of `fuseflow.model` (`scale`, `seed`, `block`, `hidden`,
+      `density`, `data_dir`).
+    """
     from .models.registry import build  # noqa: PLC0415 - models load torch (slow); only model studies need them
 
     case = model if hasattr(model, "program") and hasattr(model, "presets") else \

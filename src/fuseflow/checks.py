@@ -3,20 +3,20 @@
 What a user can get wrong is refused here in one line, before anything large is allocated or a
 graph is built: input arrays that are not real numbers, empty, non-finite or named twice (see
 `data.inputs.check_input`); inputs whose generated or converted size would not fit the memory
-budget; `par` factors larger than the loop they split; block sizes that divide no dimension.
+budget; `par` factors larger than any loop (the compiler checks each against the loop it
+splits, without a second compile); block sizes that divide no dimension.
 
     >>> import numpy as np
     >>> from fuseflow.frontend import from_mlir
     >>> p = from_mlir("tests/mlir/spmv.mlir")
     >>> sorted(check_inputs(p, {"arg0": np.eye(64, 48)}))
     ['A']
-    >>> check_schedule(p, "full par=j:60")  # doctest: +ELLIPSIS
+    >>> check_schedule(p, "full par=j:100")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    fuseflow.errors.UserError: schedule: par=j:60 deals 60 lanes, ...only 48 iterations (fix: use at most par=j:48)
+    fuseflow.errors.UserError: schedule: par=j:100 deals 100 lanes, ... 64 iterations (fix: use at most par=j:64)
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -24,7 +24,6 @@ import scipy.sparse as sp
 
 from .data.inputs import check_input
 from .errors import UserError
-from .fusion.compile import compile_schedule
 from .ir.program import Program
 from .ir.values import DENSE_LIMIT, as_value, shape_of
 from .ir.verify import infer_shapes
@@ -123,10 +122,11 @@ def check_allocation(program: Program, given: dict, shapes: dict, budget: Budget
     (budget or Budget()).check(generated + bound, what)
 
 
-def check_schedule(program: Program, schedule, shapes: dict | None = None, stats=None) -> Schedule:
-    """The parsed schedule, after checking what only the program can tell: each `par` factor is
-    at most its loop's extent, and a `block` size divides some dimension (None, the default
-    schedule, stays None)."""
+def check_schedule(program: Program, schedule, shapes: dict | None = None) -> Schedule:
+    """The parsed schedule, after checking what only the program can tell: no `par` factor
+    exceeds the program's largest dimension (the compiler checks each against its own loop's
+    extent, `sam.parallel.apply_pars`), and a `block` size divides some dimension (None, the
+    default schedule, stays None)."""
     parsed = Schedule.parse(schedule) if isinstance(schedule, str) else schedule
     if parsed is None or not parsed.pars and parsed.block is None:
         return parsed
@@ -142,8 +142,6 @@ def check_schedule(program: Program, schedule, shapes: dict | None = None, stats
                 raise UserError(f"{_par_item(k, levels)} deals {lanes} lanes, but no loop of "
                                 f"{program.name} has more than {largest} iterations", "schedule",
                                 f"use at most {_par_item(k, [(var, largest)])}")
-    if parsed.pars:
-        _check_lanes(program, parsed, shapes, stats)
     return parsed
 
 
@@ -154,17 +152,3 @@ def _dimensions(program: Program, shapes: dict | None) -> list[int]:
 
 def _par_item(k: int, levels) -> str:
     return ("par=" if k == 0 else f"par.{k}=") + ",".join(f"{v}:{p}" for v, p in levels)
-
-
-def _check_lanes(program: Program, parsed: Schedule, shapes: dict | None, stats) -> None:
-    """Compile without the `par` items and compare each factor with its loop's extent."""
-    plain = compile_schedule(program, dataclasses.replace(parsed, pars={}), shapes, stats=stats)
-    for k, levels in parsed.pars.items():
-        if k >= len(plain.kernels) or plain.kernels[k].region is None:
-            continue  # the compiler names the missing or reshape group
-        extent = plain.kernels[k].region.extent
-        for var, lanes in levels:
-            if var in extent and lanes > extent[var]:
-                raise UserError(f"{_par_item(k, levels)} deals {lanes} lanes, but loop {var} of group {k} "
-                                f"has only {extent[var]} iterations", "schedule",
-                                f"use at most {_par_item(k, [(v, min(p, extent.get(v, p))) for v, p in levels])}")

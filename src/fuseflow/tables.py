@@ -49,7 +49,9 @@ def table_rows(result) -> list[dict]:
 
 
 def to_frame(result):
-    """A pandas DataFrame of `table_rows(result)` (pandas is an optional dependency)."""
+    """A pandas DataFrame of `table_rows(result)`: `result` is a `SimResult` or an `Estimate`
+    (a row per kernel), a `StudyResult` (a row per schedule) or a list of dicts (pandas is an
+    optional dependency)."""
     try:
         import pandas  # noqa: PLC0415 - an optional dependency, needed only here
     except ImportError:
@@ -58,7 +60,8 @@ def to_frame(result):
 
 
 def to_csv(result, path=None) -> str:
-    """`table_rows(result)` as CSV text; also written to `path` if given."""
+    """`table_rows(result)` as CSV text (`result` as for `to_frame`); also written to `path` (a
+    file name) if given."""
     rows = table_rows(result)
     columns = list(dict.fromkeys(key for row in rows for key in row))
     buffer = io.StringIO()

@@ -2,6 +2,7 @@
 reported as HTML, or emitted for the reference tools.
 
     fuseflow compile tests/mlir/spmm_ikj.mlir --schedule "full order=i,k,j" [--table] [-o g.json] [--svg g.svg]
+    fuseflow compile --model gcn --schedule full --ops gcn.pdf      # one box per source op, for a paper's column
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ..interop import emit
 from ..report.html import compile_report
 from ..report.overview import render_overview
 from ..sam.draw import render
+from ..sam.opview import render_op_view
 from .args import budget_of
 from .source import load_source
 
@@ -46,10 +48,10 @@ def _print_kernels(compiled, args) -> None:
             print(kernel.graph.to_text())
 
 
-def _write_svgs(graphs, path: str) -> None:
+def _write_pictures(graphs, path: str, flag: str, draw) -> None:
     for target, graph in zip(kernel_paths(path, len(graphs)), graphs):
-        with atomic_path(target, "--svg") as temp:
-            render(graph, temp)
+        with atomic_path(target, flag) as temp:
+            draw(graph, temp)
         print(f"wrote {target}")
 
 
@@ -57,7 +59,7 @@ PICTURES = (".svg", ".png", ".pdf")
 
 
 def run(args) -> int:
-    for path, flag, suffixes in ((args.output, "-o", ()), (args.svg, "--svg", PICTURES),
+    for path, flag, suffixes in ((args.output, "-o", ()), (args.svg, "--svg", PICTURES), (args.ops, "--ops", PICTURES),
                                  (args.overview, "--overview", ()), (args.html, "--html", ())):
         if path:
             check_output(path, flag, suffixes)
@@ -72,7 +74,9 @@ def run(args) -> int:
         write_text(args.output, json.dumps(data if len(graphs) != 1 else graphs[0].to_json(), indent=1), "-o")
         print(f"wrote {args.output}")
     if args.svg:
-        _write_svgs(graphs, args.svg)
+        _write_pictures(graphs, args.svg, "--svg", render)
+    if args.ops:
+        _write_pictures(graphs, args.ops, "--ops", render_op_view)
     _compile_extras(args, compiled, source)
     return 0
 

@@ -38,13 +38,32 @@ from ..gpu.planner import DEFAULT_TOPK, plan_chain
 from ..gpu.report import fmt_bytes, fmt_count
 from ..memory import Budget
 
+PLAN_COLUMNS = """\
+columns (one row per plan, best first; the chain is C = act(A·B), E = C·D with A MxK, B KxN, D NxL):
+  schedule     [spatial dims] temporal loops, outer to inner (spatial dims map to the grid of clusters)
+  strat        strategy: standard, or for gated chains sequential/spatial
+  cls m,n,k,l  cluster shape: thread blocks per cluster along M, N, K, L
+  blk m,n,k,l  block tile: elements per thread block along M, N, K, L
+  sh,red       shuffle group (cls_l/cls_k) and reduce groups (cls_n·cls_k/cls_l) of the DSM exchange
+  C, E_acc     where C or the E accumulator is held across a loop (reg, smem, dsm, global);
+               "-" when it is not held (only the current tile)
+  global l2 dsm smem reg
+               bytes moved at each memory level over the whole kernel (global: HBM; dsm:
+               distributed shared memory between the blocks of a cluster)
+  time us      predicted time: the slowest level (bytes / bandwidth at the plan's occupancy), or
+               tensor-core time when that is slower (not with --memory-only)
+  bound        the level (or compute) that sets the time
+baselines: unfused (two kernels, C through global memory) and SMEM-only fusion (one block holds
+everything, or it fails and runs unfused). docs/gpu.md explains the model."""
+
 
 def add_commands(subparsers) -> None:
     """Register ``gpu plan`` and ``gpu bench`` under a ``gpu`` command."""
     gpu = subparsers.add_parser("gpu", help="plan GEMM->act->GEMM fusion across GPU thread-block clusters (DSM)")
     sub = gpu.add_subparsers(dest="gpu_command", required=True, metavar="{plan,run,bench}")
 
-    p = sub.add_parser("plan", help="rank fused plans of one chain")
+    p = sub.add_parser("plan", help="rank fused plans of one chain", epilog=PLAN_COLUMNS,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--chain", required=True,
                    help="benchmark id (G1-G10, S1-S8, C1-C8) or ffn:M,N,K,L[:act], gated:M,N,K,L[:strategy], "
                         "conv:IC,HW,OC1,OC2,k1[,batch]")

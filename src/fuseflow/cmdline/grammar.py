@@ -18,6 +18,7 @@ Bad input prints one line `fuseflow: error: ...` and exits with status 2; an int
 """
 from __future__ import annotations
 
+import argparse
 import importlib
 from dataclasses import dataclass
 
@@ -158,6 +159,8 @@ def _add_model_commands(sub) -> None:
     p.add_argument("-o", "--output", metavar="FILE.json", help="write the graph(s) as JSON")
     p.add_argument("--svg", metavar="FILE.svg", help="draw the graph(s); several kernels give FILE.k0.svg, ... "
                                                     "(needs Graphviz)")
+    p.add_argument("--ops", metavar="FILE.pdf", help="draw each graph compactly, one box per source op with its "
+                                                    "primitive count, sized for a paper's column (.svg, .png, .pdf)")
     p.add_argument("--overview", metavar="OUT.svg", help="draw the kernels and the tensors between them")
     p.add_argument("--html", metavar="OUT.html", help="write an interactive report (one self-contained file)")
     p.add_argument("--emit", nargs=2, action="append", metavar=("FORMAT", "DIR"),
@@ -198,6 +201,24 @@ def _partition_options(p) -> None:
 
 
 # -- studies -------------------------------------------------------------------------------------
+STUDY_COLUMNS = """\
+columns (one row per schedule; ratios are to the first row, normally unfused):
+  kernels      kernels the schedule compiles to (one per fusion group)
+  cycles       simulated cycles of all kernels run one after another (GPT-3: "model cycles" scales
+               the simulated decoders to the whole model)
+  speedup      first row's cycles / this row's cycles (above 1x: faster)
+  FLOPs/unf    this row's FLOPs / the first row's: ALU results plus accumulations, counted per
+               value (per tile element when blocked); above 1: work repeated, e.g. a producer
+               recomputed inside a fused consumer's loop
+  mem/unf      this row's memory traffic / the first row's: words read by scanners and arrays plus
+               words written by writers (fusion saves the intermediates' writes and reads)
+  max fifo     most tokens that ever waited at once in one channel of any kernel: with channels
+               at least this deep (--depth in simulate) the cycles are the same
+  verified     True when every output equals the numpy reference; "skipped" when the row was
+               estimated, not simulated (then ~ marks ratios from the heuristic's estimates)
+  wall s       seconds this row took here (compile, simulate, verify)"""
+
+
 def _add_study_commands(sub) -> None:
     p = sub.add_parser("study", help="studies over schedules: `study fusion` compares granularities")
     studies = p.add_subparsers(dest="study", required=True)
@@ -211,8 +232,10 @@ def _add_study_commands(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
     p.add_argument("--max-tokens", type=positive_real, default=MAX_TOKENS, metavar="N",
-                   help="estimate, not simulate, schedules the heuristic puts above N token events "
+                   help="sample (to +-2%%), not simulate whole, schedules the heuristic puts above N token events; "
+                        "the heuristic's estimate where even a sample would pass 4x N "
                         f"(default {MAX_TOKENS:.0e}, about five minutes of simulation)")
+    p.formatter_class, p.epilog = argparse.RawDescriptionHelpFormatter, STUDY_COLUMNS
     _add_suite_command(studies)
 
 
@@ -289,11 +312,13 @@ def _add_sweep_commands(sub) -> None:
 
     p = sub.add_parser("plot", help="charts and heuristic/pruning statistics of a sweep database")
     p.add_argument("db", help="a database written by `fuseflow sweep`")
-    p.add_argument("-o", "--output", metavar="DIR", help="directory for the PNG charts (default DB-charts/); with "
+    p.add_argument("-o", "--output", metavar="DIR", help="directory for the charts (default DB-charts/); with "
                                                           "--figure the chart's file (default DB-figure12.png)")
     p.add_argument("--program", help="only rows of this program")
     p.add_argument("--factors", help="pruning factors to evaluate, comma-separated (default 1.25,1.5,2,3)")
     p.add_argument("--no-charts", action="store_true", help="print the statistics only")
+    p.add_argument("--format", choices=("png", "svg", "pdf"), default="png",
+                   help="the charts' file format (default png; svg and pdf are vector files)")
     p.add_argument("--figure", metavar="12", help="draw the reference's Figure 12 from a suite's rows: speedup "
                                                   "over unfused per model and dataset (`fuseflow study suite`)")
     p.add_argument("--suite", metavar="NAME|FILE.toml", help="with --figure: the suite (default: the one that "

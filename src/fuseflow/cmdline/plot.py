@@ -43,17 +43,17 @@ def _charts(args) -> int:
             raise UserError(f"directory {parent} does not exist" if not os.path.isdir(parent)
                             else f"{out} exists and is not a directory", "-o",
                             "give a directory to create or fill with the charts")
-        paths = _draw_atomically(rows, out, parent)
+        paths = _draw_atomically(rows, out, parent, args.format)
         print(f"wrote {len(paths)} charts to {out}/")
     return 0
 
 
-def _draw_atomically(rows, out: str, parent: str) -> list[str]:
+def _draw_atomically(rows, out: str, parent: str, fmt: str = "png") -> list[str]:
     """Draw the charts into a temporary directory beside `out`, then move each into `out`: a
     failure part-way leaves no half-written chart there."""
     try:
         with tempfile.TemporaryDirectory(prefix=".charts-", dir=parent) as temp:
-            drawn = draw(rows, temp)
+            drawn = draw(rows, temp, fmt=fmt)
             os.makedirs(out, exist_ok=True)
             paths = [os.path.join(out, os.path.basename(p)) for p in drawn]
             for source, target in zip(drawn, paths):

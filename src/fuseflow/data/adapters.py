@@ -62,8 +62,9 @@ def _features(x, n: int, where: str) -> np.ndarray:
 
 
 def from_scipy(adjacency, x, y=None, *, name: str = "graph") -> Graph:
-    """A Graph from a square scipy sparse (or dense) adjacency, N x F features and N labels
-    (default: all 0). Stored entries become edges of weight 1.0; self loops are dropped."""
+    """A Graph named `name` from a square scipy sparse (or dense numpy) `adjacency` (N x N), `x`
+    the N x F features and `y` the N labels (default: all 0). Stored entries become edges of
+    weight 1.0; self loops are dropped."""
     where = f"from_scipy({name!r})"
     adj = sp.coo_matrix(adjacency) if not sp.issparse(adjacency) else adjacency.tocoo()
     if adj.ndim != 2 or adj.shape[0] != adj.shape[1]:
@@ -74,8 +75,9 @@ def from_scipy(adjacency, x, y=None, *, name: str = "graph") -> Graph:
 
 
 def from_pyg(data, *, name: str | None = None, symmetrize: bool = False) -> Graph:
-    """A Graph from a PyG `Data`-like object: `edge_index` (2 x E), `x` (N x F), optional `y`
-    and `num_nodes`. PyG already stores both directions of an undirected edge; pass
+    """A Graph from `data`, a PyG `Data`-like object: `edge_index` (2 x E), `x` (N x F),
+    optional `y` and `num_nodes` (torch tensors or numpy arrays); `name` defaults to the
+    data's own name or "pyg". PyG already stores both directions of an undirected edge; pass
     `symmetrize=True` for a directed edge list that should be made undirected."""
     name = name or str(getattr(data, "name", None) or "pyg")
     where = f"from_pyg({name!r})"

@@ -31,9 +31,9 @@ def list_datasets() -> list[str]:
 
 
 def load_graph(name_or_path, *, data_dir=None, scale: float = 1.0, seed: int = 0, budget=None) -> Graph:
-    """A dataset by name (see `list_datasets`), a path to a graph `.npz`, a URL with its checksum
-    (`https://.../g.npz#sha256=HEX`, downloaded once into the cache, see `cache.py`), or a `Graph`
-    (returned as it is).
+    """The graph `name_or_path` names: a dataset by name (see `list_datasets`), a path to a graph
+    `.npz`, a URL with its checksum (`https://.../g.npz#sha256=HEX`, downloaded once into the
+    cache, see `cache.py`), or a `Graph` (returned as it is).
 
     `cora`, `citeseer`, `cora_ml` and `dblp` are shipped with fuseflow; with `data_dir`, they are read
     from `<data_dir>/<name>.npz` (or Planetoid raw files `ind.<name>.*`) instead, and downloads

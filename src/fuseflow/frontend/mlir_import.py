@@ -43,9 +43,13 @@ def from_mlir(source: str | os.PathLike, func: str | None = None, formats: dict 
               arg_names: list[str] | None = None, strict: bool = False) -> Program:
     """Parse MLIR text or a `.mlir` file into a Program.
 
-    `formats` overrides the storage format of inputs by name ("compressed,compressed");
-    `arg_names` renames the function arguments in order; `strict` refuses reading an unfilled
-    dense `tensor.empty()` (otherwise zeros, with a note on stderr).
+    - `source`: MLIR text (linalg + tensor + sparse_tensor on tensors), or a path (str or
+      `os.PathLike`) to a `.mlir` file.
+    - `func`: the function to import when the module has several (its name without `@`).
+    - `formats`: {input name: "dense,compressed", ...} overriding inputs' storage formats.
+    - `arg_names`: new names for the function's arguments, in order.
+    - `strict`: refuse reading an unfilled dense `tensor.empty()` (otherwise zeros, with a
+      note on stderr).
     """
     text, source_name = _read(source)
     text = modernize(text)

@@ -59,7 +59,16 @@ def _safe(name: str) -> str:
 
 def from_torch(module, *example_inputs, formats: dict | None = None, name: str | None = None) -> Program:
     """Import `module(*example_inputs)`; returns a Program whose inputs are the example
-    inputs (named after `forward`'s parameters) followed by parameters and buffers."""
+    inputs (named after `forward`'s parameters) followed by parameters and buffers.
+
+    - `module`: a `torch.nn.Module` (written with `A @ X`, `torch.sparse.mm`/`addmm`,
+      `torch.spmm`, sparse tensors built in `forward`, PyG's `GCNConv`/`SAGEConv`).
+    - `example_inputs`: one `torch.Tensor` per `forward()` argument, dense or sparse (COO, CSR,
+      CSC, BSR, BSC); a sparse one keeps its layout as the input's storage format.
+    - `formats`: storage formats to declare, keyed by input or parameter name (or example
+      input index): per-level strings such as "dense,compressed" or "compressed,compressed".
+    - `name`: the program's name (default: the module's class name).
+    """
     import torch  # noqa: PLC0415 - torch is slow to import; only PyTorch models need it
 
     if not isinstance(module, torch.nn.Module):

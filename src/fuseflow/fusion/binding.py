@@ -17,9 +17,8 @@ producer that another consumer (or the region's writer) also reads gets its own 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-
-from scipy.cluster.hierarchy import DisjointSet
 
 from ..errors import NotSupported
 from ..ir.program import Program, op_output
@@ -32,30 +31,46 @@ from .patterns import Intersect, Operand, Union, merge_at, operand_indices
 MAX_INSTANCES = 400
 
 
-class UnionFind(DisjointSet):
-    """Classes of variable names: scipy's `DisjointSet`, a name added when first seen.
+class UnionFind:
+    """Classes of names (union by size; on equal sizes the root added first stays the root), a
+    name added when first seen. `find` gives a class's root, the name it is known by.
 
     >>> u = UnionFind(); u.union("0:k", "1:j"); u.find("0:k") == u.find("1:j"), u.find("2:i")
     (True, '2:i')
+    >>> parts = UnionFind(["i", "j", "k"]); parts.union("k", "j"); parts.find("k")
+    'j'
     """
 
+    def __init__(self, names: Iterable[str] = ()):
+        self._parent: dict[str, str] = {}
+        self._size: dict[str, int] = {}
+        self._rank: dict[str, int] = {}  # insertion order, the tie-break between equal sizes
+        for name in names:
+            self.find(name)
+
     def find(self, x: str) -> str:
-        if x not in self:
-            self.add(x)
-        return self[x]
+        parent = self._parent
+        if x not in parent:
+            parent[x], self._size[x], self._rank[x] = x, 1, len(self._rank)
+            return x
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]  # path halving
+            x = parent[x]
+        return x
 
     def union(self, a: str, b: str) -> None:
-        self.merge(self.find(a), self.find(b))
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return
+        if (self._size[ra], self._rank[rb]) < (self._size[rb], self._rank[ra]):
+            ra, rb = rb, ra
+        self._parent[rb] = ra
+        self._size[ra] += self._size[rb]
 
     def copy(self) -> UnionFind:
-        """An independent copy (class by class; DisjointSet's own state is shared by copy.copy)."""
+        """An independent copy with the same roots."""
         other = UnionFind()
-        for members in self.subsets():
-            first, *rest = members
-            other.add(first)
-            for m in rest:
-                other.add(m)
-                other.merge(first, m)
+        other._parent, other._size, other._rank = dict(self._parent), dict(self._size), dict(self._rank)
         return other
 
 

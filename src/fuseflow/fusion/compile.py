@@ -357,7 +357,8 @@ class _Compiler:
                 tensors[name] = self.blocking.full_metadata(meta, name)
         kernel.graph.name = f"k{kernel.index}:" + "+".join(region.outputs)
         if kernel.index in schedule.pars:
-            kernel.graph = apply_pars(kernel.graph, schedule.pars[kernel.index], kernel.order, kernel.index)
+            kernel.graph = apply_pars(kernel.graph, schedule.pars[kernel.index], kernel.order, kernel.index,
+                                      region.extent)
 
 
 def choose_order(region: Region, choice: OrderChoice | None, k: int, best: list[str] | None = None) -> list[str]:

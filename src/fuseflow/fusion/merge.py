@@ -28,6 +28,19 @@ def operand_is_full(region, operand, v: str) -> bool:
     return v in levels and not leaf.format.levels[levels.index(v)].is_compressed
 
 
+def producer_covers(region, inst, k: int, v: str) -> bool:
+    """Whether operand k of `inst`, computed in the region, holds every coordinate of `v`: its
+    tensor's stream covers every dimension `inst` reads at `v` (`coverage.covered_dims`). Joining
+    it by intersection then drops nothing, and a product with a sparse partner visits only the
+    partner's coordinates (where the partner stores nothing the product is an exact zero)."""
+    x = inst.operands[k]
+    if isinstance(x, LeafInput):
+        return False
+    dims = [d for d, index in enumerate(inst.access(k)) if index == v]
+    covered = region.covered.get(region.instance(x.producer).tensor, ())
+    return bool(dims) and all(d in covered for d in dims)
+
+
 def operand_tensor(region, operand) -> str:
     """The tensor an operand reads: a leaf's, or the producer instance's output."""
     if isinstance(operand, LeafInput):
@@ -41,7 +54,8 @@ def instance_merge(region, inst, v: str) -> Merge:
     bg = region.background
     backgrounds = [bg.get(operand_tensor(region, x), 0.0) for x in inst.operands]
     skip = skip_value(inst.op, bg.get(inst.tensor, 0.0), v in inst.reduce_vars)
-    full = [indexes[k] and operand_is_full(region, x, v) for k, x in enumerate(inst.operands)]
+    full = [indexes[k] and (operand_is_full(region, x, v) or producer_covers(region, inst, k, v))
+            for k, x in enumerate(inst.operands)]
     return merge_at(inst.op.body, indexes, backgrounds, skip, full=full)
 
 

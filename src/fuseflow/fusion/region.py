@@ -58,6 +58,7 @@ class Region:
     background: dict = field(default_factory=dict)  # value of each tensor where it stores nothing
     stats: object = None  # data statistics (`ir.stats.DataStats`) the order search may weigh loops by
     variant: Variant = field(default_factory=Variant)
+    covered: dict = field(default_factory=dict)  # per tensor: dimensions its stream always covers (`coverage`)
 
     @staticmethod
     def build(program: Program, group: list[str], outputs: list[str] | None = None,
@@ -111,6 +112,7 @@ class _RegionBuilder:
 
     def build(self) -> Region:
         binding = self.bind_until_safe()
+        covered = binding.options.covered
         instances = binding.instances
         self.name_variables(binding)
         self.rename_buffered(binding)
@@ -120,7 +122,7 @@ class _RegionBuilder:
         before = self.constraints(leaves, instances, binding.output_instance)
         return Region(self.program, list(self.group), list(self.outputs), topological(instances), leaves,
                       order_seen, extent, binding.output_instance, before, dict(self.shapes), self.background,
-                      variant=self.variant)
+                      variant=self.variant, covered=dict(covered))
 
     def check_group(self) -> None:
         ops = {op_output(op): op for op in self.program.ops}

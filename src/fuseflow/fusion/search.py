@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import itertools
 
-from scipy.cluster.hierarchy import DisjointSet
-
 from ..errors import UserError
+from .binding import UnionFind
 from .cost import prefix_bound
 from .nesting import Nesting, part_orders
 from .precedence import has_no_valid_order
@@ -58,16 +57,16 @@ def independent_parts(region: Region) -> list[list[str]]:
     """The region's variables split into groups that no op instance or stored tensor connects
     (e.g. the Q, K and V projections of a fused layer, each with its own copy of the layer norm);
     the parts' orders are independent, and any concatenation of valid ones is valid."""
-    link = DisjointSet(region.vars)
+    link = UnionFind(region.vars)
     together = [inst.local_vars for inst in region.instances]
     together += [[v for v in leaf.level_vars() if isinstance(v, str)] for leaf in region.leaves]
     together += [list(pair) for pair in region.before]
     for names in together:
         for a, b in zip(names, names[1:]):
-            link.merge(a, b)
+            link.union(a, b)
     parts: dict[str, list[str]] = {}
     for v in region.vars:
-        parts.setdefault(link[v], []).append(v)
+        parts.setdefault(link.find(v), []).append(v)
     return list(parts.values())
 
 

@@ -51,8 +51,15 @@ def _mask(shape, density, rng) -> np.ndarray:
 
 def random_inputs(program: Program, density: float = 0.1, seed: int = 0, shapes: dict | None = None,
                   densities: dict | None = None) -> dict[str, np.ndarray]:
-    """Data for every input without known constant data; sparse inputs get `density`; integer
-    inputs (i32, i64) hold whole numbers."""
+    """Data for every input of `program` without known constant data ({name: numpy array}, or a scipy sparse
+    matrix for a sparse input too large to hold dense); integer inputs (i32, i64) hold whole
+    numbers.
+
+    - `density`: share of stored entries of sparse inputs (dense inputs are full); `densities`:
+      {input name: share} for particular inputs.
+    - `seed`: an int seeding the values and patterns.
+    - `shapes`: {input name: shape tuple} for inputs with dynamic dimensions.
+    """
     rng = np.random.default_rng(seed)
     shapes, densities = shapes or {}, densities or {}
     data = {}

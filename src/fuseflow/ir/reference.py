@@ -71,8 +71,14 @@ def bind_inputs(program: Program, tensors: Mapping | None, dtype=np.float64,
 
 def reference(program: Program, tensors: Mapping | None = None, dtype=np.float64,
               keep_intermediates: bool = False, dense_limit: int = DENSE_LIMIT) -> dict:
-    """Evaluate `program`; returns its outputs (and intermediates if asked), dense arrays or,
-    for large sparse results, scipy sparse arrays."""
+    """Evaluate `program` in numpy; returns {name: array} of its outputs (and of every op's
+    result with `keep_intermediates`), dense arrays or, for sparse results of more than
+    `dense_limit` elements, scipy sparse arrays.
+
+    - `tensors`: {input name (or `argK`): numpy array or scipy sparse matrix}; None for a
+      program whose inputs are all constants.
+    - `dtype`: the numpy float type computed in (default float64).
+    """
     env = bind_inputs(program, tensors, dtype, dense_limit)
     shapes = infer_shapes(program, {name: shape_of(a) for name, a in env.items()})
     last = {name: k for k, op in enumerate(program.ops) for name in op.tensors_read}

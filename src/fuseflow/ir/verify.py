@@ -22,7 +22,8 @@ from .program import REDUCE_KINDS, IndexOp, Program, ReshapeOp, op_output
 
 
 def verify(program: Program) -> None:
-    """Check structure: names defined once, ops in dependency order, accesses well formed."""
+    """Check the structure of `program`: names defined once, ops in dependency order, accesses
+    well formed (raises `UserError` naming the first problem)."""
     where = f"program {program.name}"
     defined = set(program.inputs)
     for name in program.inputs:

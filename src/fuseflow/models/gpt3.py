@@ -25,31 +25,8 @@ GPT3_MINI = {"seq": 256, "d_model": 32, "heads": 2, "ffn": 64, "layers": 2}  # r
 GPT3_WIDE = {"seq": 256, "d_model": 128, "heads": 2, "ffn": 256, "layers": 2}  # several 32/64 blocks per row
 GPT3_DEEP = {**GPT3_WIDE, "layers": 6}  # cross-layer fusion joins 5 of 6 tails to the next block
 # two of the reference's decoders: every kernel the 12-decoder model has (a first LN+QKV, an
-# attention, a tail fused with the next LN+QKV, a last tail), whose cycles `model_cycles` scales
+# attention, a tail fused with the next LN+QKV, a last tail), whose cycles `cycles.model_cycles` scales
 GPT3_SMALL2 = {**GPT3_SMALL, "layers": 2}
-
-
-def model_cycles(preset: str, kernel_cycles: list[int], simulated: int, layers: int) -> int:
-    """Cycles of a `layers`-decoder model from a run of `simulated` decoders, as the reference's
-    artifact aggregates its per-decoder runs: unfused and partial are per-decoder sums times the
-    decoders (here: the simulated decoders' mean); fully fused (cross-layer) is the first LN+QKV
-    + `layers` attentions + `layers - 1` tails fused with the next LN+QKV + the last tail.
-
-        >>> model_cycles("partial", [10, 20, 30, 10, 20, 30], simulated=2, layers=12)
-        720
-        >>> model_cycles("full", [10, 20, 35, 20, 30], simulated=2, layers=12)
-        665
-    """
-    kind = preset.split()[0].split("-")[0]
-    if kind != "full":
-        return round(sum(kernel_cycles) * layers / simulated)
-    first, rest = kernel_cycles[0], kernel_cycles[1:]
-    attention = rest[0::2]  # attention, tail(+next), attention, ..., last tail
-    tails = rest[1::2]
-    if len(attention) != simulated or len(tails) != simulated:
-        raise ValueError(f"{len(kernel_cycles)} kernels do not make {simulated} cross-layer fused decoders")
-    fused = tails[:-1]
-    return round(first + layers * sum(attention) / simulated + (layers - 1) * sum(fused) / len(fused) + tails[-1])
 
 
 def bigbird_mask(seq: int, block: int, seed: int = 0, random_blocks: int = 2, global_blocks: int = 2) -> np.ndarray:

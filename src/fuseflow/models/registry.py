@@ -134,12 +134,22 @@ def datasets_of(name: str) -> list[str]:
 
 def build(name: str, dataset=None, *, scale: float = 1.0, seed: int = 0, block: int = 16,
           hidden: int = 16, density: float = 0.1, data_dir=None, budget=None) -> ModelCase:
-    """A built-in model on a dataset: graphs for gcn/graphsage (karate, cora, dblp, synthetic:mag, a
-    graph .npz, a checked URL or a `fuseflow.data.Graph`, e.g. from `from_scipy`/`from_pyg`;
-    `data_dir` and `budget` as in `load_graph`), a size for sae (small, imagenet, ...) or a
-    config for gpt3-bigbird (tiny, mini, wide, deep, small).
-    gpt3-bigbird's presets run blocked with tiles of its BigBird block size (`block=B`); its
-    `<preset>-unblocked` presets run the same groups on scalar streams."""
+    """A built-in model on a dataset (a `ModelCase`: `.program`, `.inputs`, `.presets`).
+
+    - `name`: "gcn", "graphsage", "sae" or "gpt3-bigbird" (`fuseflow.MODELS`).
+    - `dataset`: for gcn/graphsage a graph (default karate): a name of `list_datasets()`
+      (karate, cora, citeseer, cora_ml, dblp, synthetic:cora, synthetic:mag, ...), a graph
+      `.npz` path, `https://.../g.npz#sha256=HEX`, or a `fuseflow.data.Graph` (e.g. from
+      `from_scipy`/`from_pyg`); for sae a size (small, imagenet, nih-cxr, luna16; default
+      small); for gpt3-bigbird a config (tiny, mini, wide, deep, small, small2; default tiny).
+    - `scale` (a float > 0): size factor of `synthetic:*` graphs; `seed` (an int >= 0): weights,
+      synthetic graphs and sae's inputs; `hidden`: gcn/graphsage hidden width; `density`:
+      share of sae's weights kept; `block`: gpt3-bigbird's BigBird block size, whose presets
+      run blocked with tiles of it (its `<preset>-unblocked` presets run the same groups on
+      scalar streams).
+    - `data_dir`, `budget`: as in `load_graph` (where to read or download graphs; a
+      `fuseflow.Budget` bounding what loading may allocate).
+    """
     if name in ("gcn", "graphsage"):
         case = _graph_case(name, "karate" if dataset is None else dataset, scale, seed, hidden, data_dir, budget)
     elif name == "sae":

@@ -1,7 +1,8 @@
 """One self-contained HTML file per compiled (or simulated) schedule: pictures to pan, zoom and click.
 
-The page holds the overview of the kernels and one picture per kernel (`sam.draw`, as inline
-SVG), the kernels' metrics, and for every node what it is (primitive, index variable, tensor,
+The page holds the overview of the kernels and two pictures per kernel (inline SVG): every
+primitive (`sam.draw`) and one box per source op (`sam.opview`; a click on a box opens its
+primitives), the kernels' metrics, and for every node what it is (primitive, index variable, tensor,
 mode, format, source op), its streams (kind, where they come from and go to) and, after a
 simulation, its steps and each stream's tokens and channel occupancy. Node ids in a deadlock or
 verification report are links to the nodes. The script and style (`viewer.js`, `viewer.css`)
@@ -11,8 +12,8 @@ are inlined: opening the file needs no network.
     >>> from fuseflow.fusion.compile import compile_schedule
     >>> c = compile_schedule(fuseflow.from_mlir("tests/mlir/matmul_chain.mlir"), "unfused")
     >>> page = report_html(c)
-    >>> page.count('class="pane"'), 'id="k1_n2"' in page, "http" in page.split("<script>")[1]
-    (3, True, False)
+    >>> page.count('class="pane"'), 'id="k1_n2"' in page, 'id="k1_box_O"' in page, "http" in page.split("<script>")[1]
+    (5, True, True, False)
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from ..errors import UserError
 from ..sam.draw import hidden, svg
 from ..sam.graph import Stream
 from ..sam.labels import node_label
+from ..sam.opview import drawn_ops, op_id, op_view_svg
 from ..sam.primitives import PRIMITIVES
 from .overview import kernel_title, ops_text, overview_svg
 
@@ -107,6 +109,7 @@ def _kernel_data(compiled, kernel, result, stats) -> dict:
     graph_stats = (stats or {}).get(graph.name)
     stand_in, consumers = hidden(graph), _consumers(graph)
     data.update(name=graph.name, statements=graph.ops, table=kernel.table.dump() if kernel.table else "",
+                boxes={op_id(op): op for op in drawn_ops(graph)},
                 nodes={str(n.id): _node_data(graph, n, graph_stats, stand_in, consumers) for n in graph.nodes},
                 simulated=graph_stats is not None)
     return data
@@ -160,6 +163,8 @@ def report_html(compiled, result=None, stats=None, problem=None) -> str:
             continue
         panes.append(f'<div class="pane" data-tab="k{k.index}">'
                      f'{_inline_svg(svg(k.graph, prefix=f"k{k.index}_", title=kernel_title(k)))}</div>')
+        panes.append(f'<div class="pane" data-tab="k{k.index}ops">'  # one box per op: `ops` in the toolbar
+                     f'{_inline_svg(op_view_svg(k.graph, prefix=f"k{k.index}_", title=kernel_title(k)))}</div>')
         tabs.append(f'<button data-tab="k{k.index}">k{k.index}</button>')
     if problem is not None:
         status = {"deadlock": "deadlock", "mismatch": "output differs from the reference"}.get(problem.kind, "error")
@@ -186,7 +191,10 @@ def report_html(compiled, result=None, stats=None, problem=None) -> str:
 <nav id="tabs">{"".join(tabs)}</nav>
 <div id="toolbar"><button id="zoom-out" title="zoom out">−</button><button id="zoom-in" title="zoom in">+</button>
 <button id="zoom-fit" title="fit to the window">fit</button>
-<input id="search" placeholder="node id, e.g. n12" size="14"> <span id="hint">drag to pan, wheel to zoom</span></div>
+<button id="view-toggle" title="one box per source op (click a box for its primitives), or every primitive">ops</button>
+<input id="search" placeholder="n12, t5, intersect k, A" size="22"
+ title="a node id, an op, a primitive or a tensor; Enter again: the next match">
+<span id="hint">drag to pan, wheel to zoom</span></div>
 <div id="canvas">{"".join(panes)}</div>
 </section></div>
 <script type="application/json" id="report-data">{data}</script>

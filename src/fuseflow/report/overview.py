@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import textwrap
 
-from ..sam.draw import _attrs, _q, best_layout, write_picture
+from ..sam.draw import _attrs, _q, best_layout, for_column, write_picture
 
 
 def ops_text(ops: list[str], most: int = 6) -> str:
@@ -46,9 +46,12 @@ def kernel_io(compiled, kernel) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(reads)), writes
 
 
-def _kernel_label(kernel, result=None) -> str:
-    ops = "<br/>".join(html.escape(line) for line in textwrap.wrap(ops_text(kernel.group), 40))
+def _kernel_label(kernel, result=None, reads: list[str] = (), wrap: int = 40) -> str:
+    ops = "<br/>".join(html.escape(line) for line in textwrap.wrap(ops_text(kernel.group), wrap))
     rows = [f'<tr><td><b>kernel {kernel.index}</b></td></tr>', f'<tr><td><font point-size="9">{ops}</font></td></tr>']
+    if reads:  # inputs named in the box (the picture for a column draws no ellipses for them)
+        text = "<br/>".join(html.escape(line) for line in textwrap.wrap("reads " + ", ".join(reads), wrap))
+        rows.append(f'<tr><td><font point-size="9" color="#555555">{text}</font></td></tr>')
     if kernel.is_reshape:
         rows.append('<tr><td><font point-size="9">reshape (a view, no graph)</font></td></tr>')
     else:
@@ -100,12 +103,50 @@ def overview_dot(compiled, results=None, rankdir: str = "LR", prefix: str = "") 
     return "\n".join(lines)
 
 
+def column_overview_dot(compiled, results=None) -> str:
+    """The overview for a paper's column: top-down, each kernel's inputs named in its box, each
+    intermediate tensor the words on the edges from its writer to its readers (name, shape,
+    storage), outputs yellow ellipses; narrow and short enough to print 8.5 cm wide."""
+    program = compiled.program
+    title = "\n".join(textwrap.wrap(f"{program.name}: {compiled.schedule}", 44))
+    lines = [f"digraph {_q(program.name)} {{",
+             f'  graph [rankdir=TB, nodesep=0.15, ranksep=0.25, fontname="Helvetica", fontsize=10, labelloc=t, '
+             f'label={_q(title)}];', '  node [fontname="Helvetica", fontsize=10, margin="0.06,0.02"];',
+             '  edge [color="#555555", arrowsize=0.6, fontname="Helvetica", fontsize=9];']
+    by_kernel = {k.index: k for k in (results.kernels if results is not None else [])}
+    writer: dict[str, str] = {}
+    readers: dict[str, list[str]] = {}
+    for kernel in compiled.kernels:
+        reads, writes = kernel_io(compiled, kernel)
+        attrs = {"id": f"k{kernel.index}", "shape": "box", "style": "rounded,filled", "color": "#4e79a7",
+                 "fillcolor": "#eef3fb", "label": _kernel_label(kernel, by_kernel.get(kernel.index),
+                                                                [t for t in reads if t in program.inputs], 26)}
+        lines.append(f"  k{kernel.index} [{_attrs(attrs)}];")
+        writer.update({t: f"k{kernel.index}" for t in writes})
+        for t in reads:
+            readers.setdefault(t, []).append(f"k{kernel.index}")
+    for name, source in writer.items():
+        tensor = compiled.program.tensors.get(name)
+        shape = "×".join("?" if d is None else str(d) for d in tensor.shape) if tensor is not None else ""
+        words = f"{name} {shape}"
+        targets = readers.get(name, [])
+        if name in program.outputs:
+            attrs = {"shape": "ellipse", "style": "filled,bold", "label": name, "fillcolor": "#fff2b8"}
+            lines.append(f"  {_tensor_id(name)} [{_attrs(attrs)}];")
+            targets = targets + [_tensor_id(name)]
+        lines += [f"  {source} -> {target} [{_attrs({'label': words})}];" for target in targets]
+    lines.append("}")
+    return "\n".join(lines)
+
+
 def overview_svg(compiled, results=None, prefix: str = "") -> str:
     """The overview as SVG, left-to-right or top-down, whichever shows larger on one screen."""
     return best_layout(overview_dot(compiled, results, d, prefix) for d in ("LR", "TB"))[1]
 
 
-def render_overview(compiled, path: str, results=None) -> str:
-    """Draw the overview to an SVG, PNG or PDF file."""
+def render_overview(compiled, path: str, results=None, column: bool = False) -> str:
+    """Draw the overview to an SVG, PNG or PDF file (`column`: top-down, for a paper's column)."""
+    if column:
+        return write_picture(for_column(column_overview_dot(compiled, results)), path)
     dot, picture = best_layout(overview_dot(compiled, results, d) for d in ("LR", "TB"))
     return write_picture(dot, path, picture)

@@ -28,28 +28,35 @@ from __future__ import annotations
 import html
 import json
 import re
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import graphviz
 
 from ..errors import UserError
-from .labels import node_label
+from .labels import node_label, ref_tensor, stream_var
 
 if TYPE_CHECKING:  # annotations only (the drawing reads graphs, fuseflow.sam hooks svg() into SamGraph)
     from .graph import SamGraph, Stream
 
 EDGE_STYLE = {"crd": {"color": "#1f5fbf"}, "ref": {"color": "#2e8b2e", "style": "dashed"},
-              "val": {"color": "#c0392b", "penwidth": "2"}, "repsig": {"color": "#888888", "style": "dotted"}}
+              "val": {"color": "#c0392b", "penwidth": "2.2"}, "repsig": {"color": "#888888", "style": "dotted"}}
+# every style differs in its line (thin, dashed, bold, dotted), not only its colour, and every edge
+# says its kind in words (`crd i`, `ref A`, `val`, `sig j`): a grayscale print keeps the stream kinds
 LEGEND = {"crd": "coordinates", "ref": "references", "val": "values", "repsig": "repeat signal"}
+EDGE_WORD = {"crd": "crd", "ref": "ref", "val": "val", "repsig": "sig"}
 NOTES = ["A₁: tensor A, mode 1;  n12: node id (as in reports)", "fan-out: a broadcast;  dashed: outputs unused",
-         "boxes: where each source op computes"]
+         "boxes: where each source op computes", "edge words: kind and variable or tensor (crd i, sig i, ref A)"]
 FILL = {"root": "#eeeeee", "scan": "#dcefd5", "locate": "#dcefd5", "array": "#c9e6bf", "intersect": "#e6dcf2",
         "union": "#e6dcf2", "repsig": "#d6eef7", "repeat": "#d6eef7", "alu": "#fde3cb", "reduce": "#f8cfb0",
         "spacc": "#f8cfb0", "spacc2": "#f8cfb0", "crd_drop": "#fff2b8", "level_write": "#b9dcb0",
         "value_write": "#b9dcb0", "fork": "#e2e2e2", "join": "#e2e2e2", "broadcast": "#000000"}
 CLUSTER_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948", "#9c755f",
                   "#ff9da7", "#bab0ac"]
+EDGE_FONT = 8  # points, the words on edges
 BOXED = ("array", "alu", "reduce", "spacc", "spacc2")  # in their op's box (with repeats of values)
+COLUMN_IN = 8.5 / 2.54  # a paper's column, inches
+COLUMN_HEIGHT_IN = 9.0  # the tallest a figure in a column can be, inches
 SCREEN_PX = (1920, 1200)  # the screen pictures are laid out for
 FITS = 0.9  # a layout shown at this zoom or more on that screen is good enough
 BETTER = 1.15  # a less simple layout must show the text this much larger to be chosen
@@ -139,16 +146,34 @@ def _legend(prefix: str) -> list[str]:
             f'tooltip="legend", label={table}];']
 
 
-def _edges(graph: SamGraph, skip: set[int], compact: bool) -> dict[tuple[int, int, str], list[str]]:
-    """Drawn edges (source node, target node, kind) -> the streams they stand for."""
-    edges: dict[tuple, list[str]] = {}
+def edge_label(graph: SamGraph, stream: Stream, kind: str) -> str:
+    """The words on an edge: its kind and what it carries, e.g. `crd i` (coordinates of index
+    variable i), `ref A` (references into tensor A), `val`, `sig j` (a repeat signal along j)."""
+    what = stream_var(graph, stream) if kind in ("crd", "repsig") else ""
+    if kind == "ref":
+        what = ref_tensor(graph, stream)
+    return f"{EDGE_WORD[kind]} {what}".strip()
+
+
+@dataclass
+class DrawnEdge:
+    """What one drawn edge stands for: its words (`edge_label`) and the streams (`n3.crd -> n5.in`)."""
+
+    words: str
+    streams: list[str] = field(default_factory=list)
+
+
+def _edges(graph: SamGraph, skip: set[int], compact: bool) -> dict[tuple[int, int, str], DrawnEdge]:
+    """Drawn edges (source node, target node, kind) -> what they stand for."""
+    edges: dict[tuple, DrawnEdge] = {}
     for node in graph.nodes:
         if node.id in skip:
             continue
         for port, stream in node.inputs.items():
             source, kind = drawn_source(graph, stream, compact)
             if source is not None:
-                edges.setdefault((source.node, node.id, kind), []).append(f"{stream} -> n{node.id}.{port}")
+                edge = edges.setdefault((source.node, node.id, kind), DrawnEdge(edge_label(graph, stream, kind)))
+                edge.streams.append(f"{stream} -> n{node.id}.{port}")
     return edges
 
 
@@ -169,11 +194,11 @@ def _connectors(edges, band: dict[int, int], prefix: str) -> tuple[dict[int, lis
     nodes: dict[int, list[str]] = {}
     kept = []
     crossing: dict[tuple, list[tuple]] = {}
-    for (source, target, kind), tips in edges.items():
+    for (source, target, kind), edge in edges.items():
         if band[source] == band[target]:
-            kept.append((f"n{source}", f"n{target}", kind, tips))
+            kept.append((f"n{source}", f"n{target}", kind, edge))
         else:
-            crossing.setdefault((source, band[target], kind), []).append((target, tips))
+            crossing.setdefault((source, band[target], kind), []).append((target, edge))
     for (source, column, kind), targets in crossing.items():
         names = ", ".join(f"n{t}" for t, _ in targets)
         out_id, in_id = f"to_{source}_{column}_{kind}", f"from_{source}_{column}_{kind}"
@@ -185,15 +210,18 @@ def _connectors(edges, band: dict[int, int], prefix: str) -> tuple[dict[int, lis
                     "tooltip": f"from column {band[source] + 1}"}
         nodes.setdefault(band[source], []).append(f"  {out_id} [{_attrs(out_attrs)}];")
         nodes.setdefault(column, []).append(f"  {in_id} [{_attrs(in_attrs)}];")
-        kept.append((f"n{source}", out_id, kind, [t for _, tips in targets for t in tips]))
-        kept += [(in_id, f"n{t}", kind, tips) for t, tips in targets]
+        kept.append((f"n{source}", out_id, kind,
+                     DrawnEdge(targets[0][1].words, [t for _, edge in targets for t in edge.streams])))
+        kept += [(in_id, f"n{t}", kind, edge) for t, edge in targets]
     return nodes, kept
 
 
 def to_dot(graph: SamGraph, *, compact: bool = True, legend: bool = True, clusters: bool = True,
-           rankdir: str = "TB", columns: int = 1, prefix: str = "", title: str | None = None) -> str:
+           rankdir: str = "TB", columns: int = 1, prefix: str = "", title: str | None = None,
+           edge_labels: bool = True) -> str:
     """Graphviz text of the picture. `columns` > 1 wraps a deep graph into side-by-side columns
-    joined by connectors; `prefix` makes SVG ids unique when several graphs share a page."""
+    joined by connectors; `prefix` makes SVG ids unique when several graphs share a page;
+    `edge_labels` writes each edge's kind and variable or tensor on it (`crd i`, `ref A`)."""
     skip = set(hidden(graph, compact))
     drawn = [n.id for n in graph.nodes if n.id not in skip]
     groups = {n: graph.nodes[n].op if clusters and _boxed(graph, graph.nodes[n]) else "" for n in drawn}
@@ -229,10 +257,11 @@ def to_dot(graph: SamGraph, *, compact: bool = True, legend: bool = True, cluste
         lines.append("  }")
     if legend:
         lines += _legend(prefix)
-    for source, target, kind, tips in kept:
-        attrs = {**EDGE_STYLE[kind], "tooltip": f"{kind}: " + "; ".join(tips)}
-        if len(tips) > 1:  # one coordinate stream feeding several joiner inputs
-            attrs.update(label=f"×{len(tips)}", fontsize=8, fontcolor=EDGE_STYLE[kind]["color"])
+    for source, target, kind, edge in kept:
+        attrs = {**EDGE_STYLE[kind], "tooltip": f"{kind}: " + "; ".join(edge.streams)}
+        words = edge.words + (f" ×{len(edge.streams)}" if len(edge.streams) > 1 else "")  # feeds several inputs
+        if edge_labels:
+            attrs.update(label=words, fontsize=EDGE_FONT, fontcolor=EDGE_STYLE[kind]["color"])
         lines.append(f"  {source} -> {target} [{_attrs(attrs)}];")
     lines.append("}")
     return "\n".join(lines)
@@ -252,6 +281,17 @@ def fit_scale(svg_text: str) -> float:
     size = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg_text)
     width, height = (float(x) * 96 / 72 or 1.0 for x in size.groups())
     return min(SCREEN_PX[0] / width, SCREEN_PX[1] / height)
+
+
+def text_points(svg_text: str, width_in: float = COLUMN_IN, height_in: float = COLUMN_HEIGHT_IN) -> float:
+    """The smallest text of an SVG picture, in points, when it is printed within `width_in` by
+    `height_in` inches (a paper's column, 8.5 cm wide, by default; a picture that fits is
+    printed at full size)."""
+    size = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg_text)
+    fonts = [float(f) for f in re.findall(r'font-size="([\d.]+)"', svg_text)]
+    if not size or not fonts:
+        return 0.0
+    return min(fonts) * min(1.0, width_in * 72 / float(size.group(1)), height_in * 72 / float(size.group(2)))
 
 
 def best_layout(candidates) -> tuple[str, str]:
@@ -284,11 +324,26 @@ def svg(graph: SamGraph, **options) -> str:
     return best_layout(layouts(graph, **options))[1]
 
 
+def _graph_attrs(dot: str, attrs: str) -> str:
+    head, rest = dot.split("{", 1)
+    return f"{head}{{\n  graph [{attrs}];{rest}"
+
+
+def for_column(dot: str) -> str:
+    """Graphviz text made to print within a paper's column (`COLUMN_IN` by `COLUMN_HEIGHT_IN`
+    inches, shrunk to fit, never enlarged); `write_picture` makes its PNG 300 dpi, about 1000
+    pixels wide."""
+    return _graph_attrs(dot, f'size="{COLUMN_IN:.2f},{COLUMN_HEIGHT_IN:g}"')
+
+
 def write_picture(dot: str, path: str, svg_text: str | None = None) -> str:
-    """Render Graphviz text to an SVG, PNG or PDF file (by the file's suffix)."""
+    """Render Graphviz text to an SVG, PNG or PDF file (by the file's suffix); a picture sized
+    for print (`for_column`) gets 300 dpi as a PNG."""
     fmt = path.rsplit(".", 1)[-1].lower()
     if fmt not in ("svg", "png", "pdf"):
         raise UserError(f"cannot draw to {path!r}", None, "use a .svg, .png or .pdf file name")
+    if fmt == "png" and 'size="' in dot.split("\n", 2)[1]:
+        dot = _graph_attrs(dot, "dpi=300")
     data = svg_text.encode("utf-8") if fmt == "svg" and svg_text else _pipe(dot, fmt)
     try:
         with open(path, "wb") as handle:

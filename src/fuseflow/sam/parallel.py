@@ -26,6 +26,11 @@ from .primitives import PRIMITIVES
 
 __all__ = ["stream_vars", "parallel_region", "parallelize", "apply_pars"]
 
+
+def _par_item(group: int, levels) -> str:
+    """The schedule item that deals `levels` (variable, lanes) of group `group`: `par.2=i:4`."""
+    return ("par=" if group == 0 else f"par.{group}=") + ",".join(f"{v}:{p}" for v, p in levels)
+
 SERIAL_KINDS = ("root", "fork", "join", "level_write", "value_write")
 
 
@@ -156,14 +161,20 @@ def parallelize(g: SamGraph, v: str, lanes: int) -> SamGraph:
     return new
 
 
-def apply_pars(g: SamGraph, levels: list[tuple[str, int]], order: list[str], group: int) -> SamGraph:
+def apply_pars(g: SamGraph, levels: list[tuple[str, int]], order: list[str], group: int,
+               extent: dict[str, int] | None = None) -> SamGraph:
     """Parallelize the schedule's `par.N` levels (outer first) of group `group`, whose dataflow
-    order is `order`; a variable the group does not iterate or inner-before-outer is a UserError."""
-    item = ("par=" if group == 0 else f"par.{group}=") + ",".join(f"{v}:{p}" for v, p in levels)
-    for v, _ in levels:
+    order is `order` and loops have `extent` iterations; a variable the group does not iterate,
+    inner-before-outer, or more lanes than its loop has iterations is a UserError."""
+    item = _par_item(group, levels)
+    for v, lanes in levels:
         if v not in order:
             raise UserError(f"{item} names {v!r}, which group {group} does not iterate", "schedule",
                             f"parallelize one of its variables {','.join(order)}")
+        if extent and v in extent and lanes > extent[v]:
+            raise UserError(f"{item} deals {lanes} lanes, but loop {v} of group {group} has only {extent[v]} "
+                            "iterations", "schedule",
+                            f"use at most {_par_item(group, [(u, min(p, extent.get(u, p))) for u, p in levels])}")
     if len(levels) == 2 and order.index(levels[0][0]) > order.index(levels[1][0]):
         raise UserError(f"{item} lists the inner variable first (order {','.join(order)})", "schedule",
                         f"write par={levels[1][0]}:{levels[1][1]},{levels[0][0]}:{levels[0][1]}")

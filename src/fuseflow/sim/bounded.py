@@ -53,7 +53,7 @@ def fits_unbounded(unbounded: GraphRun, depth: int | dict, hw: HwConfig) -> bool
     >>> fits_unbounded(run, {Stream(1, "crd"): 4}, HwConfig())  # streams not named: unbounded
     True
     """
-    if hw.hbm or unbounded.max_occupancy is None:
+    if hw.hbm or unbounded.max_occupancy is None or unbounded.channel_depth is not None:
         return False
     for stream, most in unbounded.max_occupancy.items():
         limit = depth.get(stream) if isinstance(depth, dict) else depth
@@ -66,13 +66,25 @@ def bounded_cycles(graph: SamGraph, tensors: dict, depth: int | dict | None, hw:
                    unbounded: GraphRun | None = None) -> int:
     """Cycle count with every channel holding at most `depth` tokens (a dict maps streams to depths;
     None means unbounded). Raises Deadlock. `unbounded`: a run of the same graph on the same
-    tensors with unbounded channels, whose cycles are the answer when they fit (`fits_unbounded`)."""
+    tensors, whose cycles are the answer when it ran with these bounds already (the fast engine,
+    `GraphRun.channel_depth`) or ran unbounded and fits them (`fits_unbounded`)."""
     hw = hw or HwConfig()
+    if unbounded is not None and depth is not None and unbounded.channel_depth is not None:
+        if unbounded.channel_depth == depth and not hw.hbm:
+            return unbounded.cycles
+        unbounded = None
     if unbounded is not None and (depth is None or fits_unbounded(unbounded, depth, hw)):
         return unbounded.cycles
     run = run_graph(graph, tensors, hw, record_steps=True)
     if depth is None:
         return run.cycles
+    return replay(graph, run, depth, hw)
+
+
+def replay(graph: SamGraph, run: GraphRun, depth: int | dict, hw: HwConfig | None = None) -> int:
+    """The cycles of the oracle's step log `run` (`run_graph(..., record_steps=True)`) replayed
+    with bounded channels (`depth` as for `bounded_cycles`). Raises Deadlock."""
+    hw = hw or HwConfig()
     consumer: dict[Stream, tuple[int, str]] = {}
     for node in graph.nodes:
         for port, stream in node.inputs.items():

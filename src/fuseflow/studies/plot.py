@@ -1,6 +1,6 @@
 """Charts of sweeps and studies (matplotlib, Agg backend: no display needed).
 
-- `cycles-<n>.png`: simulated cycles per schedule, one bar chart per (program, data point, seed),
+- `cycles-<n>.png` (or .svg, .pdf): simulated cycles per schedule, one bar chart per (program, data point, seed),
   bars sorted by cycles and labelled with the granularity they came from (`label`: a preset such
   as unfused/partial/full, or randomN) and their dataflow orders, each with its value; failed
   schedules marked, pruned ones left out;
@@ -19,9 +19,12 @@ from __future__ import annotations
 import math
 import os
 import re
+import textwrap
 
 from .analysis import groups
 
+COLUMN_IN = 8.5 / 2.54  # a paper's column, inches: study charts and Figure 12 are drawn at the size they print
+FONT = 7  # points, their smallest text (at that size)
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7"]
 
 
@@ -112,16 +115,17 @@ def scatter_chart(all_groups, path: str) -> str:
     return path
 
 
-def draw(rows: list[dict], out_dir: str, max_bar_charts: int = 40) -> list[str]:
-    """Write the standard charts for `rows` into `out_dir`; returns the paths written."""
+def draw(rows: list[dict], out_dir: str, max_bar_charts: int = 40, fmt: str = "png") -> list[str]:
+    """Write the standard charts for `rows` into `out_dir` as `fmt` files (png, svg, pdf);
+    returns the paths written."""
     os.makedirs(out_dir, exist_ok=True)
     all_groups = groups(rows)
     paths = []
     for n, g in enumerate(all_groups[:max_bar_charts]):
         if any(r.get("status") in ("ok", "error") for r in g.rows):
-            paths.append(cycles_chart(g, os.path.join(out_dir, f"cycles-{n}.png")))
+            paths.append(cycles_chart(g, os.path.join(out_dir, f"cycles-{n}.{fmt}")))
     if any(g.simulated for g in all_groups):
-        paths.append(scatter_chart(all_groups, os.path.join(out_dir, "heuristic-vs-simulated.png")))
+        paths.append(scatter_chart(all_groups, os.path.join(out_dir, f"heuristic-vs-simulated.{fmt}")))
     return paths
 
 
@@ -133,21 +137,22 @@ def _ratio_axis(ax, values: list[float]) -> None:
     ax.axhline(1.0, color="grey", linewidth=0.8, zorder=0)
 
 
-def study_figure(rows: list[dict]):
-    """A fusion study (`study.fusion_study` rows) in two panels: speedup over the first schedule
+def study_figure(rows: list[dict], width: float = COLUMN_IN):
+    """A fusion study (`study.fusion_study` rows), drawn `width` inches wide (a paper's column)
+    at its printed size, in two panels, one above the other: speedup over the first schedule
     (higher is better; slowdowns red) and FLOPs and memory relative to it (lower is better). Bars
-    carry their values; estimated rows (not simulated) are hatched and marked `~`, failed ones
-    say so."""
+    carry their values, level; estimated rows (not simulated) are hatched and marked `~`, failed
+    ones say so."""
     plt = _pyplot()
-    names = [r["schedule"] if len(r["schedule"]) <= 18 else r["schedule"][:17] + "…" for r in rows]
+    names = [r["schedule"] if len(r["schedule"]) <= 14 else r["schedule"][:13] + "…" for r in rows]
     first = rows[0]["schedule"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 1.6]})
+    fig, (left, right) = plt.subplots(2, 1, figsize=(width, 4.6))
     x = list(range(len(rows)))
 
-    def bars(ax, offsets, key, width, color, label=None):
+    def bars(ax, offsets, key, bar_width, color, label=None):
         values = [r.get(key) for r in rows]
         heights = [v if v is not None and math.isfinite(v) else 0.0 for v in values]
-        drawn = ax.bar([i + offsets for i in x], heights, width, color=color, label=label,
+        drawn = ax.bar([i + offsets for i in x], heights, bar_width, color=color, label=label,
                        hatch=None, edgecolor="white")
         for bar, row in zip(drawn, rows):
             if row.get("skipped"):
@@ -155,110 +160,201 @@ def study_figure(rows: list[dict]):
                 bar.set_alpha(0.6)
         texts = [("failed" if r.get("error") else "-") if v is None else
                  ("~" if r.get("skipped") else "") + f"{v:.2f}x" for r, v in zip(rows, values)]
-        ax.bar_label(drawn, texts, padding=2, fontsize=8)
+        ax.bar_label(drawn, texts, padding=1.5, fontsize=FONT)
         return heights
 
-    speedups = bars(left, 0.0, "speedup", 0.6, "#4e79a7")
+    speedups = bars(left, 0.0, "speedup", 0.55, "#4e79a7")
     for bar, value in zip(left.patches, speedups):
         if 0 < value < 1:  # a slowdown
             bar.set_facecolor("#e15759")
-    left.set_title(f"speedup over {first} (higher is better)", fontsize=10)
+    left.set_title(f"speedup over {first} (higher is better)", fontsize=FONT + 0.5)
     _ratio_axis(left, speedups)
-    left.set_xticks(x, names, fontsize=9)
     ratios = bars(right, -0.2, "flops_ratio", 0.38, "#f28e2b", "FLOPs")
-    ratios += bars(right, 0.2, "mem_ratio", 0.38, "#59a14f", "memory traffic")
-    right.set_title(f"FLOPs and memory relative to {first} (lower is better)", fontsize=10)
+    ratios += bars(right, 0.2, "mem_ratio", 0.38, "#2f6b2a", "memory traffic")  # darker: grayscale
+    right.set_title(f"FLOPs and memory relative to {first} (lower is better)", fontsize=FONT + 0.5)
     _ratio_axis(right, ratios)
-    right.set_xticks(x, names, fontsize=9)
-    right.legend(fontsize=8, loc="upper left")
+    right.legend(fontsize=FONT, loc="upper left", frameon=False)
     for ax in (left, right):
-        ax.margins(y=0.15)
+        ax.set_xticks(x, names, fontsize=FONT)
+        ax.tick_params(labelsize=FONT, length=2)
+        ax.margins(y=0.2)
         ax.spines[["top", "right"]].set_visible(False)
     title = f"{rows[0].get('model', '')} on {rows[0].get('dataset', '')}"
     if any(r.get("skipped") for r in rows):
-        title += "   (~ hatched: heuristic estimate, not simulated)"
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+        title += "\n(~ hatched: heuristic estimate, not simulated)"
+    fig.suptitle(title, fontsize=FONT + 1)
+    fig.tight_layout(h_pad=0.6)
     return fig
 
 
 def study_chart(rows: list[dict], path: str) -> str:
     """`study_figure` saved to `path` (PNG, SVG or PDF by the suffix)."""
     fig = study_figure(rows)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=300)
     _pyplot().close(fig)
     return path
 
 
-FIGURE_COLORS = {"unfused": "#bab0ac", "partial": "#4e79a7", "full": "#f28e2b"}
+FIGURE_COLORS = {"partial": "#4e79a7", "full": "#f28e2b"}  # dark and light: told apart in grayscale too
 FIGURE_NAMES = {"unfused": "unfused", "partial": "partially fused", "full": "fully fused"}
+MARKS = "¹²³⁴⁵⁶⁷⁸⁹"
 
 
-def figure12(rows: list[dict], published: dict | None = None, labels: dict | None = None, title: str = ""):
-    """The reference's Figure-12 layout from a suite's study rows (`suite.run.study_rows`): one
-    panel per model, a group of bars per dataset (or block size), one bar per schedule: speedup
-    over unfused on a log axis, every bar labelled with its value. Estimated rows (not
-    simulated) are hatched and labelled `~`, failed ones `n/a`; `published` ({(model, dataset,
-    block): {schedule: cycles}}) adds the published speedups as black marks."""
-    plt = _pyplot()
-    models = list(dict.fromkeys(r["model"] for r in rows))
-    cases = {m: list(dict.fromkeys((r["dataset"], r.get("block")) for r in rows if r["model"] == m)) for m in models}
-    schedules = sorted(dict.fromkeys(r["schedule"] for r in rows),
-                       key=lambda s: list(FIGURE_NAMES).index(s) if s in FIGURE_NAMES else len(FIGURE_NAMES))
-    fig, axes = plt.subplots(1, len(models), figsize=(max(8.0, 0.95 * sum(map(len, cases.values())) + 2), 5.6),
-                             sharey=True, gridspec_kw={"width_ratios": [max(1, len(cases[m])) for m in models]},
-                             squeeze=False)
-    width = 0.8 / max(1, len(schedules))
-    by_key = {(r["model"], r["dataset"], r.get("block"), r["schedule"]): r for r in rows}
+def _speedup_text(row: dict | None) -> str:
+    """A bar's value: `2.53`, `0.012`, `~0.31` for an estimate, `n/a` when there is none."""
+    if not row or not row.get("speedup") or not math.isfinite(row["speedup"]):
+        return "n/a"
+    value = row["speedup"]
+    return ("~" if _estimated(row) else "") + (f"{value:.2g}" if value < 0.1 else f"{value:.2f}" if value < 10
+                                               else f"{value:.1f}") + ("s" if _sampled(row) else "")
+
+
+def _estimated(row: dict | None) -> bool:
+    return bool(row and (row.get("skipped") or row.get("estimated_ratios")))
+
+
+def _sampled(row: dict | None) -> bool:
+    """Whether a row's speedup rests on a sampled row (it then has a 95% interval)."""
+    return bool(row and row.get("speedup_low") is not None)
+
+
+def winner(speedups: dict) -> str | None:
+    """The schedule with the highest speedup ({schedule: speedup or None}); None if none is known."""
+    known = {k: v for k, v in speedups.items() if v}
+    return max(known, key=known.get) if known else None
+
+
+def figure12_marks(cases: dict, by_key: dict, published: dict, notes) -> tuple[dict, list[str]]:
+    """Which cases carry a note mark, and the notes' lines: each of `notes` (with `models`,
+    `datasets`, `text`; no datasets: all the models' cases) gets a number on the cases it covers; a case
+    whose winner differs from the published one and has no note gets `*`."""
+    marks: dict[tuple, str] = {}
+    lines = []
+    for note in notes:
+        covered = [(m, d, b) for m in cases for d, b in cases[m]
+                   if m in note.models and (not note.datasets or d in note.datasets)]
+        if covered:
+            mark = MARKS[len(lines) % len(MARKS)]
+            lines.append(f"{mark} {note.text}")
+            marks.update({c: marks.get(c, "") + mark for c in covered})
+    differs = False
+    for model in cases:
+        for d, b in cases[model]:
+            pub = (published or {}).get((model, d, b), {})
+            ours = winner({s: (by_key.get((model, d, b, s)) or {}).get("speedup") for s in FIGURE_NAMES})
+            theirs = winner({s: pub["unfused"] / v for s, v in pub.items() if v and pub.get("unfused")})
+            if theirs and ours and ours != theirs and (model, d, b) not in marks:
+                marks[(model, d, b)], differs = "*", True
+    if differs:
+        lines.append("* the winner differs from the published one")
+    return marks, lines
+
+
+def _label_at(value: float, published: float | None) -> float:
+    """Where a bar's value label starts: past the bar's end, and past the published diamond
+    when that lies on the same side of 1."""
+    if published is None or (published >= 1) != (value >= 1):
+        return value
+    return max(value, published * 1.12) if value >= 1 else min(value, published / 1.12)
+
+
+def _figure12_panel(ax, model: str, cases: list, by_key: dict, published: dict, names: list[str]) -> list[float]:
+    """One model's horizontal bars: per case, partial and full fusion's speedup over unfused,
+    drawn from 1 (unfused) so that a slowdown points left; the published speedup a black
+    diamond. Returns the values drawn (for the axis' range)."""
     values = []
-    for ax, model in zip(axes[0], models):
-        for s, schedule in enumerate(schedules):
-            xs = [c + (s - (len(schedules) - 1) / 2) * width for c in range(len(cases[model]))]
-            found = [by_key.get((model, d, b, schedule)) for d, b in cases[model]]
-            heights = [r["speedup"] if r and r.get("speedup") and math.isfinite(r["speedup"]) else 0.0 for r in found]
-            values += [h for h in heights if h > 0]
-            bars = ax.bar(xs, [h or float("nan") for h in heights], width, label=FIGURE_NAMES.get(schedule, schedule),
-                          color=FIGURE_COLORS.get(schedule, PALETTE[s % len(PALETTE)]), edgecolor="white")
-            for bar, row, x in zip(bars, found, xs):
-                estimated = bool(row and (row.get("skipped") or row.get("estimated_ratios")))
-                if estimated:
-                    bar.set_hatch("///")
-                text = "n/a" if not row or not row.get("speedup") else ("~" if estimated else "") + \
-                    (f"{row['speedup']:.2f}" if row["speedup"] < 10 else f"{row['speedup']:.1f}")
-                ax.annotate(text, (x, bar.get_height() if row and row.get("speedup") else 1.0), xytext=(0, 2),
-                            textcoords="offset points", ha="center", va="bottom", fontsize=6.5, rotation=90)
-            for (d, b), x in zip(cases[model], xs):
-                cycles = (published or {}).get((model, d, b), {})
-                if cycles.get(schedule) and cycles.get("unfused"):
-                    values.append(cycles["unfused"] / cycles[schedule])
-                    ax.plot([x], [cycles["unfused"] / cycles[schedule]], marker="D", color="black", markersize=3.5,
-                            linestyle="none", label="published" if s == 0 else None, zorder=3)
-        names = [(labels or {}).get((model, d), d) if b is None else f"b{b}" for d, b in cases[model]]
-        ax.set_xticks(range(len(names)), names, fontsize=8, rotation=30 if len(names) > 3 else 0)
-        ax.set_title((labels or {}).get((model, None), model), fontsize=10)
-        ax.axhline(1.0, color="grey", linewidth=0.8, zorder=0)
-        ax.spines[["top", "right"]].set_visible(False)
+    for s, schedule in enumerate(("partial", "full")):
+        for c, (d, b) in enumerate(cases):
+            row, y = by_key.get((model, d, b, schedule)), c + (s - 0.5) * 0.4
+            value = row["speedup"] if row and row.get("speedup") and math.isfinite(row["speedup"]) else None
+            if value is not None:
+                values.append(value)
+                bar = ax.barh(y, value - 1, left=1, height=0.38, color=FIGURE_COLORS[schedule], edgecolor="white",
+                              linewidth=0.3, hatch="/////" if _estimated(row) else None,
+                              label=FIGURE_NAMES[schedule] if c == 0 else None)[0]
+                bar.set_edgecolor("white")
+                if _sampled(row):  # a sampled row's 95% interval
+                    ax.errorbar([value], [y], xerr=[[value - row["speedup_low"]], [row["speedup_high"] - value]],
+                                color="black", linewidth=0.6, capsize=1.5, zorder=4)
+            pub = (published or {}).get((model, d, b), {})
+            theirs = pub["unfused"] / pub[schedule] if pub.get(schedule) and pub.get("unfused") else None
+            if theirs is not None:
+                values.append(theirs)
+                ax.plot([theirs], [y], marker="D", color="black", markersize=2.6, linestyle="none",
+                        label="published" if c == 0 and s == 0 else None, zorder=3)
+            ax.annotate(_speedup_text(row), (_label_at(value or 1.0, theirs), y),
+                        xytext=(3 if (value or 1) >= 1 else -3, 0), textcoords="offset points",
+                        ha="left" if (value or 1) >= 1 else "right", va="center", fontsize=FONT - 0.5)
+    ax.set_yticks(range(len(cases)), names, fontsize=FONT)
+    ax.set_ylim(len(cases) - 0.45, -0.55)
+    ax.axvline(1.0, color="#555555", linewidth=0.6, zorder=0)
+    ax.tick_params(axis="both", labelsize=FONT, length=2, pad=1.5)
+    ax.spines[["top", "right"]].set_visible(False)
+    return values
+
+
+def figure12(rows: list[dict], published: dict | None = None, labels: dict | None = None, title: str = "",
+             notes=(), width: float = COLUMN_IN):
+    """The reference's Figure 12 from a suite's study rows (`suite.run.study_rows`), drawn
+    `width` inches wide (a paper's column) at its printed size, every text at least 6.5 points:
+    a panel per model, a pair of bars per dataset (or block size): partial and full fusion's
+    speedup over unfused on a log axis, from 1 (unfused) so that slowdowns point left, each
+    labelled with its value. Sampled rows carry their 95% interval as an error bar and `s`;
+    rows left to the heuristic are hatched and `~`; `published` ({(model, dataset,
+    block): {schedule: cycles}}) adds the published speedups as black diamonds; `notes`
+    (`spec.ChartNote`) are numbered on the cases they explain and written below."""
+    plt = _pyplot()
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: PLC0415 - slow to import
 
-    axes[0][0].set_yscale("log")
-    axes[0][0].yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axes[0][0].yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    axes[0][0].yaxis.set_minor_formatter(NullFormatter())
-    if values:
-        axes[0][0].set_ylim(min(values + [1.0]) / 2.5, max(values + [1.0]) * 4)
-    axes[0][0].set_ylabel("speedup over unfused (log)")
-    handles, names = axes[0][0].get_legend_handles_labels()
-    seen = dict(sorted(zip(names, handles), key=lambda nh: nh[0] == "published"))  # published last
-    fig.legend(list(seen.values()), list(seen), loc="upper center", ncol=len(seen), fontsize=8, frameon=False)
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    cases = {m: list(dict.fromkeys((r["dataset"], r.get("block")) for r in rows if r["model"] == m)) for m in models}
+    by_key = {(r["model"], r["dataset"], r.get("block"), r["schedule"]): r for r in rows}
+    marks, note_lines = figure12_marks(cases, by_key, published or {}, notes)
+    if any(_sampled(r) for r in rows):
+        note_lines.append("s: sampled (windows of the kernels' outer loops); its error bar: the 95% interval")
+    wrapped = [textwrap.fill(line, int(width * 72 / (FONT * 0.53)), subsequent_indent="  ") for line in note_lines]
+    note_in = sum(text.count("\n") + 1 for text in wrapped) * FONT * 1.25 / 72
+    panels_in = sum(0.22 * len(cases[m]) + 0.2 for m in models)
+    height = panels_in + 0.75 + note_in
+    fig, axes = plt.subplots(len(models), 1, figsize=(width, height), sharex=True, squeeze=False,
+                             gridspec_kw={"height_ratios": [len(cases[m]) for m in models]})
+    values = []
+    for ax, model in zip(axes[:, 0], models):
+        names = [((labels or {}).get((model, d), d) if b is None else f"block {b}") + marks.get((model, d, b), "")
+                 for d, b in cases[model]]
+        values += _figure12_panel(ax, model, cases[model], by_key, published or {}, names)
+        ax.set_title((labels or {}).get((model, None), model), fontsize=FONT + 1, loc="left", pad=2,
+                     fontweight="bold")
+    bottom = axes[-1][0]
+    bottom.set_xscale("log")
+    low, high = min(values + [1.0]) / 6, max(values + [1.0]) * 3  # room for the value labels
+    bottom.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if high / low < 1e3 else (1.0,)))
+    bottom.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    bottom.xaxis.set_minor_formatter(NullFormatter())
+    bottom.set_xlim(low, high)
+    bottom.set_xlabel("speedup over unfused (log scale; 1 = unfused)", fontsize=FONT)
+    from matplotlib.patches import Patch  # noqa: PLC0415 - slow to import
+
+    found = {n: h for ax in axes[:, 0] for h, n in zip(*ax.get_legend_handles_labels())}
+    names = [FIGURE_NAMES[s] for s in FIGURE_COLORS] + (["published"] if "published" in found else [])
+    handles = [Patch(facecolor=FIGURE_COLORS[s]) for s in FIGURE_COLORS] + [found[n] for n in names[2:]]
+    handles.append(Patch(facecolor="#bbbbbb", hatch="/////", edgecolor="white"))
+    names.append("~ heuristic")
+    fig.legend(handles, names, loc="upper center", ncol=len(names), fontsize=FONT, frameon=False,
+               handlelength=1.2, columnspacing=0.8, handletextpad=0.4, bbox_to_anchor=(0.5, 1.0))
     if title:
-        fig.suptitle(title, fontsize=9, y=0.02, va="bottom")
-    fig.tight_layout(rect=(0, 0.05 if title else 0, 1, 0.93))
+        note_lines.insert(0, title)
+        wrapped.insert(0, textwrap.fill(title, int(width * 72 / (FONT * 0.53))))
+        note_in += (wrapped[0].count("\n") + 1) * FONT * 1.25 / 72
+    if wrapped:
+        fig.text(0.01, 0.005, "\n".join(wrapped), fontsize=FONT, va="bottom", ha="left", linespacing=1.25)
+    fig.tight_layout(rect=(0, (note_in + 0.05) / height, 1, 1 - 0.18 / height), h_pad=0.4)
     return fig
 
 
 def figure12_chart(rows: list[dict], path: str, **kw) -> str:
-    """`figure12` saved to `path` (PNG, SVG or PDF by the suffix)."""
+    """`figure12` saved to `path` (PNG at 300 dpi, SVG or PDF by the suffix)."""
     fig = figure12(rows, **kw)
-    fig.savefig(path, dpi=140)
+    fig.savefig(path, dpi=300)
     _pyplot().close(fig)
     return path

@@ -19,6 +19,7 @@ order varied one group at a time (`orders="all"`).
 """
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import os
@@ -40,7 +41,7 @@ from ..ir.reference import bind_inputs
 from ..ir.stats import stats_for
 from ..ir.values import shape_of
 from ..models.resolve import resolve
-from ..schedule.schedule import Schedule
+from ..schedule.schedule import OrderChoice, Schedule
 
 PRESETS = ("unfused", "partial", "full")
 
@@ -262,10 +263,10 @@ def granularities(loaded: Loaded, items, layout: str | None = None, seed: int = 
     return out
 
 
-def _compile(loaded: Loaded, schedule: str):
+def _compile(loaded: Loaded, schedule: str | Schedule):
     """Compiled with default orders weighed by the data point's densities (as the heuristic's
     estimate of the same schedule is)."""
-    parsed = check_schedule(loaded.program, schedule, loaded.shapes, stats=loaded.stats)  # par factors, blocks
+    parsed = check_schedule(loaded.program, schedule, loaded.shapes)  # par factors, blocks
     return compile_schedule(loaded.program, parsed, loaded.shapes, stats=loaded.stats)
 
 
@@ -288,7 +289,8 @@ def order_variants(loaded: Loaded, schedule: str, max_orders: int = 24, seen: se
     leaves a later group without any valid order."""
     seen = set() if seen is None else seen
     try:
-        base = _compile(loaded, schedule)
+        parsed = Schedule.parse(schedule)  # read once; each variant is this record with one order set
+        base = _compile(loaded, parsed)
     except FuseflowError as err:
         yield schedule, err
         return
@@ -300,8 +302,10 @@ def order_variants(loaded: Loaded, schedule: str, max_orders: int = 24, seen: se
             continue
         for order in itertools.islice(valid_orders(kernel.region), max_orders):
             variant = f"{schedule} order.{kernel.index}={','.join(order)}"
+            record = copy.deepcopy(parsed)
+            record.orders[kernel.index] = OrderChoice(tuple(order))
             try:
-                compiled = _compile(loaded, variant)
+                compiled = _compile(loaded, record)
             except UserError as err:
                 if "has no valid order" in str(err):
                     continue

@@ -32,7 +32,7 @@ from ..oracle import GraphRun, MisalignedStreams, NodeRun
 from ..oracle import run_graph as oracle_run_graph
 from ..oracle.node import _run_node
 from .alu import ALU_CODES
-from .engine import Engine, KernelFailed, times_of, tokens_of
+from .engine import Engine, KernelFailed, Overflow, times_of, tokens_of
 from .reduce import REDUCE_CODES
 from .runners import RUNNERS
 from .stream import DONE, EMPTY, REPEAT, STOP, VAL, Arr, from_tokens, to_tokens
@@ -44,14 +44,29 @@ ORACLE_RERUN_TOKENS = 5_000_000  # malformed input in a graph this small is re-r
 
 
 def run_graph(graph: SamGraph, tensors: dict, hw: HwConfig | None = None, keep_streams: bool = False,
-              record_steps: bool = False, *, chunk=None, budget=None, on_events=None) -> GraphRun:
+              record_steps: bool = False, *, chunk=None, budget=None, on_events=None,
+              depth: int | dict | None = None, first_unbounded: bool = True) -> GraphRun:
     """Simulate `graph` exactly as `oracle.run_graph` does, streaming through buffers of `chunk`
     tokens (default: sized to the graph; see `engine.chunk_for`). A per-step log
-    (`record_steps`, for bounded channels) is the oracle's business: it runs the oracle."""
+    (`record_steps`, for bounded channels) is the oracle's business: it runs the oracle.
+    With `depth` (default `hw.channel_depth`) channels are bounded where every node's kernel
+    allows (`GraphRun.channel_depth` says whether they were; `sim.bounded` settles the rest):
+    first unbounded, stopping at the first channel that overflows its bound (`first_unbounded`),
+    then with back-pressure; a deadlock raises `sim.bounded.Deadlock`."""
     if record_steps:
         return oracle_run_graph(graph, tensors, hw, keep_streams, record_steps=True)
-    engine = Engine(graph, tensors, hw, chunk=chunk, budget=budget, keep_streams=keep_streams,
-                    on_events=on_events)
+    if depth is None and hw is not None:
+        depth = hw.channel_depth
+    options = dict(chunk=chunk, budget=budget, keep_streams=keep_streams, on_events=on_events, depth=depth)
+    try:
+        return _run(graph, tensors, hw, first_unbounded=first_unbounded and depth is not None, **options)
+    except Overflow:
+        return _run(graph, tensors, hw, first_unbounded=False, **options)
+
+
+def _run(graph: SamGraph, tensors: dict, hw: HwConfig | None, **options) -> GraphRun:
+    """One engine run; malformed input is reported with the oracle's exact message."""
+    engine = Engine(graph, tensors, hw, **options)
     try:
         return engine.run()
     except KernelFailed as failed:

@@ -30,10 +30,13 @@ from .core import (
     Runner,
     T,
     enter,
+    gated,
     leave,
     missing,
     out_at,
+    out_depth,
     out_leave,
+    out_room,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
@@ -131,7 +134,7 @@ def alu_op(op, x0, x1, x2, nan):
 
 
 @njit(cache=True)
-def _k_alu(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ck_, cd, c_s, ccons, ok, od, ot,
+def _k_alu(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ck_, cd, c_s, ccons, ok, od, ot, og,
            nin, op, has_scalar, scalar, spos, nanv):
     nan = nanv[0]
     pa, ea, fa, al = enter(CH, RD, io, 0)
@@ -142,7 +145,8 @@ def _k_alu(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ck_, cd, c_
     if nin >= 3:
         pc, ec, fc, cl = enter(CH, RD, io, 2)
     j = out_at(CH, io, nin, 0)
-    cap = ok.shape[0]
+    cap = out_room(CH, RD, io, nin, 0, ok.shape[0])
+    d, base = out_depth(CH, io, nin, 0)
     t = S[T]
     ii = S[II]
     flops = 0
@@ -217,7 +221,7 @@ def _k_alu(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ck_, cd, c_
                 break
             ok[j] = a
             od[j] = lv if a == STOP else 0.0
-        t = max(t + ii, rt)
+        t = gated(max(t + ii, rt), og, j, d, base)
         ot[j] = t
         j += 1
         acons[pa] = t
@@ -246,6 +250,7 @@ def _k_alu(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ck_, cd, c_
 
 class Alu(Runner):
     kernel = staticmethod(_k_alu)
+    backpressure = True
 
     def check(self):
         try:
@@ -278,7 +283,7 @@ class Alu(Runner):
             out = self.out_ch[0]
             tables = out.tables
             self._args = (self.S, self.F, tables.CH, tables.RD, self.io, *ports[0], *ports[1], *ports[2],
-                          out.kind, out.data, out.sent, len(self.in_ch), ALU_CODES[self.op],
+                          out.kind, out.data, out.sent, self.gate_of(out), len(self.in_ch), ALU_CODES[self.op],
                           self.scalar is not None, 0.0 if self.scalar is None else self.scalar,
                           int(self.pos) if self.scalar is not None else 0, NANV)
         return self._args

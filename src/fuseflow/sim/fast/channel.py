@@ -18,9 +18,14 @@ integers of one to three bytes. This is the one part of the engine's memory that
 model rather than the buffers: a FIFO that the model fills with millions of tokens at irregular
 times costs a few megabytes here.
 
+A channel bounded to N tokens (a modelled FIFO of depth N, `Engine(depth=...)`; it has one reader)
+lets its producer emit token j only once the reader consumed token j - N, and not before that
+consume's time (`core.out_room`, `core.gated`): the window keeps the last N tokens' consume times
+for that (compaction keeps them, moving the reader's `cons` with the tokens).
+
 The numbers kernels need live in a shared table that numba updates in place: `CH[c] = (base, n,
-final)` per channel; `RD[r]` per reader: its cursor, the sends (k) and consumes (j) merged so
-far, the most waiting so far, and its queue (see `_pop` and `_push`).
+final, depth, reader)` per channel (depth 0: unbounded); `RD[r]` per reader: its cursor, the sends
+(k) and consumes (j) merged so far, the most waiting so far, and its queue (see `_pop` and `_push`).
 
     >>> tables = Tables(1, 1)
     >>> ch = Channel(tables, 0, np.int64, capacity=4)
@@ -42,8 +47,8 @@ from numba import njit
 
 from . import pool
 
-# CH columns
-BASE, COUNT, FINAL = 0, 1, 2
+# CH columns (DEPTH: the modelled FIFO's depth, 0 unbounded; READER: its one reader's row of RD)
+BASE, COUNT, FINAL, DEPTH, READER = 0, 1, 2, 3, 4
 # RD columns: cursor, merge state, then the queue: first byte, bytes used, times queued, the first
 # time, the last one, the run being read (difference, times left) and the run being written
 CURSOR, MK, MJ, BEST, QHEAD, QUSED, QN, QFIRST, QLAST, QHD, QHC, QTD, QTC = range(13)
@@ -56,15 +61,17 @@ class Tables:
     """The shared channel and reader tables of one graph run."""
 
     def __init__(self, channels: int, readers: int):
-        self.CH = np.zeros((max(channels, 1), 3), dtype=np.int64)
+        self.CH = np.zeros((max(channels, 1), 5), dtype=np.int64)
         self.RD = np.zeros((max(readers, 1), 13), dtype=np.int64)
 
 
 class Reader:
-    __slots__ = ("index", "cons", "node", "port", "queue")
+    __slots__ = ("index", "cons", "node", "port", "queue", "synced", "unmerged")
 
     def __init__(self, index: int, capacity: int, node: int = -1, port: str = ""):
         self.index, self.node, self.port = index, node, port
+        self.synced = -1  # tokens produced when its consumes were last merged (`Engine.count_consumed`)
+        self.unmerged = -1  # on a bounded channel: the first consumed token not merged yet (-1: none)
         self.cons = pool.take(capacity, np.int64)
         self.queue = np.zeros(QUEUE_BYTES, dtype=np.uint8)  # waiting consume times (see sync)
 
@@ -92,7 +99,20 @@ class Channel:
         self.readers: list[Reader] = []
         self.kept: list | None = [] if keep else None  # every token, for keep_streams
         self.limit = capacity  # the chunk: the size the buffer may grow to before its producer waits
+        self.depth = self.limit_depth = 0  # the modelled FIFO's depth (`bound`); 0: unbounded
         self._alloc(capacity)
+
+    def bound(self, depth: int) -> None:
+        """Model a FIFO of `depth` tokens (the channel has exactly one reader): its producer waits
+        until the reader consumed the token `depth` before the one it emits."""
+        self.depth = self.limit_depth = int(depth)
+        self.tables.CH[self.index, DEPTH] = self.depth
+        self.tables.CH[self.index, READER] = self.readers[0].index
+
+    def unbound(self) -> None:
+        """Lift the bound (a deadlock's report runs on unbounded); `limit_depth` keeps it."""
+        self.depth = 0
+        self.tables.CH[self.index, DEPTH] = 0
 
     def _alloc(self, capacity: int) -> None:
         self.kind = pool.take(capacity, np.int8)
@@ -106,23 +126,24 @@ class Channel:
 
     @property
     def base(self) -> int:
-        return int(self.tables.CH[self.index, BASE])
+        return self.tables.CH.item(self.index, BASE)
 
     @property
     def count(self) -> int:
-        return int(self.tables.CH[self.index, COUNT])
+        return self.tables.CH.item(self.index, COUNT)
 
     @property
     def produced(self) -> int:
-        return self.base + self.count
+        item = self.tables.CH.item
+        return item(self.index, BASE) + item(self.index, COUNT)
 
     @property
     def final(self) -> bool:
-        return bool(self.tables.CH[self.index, FINAL])
+        return bool(self.tables.CH.item(self.index, FINAL))
 
     def cursor(self, reader: int) -> int:
         """Window position of reader `reader`'s next token."""
-        return int(self.tables.RD[reader, CURSOR] - self.tables.CH[self.index, BASE])
+        return self.tables.RD.item(reader, CURSOR) - self.tables.CH.item(self.index, BASE)
 
     def bytes_per_slot(self) -> int:
         tile = 8 * int(np.prod(self.tile_shape)) if self.tile_shape is not None else 0
@@ -135,14 +156,26 @@ class Channel:
     def droppable(self) -> int:
         """Tokens at the front that every reader consumed and whose sends are merged."""
         RD = self.tables.RD
-        low = self.produced
+        low = self.produced - self.depth  # a bounded channel keeps its last `depth` consume times
         for r in self.readers:
             low = min(low, int(RD[r.index, CURSOR]), int(RD[r.index, MK]))
         return max(0, low - self.base)
 
-    def room(self) -> int:
-        """Free slots, counting what a compaction would free."""
+    def buffer_room(self) -> int:
+        """Free slots of the buffer, counting what a compaction would free."""
         return self.capacity - self.count + self.droppable()
+
+    def bound_room(self) -> int | None:
+        """Tokens the producer may still emit before the modelled FIFO is full (None: unbounded)."""
+        if not self.depth:
+            return None
+        return int(self.tables.RD[self.readers[0].index, CURSOR]) + self.depth - self.produced
+
+    def room(self) -> int:
+        """Tokens the producer may emit now, counting what a compaction would free."""
+        room = self.buffer_room()
+        bound = self.bound_room()
+        return room if bound is None else min(room, bound)
 
     def compact(self) -> int:
         """Drop the tokens every reader is done with; returns how many."""
@@ -152,6 +185,9 @@ class Channel:
             keep = n - drop
             for arr in (self.kind, self.data, self.sent):
                 arr[:keep] = arr[drop:n]
+            if self.depth:  # the consume times the producer still waits on move with their tokens
+                for r in self.readers:
+                    r.cons[:keep] = r.cons[drop:n]
             if self.tiles is not None:
                 self.tiles[:keep] = self.tiles[drop:n]
             self.tables.CH[self.index, BASE] += drop
@@ -168,8 +204,11 @@ class Channel:
             self.tiles[:n] = old[3][:n]
         pool.give(*old[:3])
         for r in self.readers:
-            pool.give(r.cons)
+            old_cons = r.cons
             r.cons = pool.take(capacity, np.int64)
+            if self.depth:
+                r.cons[:n] = old_cons[:n]
+            pool.give(old_cons)
 
     def release(self) -> None:
         """Give the buffers to the pool for the next run; the channel holds no tokens after."""

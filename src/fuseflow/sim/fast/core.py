@@ -17,6 +17,13 @@ local positions and back. A kernel records the step time at which it consumes ea
 in the reader's `cons` array (aligned with the channel's window); the engine hands those times
 to the reader's occupancy merge after the call.
 
+Bounded channels (back-pressure, `Runner.backpressure`): a kernel also gets, per output, its
+reader's `cons` array (`gate`). Before a step it checks room only on the outputs that step emits
+on (`out_room`: the buffer, and on a channel bounded to N tokens the reader's cursor + N), and a
+step emitting the token at window position j of such a channel happens no earlier than the
+reader consumed the token N before it (`gated`): `t = max(t + II, reads, cons[j - N])`, as
+`sim.bounded` replays it.
+
     >>> S = new_state(ii=1)
     >>> int(S[T]), int(S[II]), int(S[STEPS])
     (-1, 1, 0)
@@ -45,6 +52,7 @@ INF = math.inf
 # `x >= 0 ? sqrt(x) : NaN` into `sqrt(x)`, whose NaN has another sign bit.
 NANV = np.array([NAN], dtype=np.float64)
 NO_MEM = np.zeros(4, dtype=np.int64)  # memory model off
+NO_GATE = np.zeros(1, dtype=np.int64)  # the gate of an output that is never bounded
 
 
 def new_state(ii: int) -> np.ndarray:
@@ -77,6 +85,36 @@ def out_at(CH, io, nin, o):
 @njit(inline="always")
 def out_leave(CH, io, nin, o, j):
     CH[io[3 * nin + o], 1] = j
+
+
+@njit(inline="always")
+def out_room(CH, RD, io, nin, o, cap):
+    """The window position output o may fill up to: `cap` (its buffer's size), on a channel
+    bounded to N tokens also its reader's cursor + N."""
+    c = io[3 * nin + o]
+    d = CH[c, 3]
+    if d == 0:
+        return cap
+    return min(cap, RD[CH[c, 4], 0] - CH[c, 0] + d)
+
+
+@njit(inline="always")
+def out_depth(CH, io, nin, o):
+    """(depth, window base) of output o's channel; depth 0 = unbounded."""
+    c = io[3 * nin + o]
+    return CH[c, 3], CH[c, 0]
+
+
+@njit(inline="always")
+def gated(t, gate, j, d, base):
+    """`t`, or later if a step at `t` emitting window position j of a channel bounded to d
+    tokens must wait for the reader to consume the token d before it (`gate`: its consume
+    times, aligned with the window)."""
+    if d != 0 and base + j >= d:
+        x = gate[j - d]
+        if x > t:
+            return x
+    return t
 
 
 @njit(inline="always")
@@ -119,6 +157,7 @@ class Runner:
     `extra` (arguments after the ports) and `after` (work on the tokens a call moved)."""
 
     kernel = None
+    backpressure = False  # the kernel takes a gate per output and honours bounded channels (see above)
     ins: tuple[str, ...] = ()
     outs: tuple[str, ...] = ()
 
@@ -136,7 +175,7 @@ class Runner:
         self._args = None
         self.done = False
         self.status = 0  # of the last call
-        self.waiting, self.seen, self.rooms = 0, 0, []  # what a waiting node waits for
+        self.waiting, self.seen, self.rooms = 0, 0, 0  # what a waiting node waits for (rooms: `Engine._drained`)
         self.failed = False  # set by `after` when it finds malformed input
         self.engine = None
 
@@ -214,6 +253,12 @@ class Runner:
                                     for ch, r in zip(self.in_ch, self.readers)]
         return self._reader_objects
 
+    @staticmethod
+    def gate_of(ch) -> np.ndarray:
+        """Output channel `ch`'s gate: its one reader's consume times (a dummy when it has none or
+        several: such channels are never bounded)."""
+        return ch.readers[0].cons if len(ch.readers) == 1 else NO_GATE
+
     def args(self) -> tuple:
         if self._args is None:
             ports = []
@@ -221,9 +266,38 @@ class Runner:
                 ports += [ch.kind, ch.data, ch.sent, self.cons_of(ch, r)]
             for ch in self.out_ch:
                 ports += [ch.kind, ch.data, ch.sent]
+                if self.backpressure:
+                    ports.append(self.gate_of(ch))
             tables = self.in_ch[0].tables if self.in_ch else self.out_ch[0].tables
             self._args = (self.S, self.F, tables.CH, tables.RD, self.io, *ports, *self.extra())
         return self._args
+
+    # -- a deadlock's report ---------------------------------------------------------------------------
+    def head(self, port: str):
+        """(kind, data) of the next token on input `port`, None when none has been produced yet."""
+        i = self.ins.index(port)
+        ch = self.in_ch[i]
+        cursor = int(ch.tables.RD[self.readers[i], 0])
+        if cursor >= ch.produced:
+            return None
+        x = cursor - ch.base
+        return int(ch.kind[x]), ch.data[x]
+
+    def full(self, port: str) -> bool:
+        """Whether output `port` was a full bounded channel when the graph deadlocked."""
+        return self.out_ch[self.outs.index(port)].index in self.engine.full_channels
+
+    def unsure(self, ports) -> list[str] | None:
+        """The emits of a step that depend on a token not there yet: nothing to report when none of
+        the outputs that it might emit on is full, else None (unknown)."""
+        return None if any(self.full(p) for p in ports) else []
+
+    def pending(self) -> tuple[list[str], list[str]] | None:
+        """(input ports the next step reads, output ports it emits on, in the oracle's order) as
+        far as they matter for a deadlock's report: a port whose head is there or whose channel
+        has room may be listed or not. None when that depends on a token not produced yet. Here:
+        every input and every output (a node whose steps read and emit the same ports)."""
+        return list(self.ins), list(self.outs)
 
     # -- running --------------------------------------------------------------------------------------
     def call(self) -> int:

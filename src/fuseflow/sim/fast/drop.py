@@ -24,10 +24,13 @@ from .core import (
     Runner,
     T,
     enter,
+    gated,
     leave,
     missing,
     out_at,
+    out_depth,
     out_leave,
+    out_room,
 )
 from .stream import DONE as D_TOK
 from .stream import STOP, VAL
@@ -36,11 +39,16 @@ _STARTED = FREE  # the current inner fiber emitted its outer coordinate
 
 
 @njit(cache=True)
-def _k_crd_drop(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, ook, ood, oot, oik, oid, oit):
+def _k_crd_drop(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, ook, ood, oot, oog, oik, oid, oit, oig):
+    """A step needs room only on the outputs it emits on."""
     po, eo, fo, ol = enter(CH, RD, io, 0)
     pi, ei, fi, il = enter(CH, RD, io, 1)
     jo = out_at(CH, io, 2, 0)
     ji = out_at(CH, io, 2, 1)
+    capo = out_room(CH, RD, io, 2, 0, ook.shape[0])
+    capi = out_room(CH, RD, io, 2, 1, oik.shape[0])
+    do_, bo = out_depth(CH, io, 2, 0)
+    di_, bi = out_depth(CH, io, 2, 1)
     t = S[T]
     ii = S[II]
     steps = 0
@@ -54,12 +62,19 @@ def _k_crd_drop(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, ook, o
         if status:
             S[PORT] = 0
             break
-        if jo >= ook.shape[0] or ji >= oik.shape[0]:
-            status = WAIT_OUT
-            break
         ik = ki[pi]
         o = ko[po]
+        inner_s0 = ik == STOP and di[pi] == 0
+        emit_o = not inner_s0 and (ik != VAL or not S[_STARTED])
+        emit_i = not inner_s0 or S[_STARTED]
+        if (emit_o and jo >= capo) or (emit_i and ji >= capi):
+            status = WAIT_OUT
+            break
         tn = max(t + ii, max(i_s[pi] + il, o_s[po] + ol, 0))
+        if emit_o:
+            tn = gated(tn, oog, jo, do_, bo)
+        if emit_i:
+            tn = gated(tn, oig, ji, di_, bi)
         if ik == VAL:
             if o != VAL:
                 status = FAIL
@@ -125,8 +140,19 @@ def _k_crd_drop(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, ook, o
 
 class CrdDrop(Runner):
     kernel = staticmethod(_k_crd_drop)
+    backpressure = True
     ins, outs = ("outer", "inner"), ("outer", "inner")
 
     def check_bound(self):
         if any(ch.dtype != np.int64 for ch in self.in_ch):
             raise NeedOracle()
+
+    def pending(self):
+        inner, started = self.head("inner"), bool(self.S[_STARTED])
+        if inner is None:
+            return ["inner", "outer"], self.unsure(["outer", "inner"])
+        if inner[0] == VAL:
+            return ["inner", "outer"], ([] if started else ["outer"]) + ["inner"]
+        if inner[0] == STOP and int(inner[1]) == 0:
+            return ["inner", "outer"], (["inner"] if started else [])
+        return ["inner", "outer"], ["outer", "inner"]

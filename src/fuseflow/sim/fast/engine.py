@@ -9,6 +9,16 @@ another stream moves (reconvergent paths with different rates): its full buffers
 the memory budget. None of this changes timing: a token's time follows from the times of the
 tokens it depends on, whichever call computes it (see `core`).
 
+With `depth` (modelled FIFOs of that many tokens, `HwConfig.channel_depth`) every channel with a
+reader is bounded (`Channel.bound`): a producer waits for its reader, times follow
+`sim.bounded`'s rule, and a round in which nothing moves while only bounds hold nodes back is a
+deadlock (`sim.bounded.Deadlock`). That needs every node's kernel to honour bounds
+(`Runner.backpressure`) and one reader per stream; otherwise the run is unbounded
+(`GraphRun.channel_depth` None) and `sim.bounded` settles the bound from it. With
+`first_unbounded` the run is unbounded but stops (`Overflow`) as soon as a channel held more
+tokens than its bound: a run that never does has the bounded times (`sim.bounded.fits_unbounded`)
+and costs no more than an unbounded one, while bounded channels move at most N tokens a visit.
+
 Memory the engine allocates (buffers, accumulator tables, written tensors) goes through
 `reserve`, which checks it against the run's `Budget` and raises `MemoryLimitError` naming the
 node instead of letting the operating system kill the process.
@@ -30,6 +40,7 @@ import numpy as np
 from ...memory import Budget, format_bytes
 from ...sam.graph import GraphError, SamGraph, Stream
 from ...sam.primitives import PRIMITIVES
+from ..bounded import Deadlock, bounded_cycles
 from ..hw import HwConfig
 from ..oracle import WRITERS, GraphRun
 from ..storage import WrittenTensor
@@ -48,6 +59,10 @@ CHECK_EVERY = 16 << 20  # bytes allocated between two checks against the memory 
 CHANNEL_BYTES = 1 << 30  # what the buffers of one kernel may take before their size is lowered
 TILE_CHANNEL_BYTES = 16 << 20  # one channel of tiles
 MIN_CHUNK = 64
+
+
+class Overflow(Exception):
+    """A run with `first_unbounded` met a channel holding more tokens than its bound."""
 
 
 class KernelFailed(Exception):
@@ -93,7 +108,8 @@ class Engine:
 
     def __init__(self, graph: SamGraph, tensors: dict, hw: HwConfig | None = None, *, chunk=None,
                  budget: Budget | None = None, keep_streams: bool = False, on_events=None,
-                 record_consumed: bool = False, what: str | None = None, sources: dict | None = None):
+                 record_consumed: bool = False, what: str | None = None, sources: dict | None = None,
+                 depth: int | dict | None = None, first_unbounded: bool = False):
         self.graph, self.tensors, self.hw = graph, tensors, hw or HwConfig()
         self.budget, self.on_events = budget, on_events
         self.whole = chunk == WHOLE
@@ -101,6 +117,7 @@ class Engine:
         self.reserved = self.unchecked = 0
         self.record_consumed = record_consumed
         self.consumed: dict = {}
+        self.full_channels: set = set()  # bounded channels that were full when the graph deadlocked
         cache: dict = {}
         nodes = graph.nodes
         sources = sources or {}
@@ -139,6 +156,39 @@ class Engine:
                 self.channels[s] = ch
             runner.attach_outputs([self.channels[Stream(node.id, p)] for p in runner.outs])
             self.runners.append(runner)
+        self.depth = self.overflow = None
+        if depth is not None and self._boundable():
+            if first_unbounded:
+                self._watch(depth)
+            else:
+                self._bound(depth)
+            self.depth = depth
+
+    def _boundable(self) -> bool:
+        """Whether every node's kernel honours bounds and every stream has at most one reader."""
+        return not self.whole and not getattr(self.hw, "hbm", False) and \
+            all(r.backpressure for r in self.runners) and all(len(ch.readers) <= 1 for ch in self.channels.values())
+
+    def _watch(self, depth: int | dict) -> None:
+        """Run unbounded, but stop (Overflow) once a channel held more tokens than its bound."""
+        self.overflow = np.full(self.tables.RD.shape[0], np.iinfo(np.int64).max, dtype=np.int64)
+        for stream, ch in self.channels.items():
+            n = depth.get(stream) if isinstance(depth, dict) else depth
+            if n is not None:
+                for reader in ch.readers:
+                    self.overflow[reader.index] = n
+
+    def _bound(self, depth: int | dict) -> None:
+        """Bound every read channel to `depth` (a dict: per stream, others unbounded)."""
+        for stream, ch in self.channels.items():
+            n = depth.get(stream) if isinstance(depth, dict) else depth
+            if not ch.readers or n is None:
+                continue
+            ch.bound(n)
+            need = 1 << (2 * (n + 1) - 1).bit_length()  # room for the last n consume times and as many new tokens
+            ch.limit = max(ch.limit, need)
+            if ch.capacity < need:
+                self._grow_channel(ch, self.runners[0], need)
 
     def _runner(self, make, node, cache) -> Runner:
         """The node's kernel runner bound to its input channels, or the oracle's if the kernel
@@ -198,22 +248,38 @@ class Engine:
                 r.invalidate()
 
     # -- running ---------------------------------------------------------------------------------------
-    def _ready(self, r: Runner) -> bool:
+    def _ready(self, r: Runner, batch: int = 0) -> bool:
+        """Whether r has more than `batch` new tokens (or the end) to read, or its readers
+        progressed by more than `batch`, since it stopped."""
         if r.status == WAIT_IN:
             ch = r.in_ch[r.waiting]
-            return ch.produced > r.seen or ch.final
-        if r.status == WAIT_OUT:
-            return any(ch.room() > room for ch, room in zip(r.out_ch, r.rooms))
+            return ch.produced - r.seen > batch or ch.final
+        if r.status == WAIT_OUT:  # room comes only from its readers' progress
+            return self._drained(r) - r.rooms > batch
         return True
+
+    def _drained(self, r: Runner) -> int:
+        """The progress of r's output channels' readers: their cursors and sends merged (the
+        numbers a channel's room grows with) summed; it grows whenever some room may have."""
+        rows = getattr(r, "out_rows", None)
+        if rows is None:
+            rows = r.out_rows = [x.index for ch in r.out_ch for x in ch.readers]
+        item = self.tables.RD.item
+        total = 0
+        for x in rows:
+            total += item(x, 0) + item(x, 1)
+        return total
 
     def _visit(self, r: Runner) -> bool:
         """Call r's kernel until it waits; True if it moved."""
-        steps = int(r.S[STEPS])
+        steps = r.S.item(STEPS)
         moved_status = r.status
         while True:
-            for ch in r.out_ch:
-                if not self.whole and ch.capacity - ch.count < (ch.capacity + 1) // 2:
-                    ch.compact()
+            if not self.whole:
+                for ch in r.out_ch:
+                    capacity = ch.kind.shape[0]
+                    if capacity - ch.count < (capacity + 1) // 2:
+                        ch.compact()
             before_in = [ch.cursor(x) for ch, x in zip(r.in_ch, r.readers)]
             before_out = [ch.count for ch in r.out_ch]
             status = r.call()
@@ -244,15 +310,16 @@ class Engine:
             r.waiting = int(r.S[7])
             r.seen = r.in_ch[r.waiting].produced
         elif status == WAIT_OUT:
-            r.rooms = [ch.room() for ch in r.out_ch]
-        return int(r.S[STEPS]) != steps or status != moved_status
+            r.rooms = self._drained(r)
+        return r.S.item(STEPS) != steps or status != moved_status
 
     def _after(self, r: Runner, status: int, before_in, before_out) -> None:
         """Tile values and written tensors (`Runner.after`), kept streams, and the occupancy
         count of what the call consumed."""
         r.after(before_in, before_out)
         for ch, start in zip(r.out_ch, before_out):
-            ch.keep_new(start)
+            if ch.kept is not None:
+                ch.keep_new(start)
         self.count_consumed(r, before_in, status == DONE)
 
     def count_consumed(self, r: Runner, before_in, finished: bool) -> None:
@@ -260,38 +327,118 @@ class Engine:
         for ch, x, b, reader in zip(r.in_ch, r.readers, before_in, r.reader_objects()):
             if self.record_consumed:
                 self.consumed.setdefault(x, []).extend(reader.cons[b:ch.cursor(x)].tolist())
+            produced = ch.produced
+            if not finished and b == ch.cursor(x) and reader.synced == produced:
+                continue  # nothing consumed and nothing sent since the last merge: nothing to merge
+            if ch.depth:  # bounded: merge a quarter buffer of consumes at a time (their cons move
+                base = ch.base  # with compaction, which keeps what is not merged)
+                if reader.unmerged < 0:
+                    reader.unmerged = base + b
+                if not finished and t.RD.item(x, 0) - reader.unmerged < ch.kind.shape[0] // 4:
+                    continue
+                b, reader.unmerged = reader.unmerged - base, -1
+            reader.synced = produced
             while True:
                 stop = sync(t.CH, t.RD, ch.index, x, b, ch.sent, reader.cons, finished, reader.queue)
                 if stop < 0:
                     break
                 self.reserve(reader.grow_queue(t.RD), r)
                 b = int(stop)
+            if self.overflow is not None and t.RD.item(x, 3) > self.overflow[x]:
+                raise Overflow()
 
     def _unstick(self) -> None:
-        """No node moved in a whole round: grow the full buffers of the nodes waiting for room."""
+        """No node moved in a whole round: grow the full buffers of the nodes waiting for room;
+        where only bounded channels' depths hold them back, the graph is deadlocked."""
+        if not self._grow_waiting():
+            if self.depth is not None:
+                raise self._deadlock()
+            waiting = [f"n{r.id} {r.kind}" for r in self.runners if not r.done][:8]
+            raise AssertionError(f"fast engine: no node can move ({', '.join(waiting)})")
+
+    def _grow_waiting(self) -> bool:
+        """Grow the full buffers (not the bounds) of the nodes waiting for room; False if none."""
         grown = False
         for r in self.runners:
             if r.done or r.status != WAIT_OUT:
                 continue
             for ch in r.out_ch:
-                if ch.room() == 0:
+                if ch.buffer_room() == 0 and (ch.bound_room() is None or ch.bound_room() > 0):
                     self._grow_channel(ch, r)
                     grown = True
             r.status = 0
-        if not grown:
-            waiting = [f"n{r.id} {r.kind}" for r in self.runners if not r.done][:8]
-            raise AssertionError(f"fast engine: no node can move ({', '.join(waiting)})")
+        return grown
+
+    def _deadlock(self) -> Exception:
+        """The deadlock report, as `sim.bounded` words it: the time of the last step, each blocked
+        node with what its next step waits for (data on an input nobody produced yet, space on a
+        full bounded output), the full and the empty channels. Where a node's next step depends on
+        a token not produced yet (`Runner.pending` None), the bounds are lifted and the nodes
+        upstream of it run on until that token is there (timing no longer matters, values do)."""
+        RD = self.tables.RD
+        self.full_channels = {ch.index for ch in self.channels.values() if ch.depth and ch.bound_room() <= 0}
+        produced = {ch.index: ch.produced for ch in self.channels.values()}
+        cursors = RD[:, 0].copy()
+        time = max((int(r.S[T]) for r in self.runners if r.node is not None and r.S[STEPS] > 0), default=0)
+        blocked_nodes = [r for r in self.runners if r.node is not None and not r.done]
+        steps = {r.id: r.pending() for r in blocked_nodes}
+        unknown = [r for r in blocked_nodes if steps[r.id] is None]
+        if unknown:
+            for ch in self.channels.values():
+                ch.unbound()
+            frozen = {r.id for r in unknown}
+            for r in unknown:  # upstream first: what it waits on comes from nodes already known
+                steps[r.id] = self._advance(r, frozen)
+                if steps[r.id] is None:
+                    return self._replayed_deadlock()
+                frozen.discard(r.id)
+        blocked, full, empty = [], set(), set()
+        for r in blocked_nodes:
+            reads, emits = steps[r.id]
+            waits = []
+            for port in sorted(reads):
+                i = r.ins.index(port)
+                if cursors[r.readers[i]] >= produced[r.in_ch[i].index]:
+                    waits.append(f"data on {port}")
+                    empty.add(f"{r.node.inputs[port]}->n{r.id}")
+            for port in emits:
+                if r.full(port):
+                    waits.append(f"space on {port}")
+                    full.add(f"{Stream(r.id, port)} (depth {r.out_ch[r.outs.index(port)].limit_depth})")
+            if not waits:  # cannot be: the node would have moved
+                return self._replayed_deadlock()
+            blocked.append(f"n{r.id} {r.kind} waits for {' and '.join(waits)}")
+        return Deadlock(time, blocked, sorted(full), sorted(empty))
+
+    def _advance(self, target: Runner, frozen: set) -> tuple | None:
+        """Run the nodes not frozen (bounds lifted) until `target.pending()` is known; None if
+        the graph stops first."""
+        while True:
+            step = target.pending()
+            if step is not None:
+                return step
+            moved = False
+            for r in self.runners:
+                if r.id not in frozen and not r.done and self._ready(r):
+                    moved |= self._visit(r)
+            if not moved and not self._grow_waiting():
+                return None
+
+    def _replayed_deadlock(self) -> Exception:
+        """The report from the oracle's replay (`sim.bounded`), which must deadlock too."""
+        bounded_cycles(self.graph, self.tensors, self.depth, self.hw)
+        return AssertionError("fast engine: bounded channels deadlock where the oracle's replay does not")
 
     def run(self) -> GraphRun:
         """Run every node to the end; the channels' buffers go back to the `pool` after."""
         try:
             last_report = time.monotonic()
             live = list(self.runners)
+            batch = self._batch()
             while live:
-                moved = False
-                for r in live:
-                    if not r.done and self._ready(r):
-                        moved |= self._visit(r)
+                moved = self._round(live, batch)
+                if not moved and batch:  # a round that visits every node that can move
+                    moved = self._round(live, 0)
                 live = [r for r in live if not r.done]
                 if live and not moved:
                     self._unstick()
@@ -306,6 +453,24 @@ class Engine:
                 r.release()
             for ch in self.channels.values():
                 ch.release()
+
+    def _round(self, live: list, batch: int) -> bool:
+        """Visit the nodes that have more than `batch` new tokens or free slots to work on
+        (`_ready`); True if any moved."""
+        moved = False
+        for r in live:
+            if not r.done and self._ready(r, batch):
+                moved |= self._visit(r)
+        return moved
+
+    def _batch(self) -> int:
+        """With bounded channels (at most N tokens a visit), a waiting node is visited again once
+        half a FIFO's worth is there for it (rounds that move nothing then visit every node that
+        can move): fewer, fuller visits. Timing does not depend on when a node is visited."""
+        if self.depth is None or self.overflow is not None:
+            return 0
+        depths = list(self.depth.values()) if isinstance(self.depth, dict) else [self.depth]
+        return min(depths, default=0) // 2
 
     def events(self) -> int:
         """Token events so far: tokens produced on every stream."""
@@ -355,7 +520,7 @@ class Engine:
             stream_tokens={s: ch.produced for s, ch in self.channels.items()}, counters=counters,
             streams={s: tokens_of(ch) for s, ch in kept.items()} if kept else None,
             stream_times={s: times_of(ch) for s, ch in kept.items()} if kept else None,
-            max_occupancy=occupancy)
+            max_occupancy=occupancy, channel_depth=self.depth)
 
 
 class Source(Runner):
@@ -367,7 +532,7 @@ class Source(Runner):
         self.in_ch, self.readers, self.out_ch, self.ins, self.outs = [], [], [ch], (), ("out",)
         self.S = np.zeros(16, dtype=np.int64)
         self.done, self.status, self.failed = False, 0, False
-        self.waiting, self.seen, self.rooms = 0, 0, []
+        self.waiting, self.seen, self.rooms = 0, 0, 0
 
     def call(self) -> int:
         ch = self.out_ch[0]

@@ -19,16 +19,17 @@ import numpy as np
 from numba import njit
 
 from . import tiles
-from .core import DONE, FAIL, II, PORT, STEPS, WAIT_IN, WAIT_OUT, NeedOracle, Runner, T, enter, leave
+from .core import DONE, FAIL, II, PORT, STEPS, WAIT_IN, WAIT_OUT, NeedOracle, Runner, T, enter, gated, leave, out_room
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
 
 
 @njit(cache=True)
-def _k_joiner(S, F, CH, RD, io, is_union, k, ck, cd, cs, ccons, pk, ps, pcons, ok, od, ot, opk, opt, src):
+def _k_joiner(S, F, CH, RD, io, is_union, k, ck, cd, cs, ccons, pk, ps, pcons, ok, od, ot, og, opk, opt, opg, src):
     """One step per loop iteration, as the oracle's `_joiner`; ck/cd/cs/ccons are the crd inputs,
     pk/ps/pcons the payload inputs' kinds, sent times and consume times (tuples of k arrays);
-    opk/opt the payload outputs' kinds and sent times."""
+    opk/opt/opg the payload outputs' kinds, sent times and gates. A step that emits nothing (a
+    skip) needs no room."""
     cpos = np.empty(k, dtype=np.int64)
     cend = np.empty(k, dtype=np.int64)
     cfin = np.empty(k, dtype=np.bool_)
@@ -42,11 +43,17 @@ def _k_joiner(S, F, CH, RD, io, is_union, k, ck, cd, cs, ccons, pk, ps, pcons, o
         cpos[i], cend[i], cfin[i], clat[i] = enter(CH, RD, io, 2 * i)
         ppos[i], pend[i], pfin[i], plat[i] = enter(CH, RD, io, 2 * i + 1)
     nin = 2 * k
+    dep = np.empty(k + 1, dtype=np.int64)
+    bas = np.empty(k + 1, dtype=np.int64)
+    bounded = False
     for o in range(k + 1):
         jo[o] = CH[io[3 * nin + o], 1]
-    cap = ok.shape[0]
+        dep[o] = CH[io[3 * nin + o], 3]
+        bas[o] = CH[io[3 * nin + o], 0]
+        bounded |= dep[o] != 0
+    cap = out_room(CH, RD, io, nin, 0, ok.shape[0])
     for i in range(k):
-        cap = min(cap, opk[i].shape[0] - jo[i + 1] + jo[0])
+        cap = min(cap, out_room(CH, RD, io, nin, i + 1, opk[i].shape[0]) - jo[i + 1] + jo[0])
     cap = min(cap, src.shape[1] + jo[0])
     adv = np.zeros(k, dtype=np.bool_)
     t = S[T]
@@ -55,9 +62,6 @@ def _k_joiner(S, F, CH, RD, io, is_union, k, ck, cd, cs, ccons, pk, ps, pcons, o
     ne = 0
     status = 0
     while True:
-        if jo[0] >= cap:
-            status = WAIT_OUT
-            break
         rt = 0
         n_done = 0
         n_stop = 0
@@ -147,7 +151,14 @@ def _k_joiner(S, F, CH, RD, io, is_union, k, ck, cd, cs, ccons, pk, ps, pcons, o
                 rt = x
         if status != 0:
             break
+        if emit != 0 and jo[0] >= cap:
+            status = WAIT_OUT
+            break
         t = max(t + ii, rt)
+        if emit != 0 and bounded:
+            t = gated(t, og, jo[0], dep[0], bas[0])
+            for i in range(k):
+                t = gated(t, opg[i], jo[i + 1], dep[i + 1], bas[i + 1])
         steps += 1
         if emit != 0:
             j = jo[0]
@@ -208,6 +219,7 @@ def _gather(src, n, crd_kind, crd_data, j0c, pdata, out, j0):
 
 class Joiner(Runner):
     kernel = staticmethod(_k_joiner)
+    backpressure = True
 
     def __init__(self, node, tensors, hw, cache, is_union: bool):
         super().__init__(node, tensors, hw, cache)
@@ -244,9 +256,32 @@ class Joiner(Runner):
             self._args = (self.S, self.F, crds[0].tables.CH, crds[0].tables.RD, self.io, self.is_union, k,
                           tuple(c.kind for c in crds), tuple(c.data for c in crds), tuple(c.sent for c in crds),
                           tuple(cons[0::2]), tuple(p.kind for p in pays), tuple(p.sent for p in pays),
-                          tuple(cons[1::2]), crd_out.kind, crd_out.data, crd_out.sent,
-                          tuple(p.kind for p in pay_out), tuple(p.sent for p in pay_out), self.src)
+                          tuple(cons[1::2]), crd_out.kind, crd_out.data, crd_out.sent, self.gate_of(crd_out),
+                          tuple(p.kind for p in pay_out), tuple(p.sent for p in pay_out),
+                          tuple(self.gate_of(p) for p in pay_out), self.src)
         return self._args
+
+    def pending(self):
+        """Every crd head; the payloads of the inputs the step advances; every output if it emits."""
+        k = self.arity
+        crds = [f"crd{i}" for i in range(k)]
+        heads = [self.head(p) for p in crds]
+        if any(h is None for h in heads):
+            if any(self.head(f"pay{i}") is None for i in range(k)):
+                return None
+            return crds, self.unsure(self.outs)
+        kinds = [h[0] for h in heads]
+        vals = [int(h[1]) for h in heads if h[0] == VAL]
+        stops = any(x == STOP for x in kinds)
+        if not vals:  # every head the same stop, or D
+            adv, emit = [True] * k, True
+        elif self.is_union:
+            adv, emit = [x == VAL and int(h[1]) == min(vals) for x, h in zip(kinds, heads)], True
+        elif not stops and all(v == vals[0] for v in vals):
+            adv, emit = [True] * k, True
+        else:
+            adv, emit = [x == VAL and (stops or int(h[1]) == min(vals)) for x, h in zip(kinds, heads)], False
+        return crds + [f"pay{i}" for i in range(k) if adv[i]], (list(self.outs) if emit else [])
 
     def after(self, before_in, before_out):
         crd = self.out_ch[0]

@@ -13,21 +13,46 @@ import numpy as np
 from numba import njit
 
 from . import tiles
-from .core import DONE, FAIL, FREE, II, PORT, STEPS, WAIT_IN, WAIT_OUT, NeedOracle, Runner, T, enter, leave, missing
+from .core import (
+    DONE,
+    FAIL,
+    FREE,
+    II,
+    PORT,
+    STEPS,
+    WAIT_IN,
+    WAIT_OUT,
+    NeedOracle,
+    Runner,
+    T,
+    enter,
+    gated,
+    leave,
+    missing,
+    out_depth,
+    out_room,
+)
 from .stream import DONE as D_TOK
-from .stream import REPEAT, STOP, _is_elem
+from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
 
 _LANE = FREE  # fork: the lane of the next element; join: the lane read now
 
 
 @njit(cache=True)
-def _k_copy(S, F, CH, RD, io, ik, idat, isent, icons, k, deal, ok, od, ot):
+def _k_copy(S, F, CH, RD, io, ik, idat, isent, icons, k, deal, ok, od, ot, og):
     """broadcast (deal False: every token to every output) and fork (deal True: elements
-    round-robin, stops and D to every lane); ok/od/ot are tuples of the k outputs' arrays."""
+    round-robin, stops and D to every lane); ok/od/ot/og are tuples of the k outputs' arrays."""
     pi, ei, fi, lat = enter(CH, RD, io, 0)
     jo = np.empty(k, dtype=np.int64)
+    cap = np.empty(k, dtype=np.int64)
+    dep = np.empty(k, dtype=np.int64)
+    bas = np.empty(k, dtype=np.int64)
+    bounded = False
     for o in range(k):
         jo[o] = CH[io[3 + o], 1]
+        cap[o] = out_room(CH, RD, io, 1, o, ok[o].shape[0])
+        dep[o], bas[o] = out_depth(CH, io, 1, o)
+        bounded |= dep[o] != 0
     t = S[T]
     ii = S[II]
     lane = S[_LANE]
@@ -36,9 +61,12 @@ def _k_copy(S, F, CH, RD, io, ik, idat, isent, icons, k, deal, ok, od, ot):
     if not deal:  # broadcast: the times once (into icons), then every output copies the block
         n = ei - pi
         for o in range(k):
-            n = min(n, ok[o].shape[0] - jo[o])
+            n = min(n, cap[o] - jo[o])
         for x in range(pi, pi + n):
             t = max(t + ii, max(isent[x] + lat, 0))
+            if bounded:
+                for o in range(k):
+                    t = gated(t, og[o], jo[o] + x - pi, dep[o], bas[o])
             icons[x] = t
             if ik[x] == D_TOK:
                 n = x + 1 - pi
@@ -64,12 +92,15 @@ def _k_copy(S, F, CH, RD, io, ik, idat, isent, icons, k, deal, ok, od, ot):
         one = deal and _is_elem(h)
         full = False
         for o in range(k):
-            if (not one or o == lane) and jo[o] >= ok[o].shape[0]:
+            if (not one or o == lane) and jo[o] >= cap[o]:
                 full = True
         if full:
             status = WAIT_OUT
             break
         t = max(t + ii, max(isent[pi] + lat, 0))
+        for o in range(k):
+            if not one or o == lane:
+                t = gated(t, og[o], jo[o], dep[o], bas[o])
         for o in range(k):
             if not one or o == lane:
                 j = jo[o]
@@ -95,7 +126,7 @@ def _k_copy(S, F, CH, RD, io, ik, idat, isent, icons, k, deal, ok, od, ot):
 
 
 @njit(cache=True)
-def _k_join(S, F, CH, RD, io, lanes, depth, ik, idat, isent, icons, ok, od, ot, src):
+def _k_join(S, F, CH, RD, io, lanes, depth, ik, idat, isent, icons, ok, od, ot, og, src):
     """join over the lanes' arrays (tuples ik/idat/isent/icons); src[:, e] = (lane, position) of
     the e-th token emitted by this call."""
     pos = np.empty(lanes, dtype=np.int64)
@@ -105,7 +136,8 @@ def _k_join(S, F, CH, RD, io, lanes, depth, ik, idat, isent, icons, ok, od, ot, 
     for q in range(lanes):
         pos[q], end[q], fin[q], lat[q] = enter(CH, RD, io, q)
     j = CH[io[3 * lanes], 1]
-    cap = min(ok.shape[0], j + src.shape[1])
+    cap = min(out_room(CH, RD, io, lanes, 0, ok.shape[0]), j + src.shape[1])
+    d, b = out_depth(CH, io, lanes, 0)
     idx = S[_LANE]
     t = S[T]
     ii = S[II]
@@ -128,7 +160,7 @@ def _k_join(S, F, CH, RD, io, lanes, depth, ik, idat, isent, icons, ok, od, ot, 
         lv = int(idat[idx][q]) if h == STOP else 0
         rt = max(isent[idx][q] + lat[idx], 0)
         if _is_elem(h) or (h == STOP and lv < depth):
-            t = max(t + ii, rt)
+            t = gated(max(t + ii, rt), og, j, d, b)
             icons[idx][q] = t
             ok[j] = h
             od[j] = idat[idx][q]
@@ -153,7 +185,7 @@ def _k_join(S, F, CH, RD, io, lanes, depth, ik, idat, isent, icons, ok, od, ot, 
                 rt = max(rt, isent[lane][p] + lat[lane])
             if status != 0:
                 break
-            t = max(t + ii, rt)
+            t = gated(max(t + ii, rt), og, j, d, b)
             ok[j] = h
             od[j] = idat[idx][q]
             ot[j] = t
@@ -189,6 +221,7 @@ class Copy(Runner):
     """broadcast and fork."""
 
     kernel = staticmethod(_k_copy)
+    backpressure = True
     ins = ("in",)
 
     def check(self):
@@ -204,6 +237,14 @@ class Copy(Runner):
     def out_tile(self, port):
         return self.in_ch[0].tile_shape
 
+    def pending(self):
+        head = self.head("in")
+        if not self.deal:
+            return ["in"], list(self.outs)
+        if head is None:
+            return ["in"], self.unsure(self.outs)
+        return ["in"], ([f"out{self.S[_LANE]}"] if head[0] in (VAL, EMPTY) else list(self.outs))
+
     def args(self):
         if self._args is None:
             a = self.in_ch[0]
@@ -211,7 +252,7 @@ class Copy(Runner):
             outs = self.out_ch
             self._args = (self.S, self.F, a.tables.CH, a.tables.RD, self.io, a.kind, a.data, a.sent, cons,
                           len(outs), self.deal, tuple(o.kind for o in outs), tuple(o.data for o in outs),
-                          tuple(o.sent for o in outs))
+                          tuple(o.sent for o in outs), tuple(self.gate_of(o) for o in outs))
         return self._args
 
     def after(self, before_in, before_out):
@@ -222,6 +263,7 @@ class Copy(Runner):
 
 class Join(Runner):
     kernel = staticmethod(_k_join)
+    backpressure = True
     outs = ("out",)
 
     def check(self):
@@ -243,6 +285,16 @@ class Join(Runner):
     def out_tile(self, port):
         return self.in_ch[0].tile_shape
 
+    def pending(self):
+        """Lane idx's head, and every lane's when it is a stop at or above depth, or D."""
+        lane = f"in{self.S[_LANE]}"
+        head = self.head(lane)
+        if head is None:  # the other lanes matter only if they have no head either
+            return ([lane] if all(self.head(p) is not None for p in self.ins if p != lane) else None), ["out"]
+        if head[0] in (VAL, EMPTY) or (head[0] == STOP and int(head[1]) < self.depth):
+            return [lane], ["out"]
+        return list(self.ins), ["out"]
+
     def args(self):
         if self._args is None:
             out = self.out_ch[0]
@@ -252,7 +304,7 @@ class Join(Runner):
             cons = tuple(self.cons_of(ch, r) for ch, r in zip(ins, self.readers))
             self._args = (self.S, self.F, out.tables.CH, out.tables.RD, self.io, self.lanes, self.depth,
                           tuple(c.kind for c in ins), tuple(c.data for c in ins), tuple(c.sent for c in ins), cons,
-                          out.kind, out.data, out.sent, self.src)
+                          out.kind, out.data, out.sent, self.gate_of(out), self.src)
         return self._args
 
     def after(self, before_in, before_out):

@@ -26,10 +26,13 @@ from .core import (
     Runner,
     T,
     enter,
+    gated,
     leave,
     missing,
     out_at,
+    out_depth,
     out_leave,
+    out_room,
     stall,
 )
 from .stream import DONE as D_TOK
@@ -37,17 +40,19 @@ from .stream import EMPTY, STOP, VAL, _is_elem
 
 
 @njit(cache=True)
-def _k_root(S, F, CH, RD, io, ok, od, ot):
+def _k_root(S, F, CH, RD, io, ok, od, ot, og):
     j = out_at(CH, io, 0, 0)
+    cap = out_room(CH, RD, io, 0, 0, ok.shape[0])
+    d, b = out_depth(CH, io, 0, 0)
     status = 0
     while True:
         if S[FREE] == 2:
             status = DONE
             break
-        if j >= ok.shape[0]:
+        if j >= cap:
             status = WAIT_OUT
             break
-        t = max(S[T] + S[II], 0)
+        t = gated(max(S[T] + S[II], 0), og, j, d, b)
         ok[j] = VAL if S[FREE] == 0 else D_TOK
         od[j] = 0
         ot[j] = t
@@ -78,13 +83,16 @@ def _window_range(S, compressed, crd, wlo, whi):
 
 
 @njit(cache=True)
-def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, rk, rd, rt_, compressed, dim, seg, crd, mem,
-            stride, wlo, whi):
+def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, cg, rk, rd, rt_, rg, compressed, dim, seg, crd,
+            mem, stride, wlo, whi):
+    """The reference is consumed at the fiber's first step (its consume time S[_FIRST])."""
     pi, ei, fi, lat = enter(CH, RD, io, 0)
     jc = out_at(CH, io, 1, 0)
     jr = out_at(CH, io, 1, 1)
-    capc = ck.shape[0]
-    capr = rk.shape[0]
+    capc = out_room(CH, RD, io, 1, 0, ck.shape[0])
+    capr = out_room(CH, RD, io, 1, 1, rk.shape[0])
+    dc, bc = out_depth(CH, io, 1, 0)
+    dr, br = out_depth(CH, io, 1, 1)
     nseg = seg.shape[0] - 1
     t = S[T]
     ii = S[II]
@@ -122,7 +130,7 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, rk, rd, rt_, c
                 if jc >= capc or jr >= capr:
                     status = WAIT_OUT
                     break
-                t = max(t + ii, max(isent[pi] + lat, 0))
+                t = gated(gated(max(t + ii, max(isent[pi] + lat, 0)), cg, jc, dc, bc), rg, jr, dr, br)
                 if mem[0]:
                     t += stall(mem, words, 0, k == D_TOK)
                 lv = idat[pi] + 1 if k == STOP else 0
@@ -161,7 +169,7 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, rk, rd, rt_, c
         if p < S[_PEND]:  # a coordinate
             if compressed:
                 reads += 1
-                t = max(t + ii, S[_RT])
+                t = gated(gated(max(t + ii, S[_RT]), cg, jc, dc, bc), rg, jr, dr, br)
                 if mem[0]:
                     t += stall(mem, words, reads - words, False)
                     words = reads
@@ -170,7 +178,7 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, rk, rd, rt_, c
                 rk[jr] = VAL
                 rd[jr] = p
             else:
-                t = max(t + ii, S[_RT])
+                t = gated(gated(max(t + ii, S[_RT]), cg, jc, dc, bc), rg, jr, dr, br)
                 ck[jc] = VAL
                 cd[jc] = p
                 if S[_EMP]:
@@ -180,8 +188,10 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, rk, rd, rt_, c
                     rk[jr] = VAL
                     rd[jr] = S[_BASE] + p * S[_STRIDE]
             S[_RT] = 0
-            if S[_FIRST] < 0:
+            if S[_FIRST] < 0:  # the fiber's first step consumes its reference
                 S[_FIRST] = t
+                icons[pi] = t
+                pi += 1
             ct[jc] = t
             rt_[jr] = t
             jc += 1
@@ -189,12 +199,14 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, rk, rd, rt_, c
             S[_P] = p + 1
             steps += 1
         else:  # the fiber's S0
-            t = max(t + ii, S[_RT])
+            t = gated(gated(max(t + ii, S[_RT]), cg, jc, dc, bc), rg, jr, dr, br)
             if mem[0]:
                 t += stall(mem, words, reads - words, False)
                 words = reads
             if S[_FIRST] < 0:
                 S[_FIRST] = t
+                icons[pi] = t
+                pi += 1
             ck[jc] = STOP
             rk[jr] = STOP
             cd[jc] = 0
@@ -203,8 +215,6 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, rk, rd, rt_, c
             rt_[jr] = t
             jc += 1
             jr += 1
-            icons[pi] = S[_FIRST]
-            pi += 1
             S[_FIB] = 0
             steps += 1
     S[T] = t
@@ -218,11 +228,12 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, rk, rd, rt_, c
 
 
 @njit(cache=True)
-def _k_locate(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ok, od, ot, dim, stride):
+def _k_locate(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ok, od, ot, og, dim, stride):
     pa, ea, fa, al = enter(CH, RD, io, 0)
     pb, eb, fb, bl = enter(CH, RD, io, 1)
     j = out_at(CH, io, 2, 0)
-    cap = ok.shape[0]
+    cap = out_room(CH, RD, io, 2, 0, ok.shape[0])
+    d, b0 = out_depth(CH, io, 2, 0)
     t = S[T]
     ii = S[II]
     steps = 0
@@ -241,7 +252,7 @@ def _k_locate(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ok, od, 
             break
         a = ak[pa]
         b = bk[pb]
-        tn = max(t + ii, max(a_s[pa] + al, b_s[pb] + bl, 0))
+        tn = gated(max(t + ii, max(a_s[pa] + al, b_s[pb] + bl, 0)), og, j, d, b0)
         if a == VAL and b == VAL:
             x = ad[pa]
             if x < 0 or x >= dim:
@@ -281,11 +292,12 @@ def _k_locate(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ok, od, 
 
 
 @njit(cache=True)
-def _k_array(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, vals, fill, mem, w):
+def _k_array(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og, vals, fill, mem, w):
     """Value reads; with tiles `vals` are the stored tiles' numbers (the runner fills the tiles)."""
     pi, ei, fi, lat = enter(CH, RD, io, 0)
     j = out_at(CH, io, 1, 0)
-    cap = ok.shape[0]
+    cap = out_room(CH, RD, io, 1, 0, ok.shape[0])
+    d, b = out_depth(CH, io, 1, 0)
     nv = vals.shape[0]
     t = S[T]
     ii = S[II]
@@ -301,7 +313,7 @@ def _k_array(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, vals, fill, m
             status = WAIT_OUT
             break
         k = ik[pi]
-        tn = max(t + ii, max(isent[pi] + lat, 0))
+        tn = gated(max(t + ii, max(isent[pi] + lat, 0)), og, j, d, b)
         if k == VAL:
             r = idat[pi]
             if r < 0 or r >= nv:
@@ -342,6 +354,7 @@ def _k_array(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, vals, fill, m
 
 class Root(Runner):
     kernel = staticmethod(_k_root)
+    backpressure = True
     outs = ("ref",)
 
     def check(self):
@@ -351,6 +364,7 @@ class Root(Runner):
 
 class Scan(Runner):
     kernel = staticmethod(_k_scan)
+    backpressure = True
     ins, outs = ("ref",), ("crd", "ref")
 
     def check(self):
@@ -388,9 +402,13 @@ class Scan(Runner):
     def extra(self):
         return (*self.level_args, self.mem(), self.stride, *self.window)
 
+    def pending(self):
+        return (["ref"] if self.S[_FIB] == 0 else []), ["crd", "ref"]  # a fiber's later steps read nothing
+
 
 class Locate(Runner):
     kernel = staticmethod(_k_locate)
+    backpressure = True
     ins, outs = ("crd", "ref"), ("ref",)
 
     def check(self):
@@ -415,6 +433,7 @@ class Locate(Runner):
 
 class Array(Runner):
     kernel = staticmethod(_k_array)
+    backpressure = True
     ins, outs = ("ref",), ("val",)
 
     def check(self):

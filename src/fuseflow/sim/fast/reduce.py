@@ -27,10 +27,13 @@ from .core import (
     Runner,
     T,
     enter,
+    gated,
     leave,
     missing,
     out_at,
+    out_depth,
     out_leave,
+    out_room,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
@@ -65,12 +68,13 @@ _OPEN = FREE  # a fiber has elements so far
 
 
 @njit(cache=True)
-def _k_reduce(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, red, nanv):
-    """F[0] holds the open fiber's accumulator."""
+def _k_reduce(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og, red, nanv):
+    """F[0] holds the open fiber's accumulator; a step emits only on a stop or D."""
     nan = nanv[0]
     pi, ei, fi, lat = enter(CH, RD, io, 0)
     j = out_at(CH, io, 1, 0)
-    cap = ok.shape[0]
+    cap = out_room(CH, RD, io, 1, 0, ok.shape[0])
+    d, b = out_depth(CH, io, 1, 0)
     t = S[T]
     ii = S[II]
     acc = F[0]
@@ -82,11 +86,13 @@ def _k_reduce(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, red, nanv):
         if status:
             S[PORT] = 0
             break
-        if j >= cap:
-            status = WAIT_OUT
-            break
         k = ik[pi]
         tn = max(t + ii, max(isent[pi] + lat, 0))
+        if k == STOP or k == D_TOK:
+            if j >= cap:
+                status = WAIT_OUT
+                break
+            tn = gated(tn, og, j, d, b)
         if k == VAL or k == EMPTY:
             x = float(idat[pi]) if k == VAL else 0.0
             acc = combine(red, acc, x, nan)
@@ -152,10 +158,17 @@ class Reducer(Runner):
 
 class Reduce(Reducer):
     kernel = staticmethod(_k_reduce)
+    backpressure = True
     ins, outs = ("val",), ("val",)
 
     def extra(self):
         return (self.red, NANV)
+
+    def pending(self):
+        head = self.head("val")
+        if head is None:
+            return ["val"], self.unsure(["val"])
+        return ["val"], (["val"] if head[0] in (STOP, D_TOK) else [])
 
     def after(self, before_in, before_out):
         if self.tile is not None:

@@ -11,16 +11,35 @@ from __future__ import annotations
 from numba import njit
 
 from . import tiles
-from .core import DONE, FAIL, II, PORT, STEPS, WAIT_OUT, NeedOracle, Runner, T, enter, leave, missing, out_at, out_leave
+from .core import (
+    DONE,
+    FAIL,
+    II,
+    PORT,
+    STEPS,
+    WAIT_OUT,
+    NeedOracle,
+    Runner,
+    T,
+    enter,
+    gated,
+    leave,
+    missing,
+    out_at,
+    out_depth,
+    out_leave,
+    out_room,
+)
 from .stream import DONE as D_TOK
 from .stream import REPEAT, STOP, VAL, _is_elem
 
 
 @njit(cache=True)
-def _k_repsig(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot):
+def _k_repsig(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og):
     pi, ei, fi, lat = enter(CH, RD, io, 0)
     j = out_at(CH, io, 1, 0)
-    cap = ok.shape[0]
+    cap = out_room(CH, RD, io, 1, 0, ok.shape[0])
+    d, b = out_depth(CH, io, 1, 0)
     t = S[T]
     ii = S[II]
     steps = 0
@@ -43,7 +62,7 @@ def _k_repsig(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot):
         else:
             status = FAIL
             break
-        t = max(t + ii, max(isent[pi] + lat, 0))
+        t = gated(max(t + ii, max(isent[pi] + lat, 0)), og, j, d, b)
         ot[j] = t
         j += 1
         icons[pi] = t
@@ -60,11 +79,12 @@ def _k_repsig(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot):
 
 
 @njit(cache=True)
-def _k_repeat(S, F, CH, RD, io, ik, idat, isent, icons, sk, sd, s_s, scons, ok, od, ot):
+def _k_repeat(S, F, CH, RD, io, ik, idat, isent, icons, sk, sd, s_s, scons, ok, od, ot, og):
     pi, ei, fi, il = enter(CH, RD, io, 0)
     ps, es, fs, sl = enter(CH, RD, io, 1)
     j = out_at(CH, io, 2, 0)
-    cap = ok.shape[0]
+    cap = out_room(CH, RD, io, 2, 0, ok.shape[0])
+    d, b = out_depth(CH, io, 2, 0)
     t = S[T]
     ii = S[II]
     steps = 0
@@ -83,7 +103,7 @@ def _k_repeat(S, F, CH, RD, io, ik, idat, isent, icons, sk, sd, s_s, scons, ok, 
             break
         s = sk[ps]
         h = ik[pi]
-        tn = max(t + ii, max(s_s[ps] + sl, isent[pi] + il, 0))
+        tn = gated(max(t + ii, max(s_s[ps] + sl, isent[pi] + il, 0)), og, j, d, b)
         if s == REPEAT:
             if not _is_elem(h):
                 status = FAIL
@@ -133,11 +153,13 @@ def _k_repeat(S, F, CH, RD, io, ik, idat, isent, icons, sk, sd, s_s, scons, ok, 
 
 class Repsig(Runner):
     kernel = staticmethod(_k_repsig)
+    backpressure = True
     ins, outs = ("crd",), ("repsig",)
 
 
 class Repeat(Runner):
     kernel = staticmethod(_k_repeat)
+    backpressure = True
     ins, outs = ("in", "sig"), ("out",)
 
     def check_bound(self):

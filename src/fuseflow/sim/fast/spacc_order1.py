@@ -34,10 +34,13 @@ from .core import (
     YIELD,
     T,
     enter,
+    gated,
     leave,
     missing,
     out_at,
+    out_depth,
     out_leave,
+    out_room,
 )
 from .reduce import combine, identity
 from .spacc import Accumulator, log_event
@@ -86,14 +89,18 @@ def _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, dk, dx):
 
 
 @njit(cache=True)
-def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v_s, vcons, ck, cd, ct, vk_, vd,
-             vt, red, nanv, tbl, present, touched, xk, xv, dk, dx, log, ev):
+def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v_s, vcons, ck, cd, ct, cg, vk_, vd,
+             vt, vg, red, nanv, tbl, present, touched, xk, xv, dk, dx, log, ev):
     nan = nanv[0]
     po, eo, fo, ol = enter(CH, RD, io, 0)
     pi, ei, fi, il = enter(CH, RD, io, 1)
     pv, ev_, fv, vl = enter(CH, RD, io, 2)
     jc = out_at(CH, io, 3, 0)
     jv = out_at(CH, io, 3, 1)
+    capc = out_room(CH, RD, io, 3, 0, ck.shape[0])
+    capv = out_room(CH, RD, io, 3, 1, vk_.shape[0])
+    dc, bc = out_depth(CH, io, 3, 0)
+    dv_, bv = out_depth(CH, io, 3, 1)
     nt = S[_NT]
     m = S[_M]
     nev = S[_NEV]
@@ -197,7 +204,7 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
             if not (kv[pv] == o and (o == D_TOK or dv[pv] == on + 1)):
                 status = FAIL
                 break
-            if jc >= ck.shape[0] or jv >= vk_.shape[0]:
+            if jc >= capc or jv >= capv:
                 status = WAIT_OUT
                 break
             if log and nev >= ev.shape[1]:
@@ -213,7 +220,7 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
                 nt = 0
                 m = 0
                 S[_DRAINING] = 1
-            t = max(t + ii, rt)
+            t = gated(gated(max(t + ii, rt), cg, jc, dc, bc), vg, jv, dv_, bv)
             steps += 1
             if S[_DRAINING] and S[_DPOS] < S[_DN]:
                 q = S[_DPOS]
@@ -262,6 +269,7 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
 
 class Spacc(Accumulator):
     kernel = staticmethod(_k_spacc)
+    backpressure = True
     ins, outs = ("crd_outer", "crd_inner", "val"), ("crd", "val")
 
     def check(self):
@@ -274,6 +282,13 @@ class Spacc(Accumulator):
         self.dk = np.empty(256, dtype=np.int64)
         self.dx = np.empty(256, dtype=np.float64)
         self._log(_NEV)
+
+    def pending(self):
+        """Every step reads the three heads; those at an outer stop or D emit on both outputs."""
+        outer = self.head("crd_outer")
+        if outer is None:
+            return list(self.ins), self.unsure(self.outs)
+        return list(self.ins), ([] if outer[0] == VAL else list(self.outs))
 
     def extra(self):
         return (self.red, NANV, self.tbl, self.present, self.touched, self.xk, self.xv, self.dk, self.dx,

@@ -36,10 +36,13 @@ from .core import (
     YIELD,
     T,
     enter,
+    gated,
     leave,
     missing,
     out_at,
+    out_depth,
     out_leave,
+    out_room,
 )
 from .reduce import combine, identity
 from .spacc import Accumulator, log_event
@@ -52,8 +55,8 @@ _NR, _NE, _CW1, _CROW, _DR, _DE, _DPH, _DNR, _NEV2, _DRAIN2, _MODE, _W = range(F
 
 @njit(cache=True)
 def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, i_s, icons, kv, dv, v_s, vcons,
-              mk_, md, mt, ck, cd, ct, vk_, vd, vt, red, nanv, rk1, rk2, rv, rslot, rw1, dval, dpres, ek1, ek2, ev_tab,
-              eslot, erow, ew2, ex, d_w1, d_off, d_c, d_v, log, ev):
+              mk_, md, mt, mg, ck, cd, ct, cg, vk_, vd, vt, vg, red, nanv, rk1, rk2, rv, rslot, rw1, dval, dpres, ek1,
+              ek2, ev_tab, eslot, erow, ew2, ex, d_w1, d_off, d_c, d_v, log, ev):
     """rk1/rk2/rv: the rows' hash table (mid coordinate -> row), rslot/rw1 per row; dval/dpres: the
     dense table (mode 0: rows x S[_W] cells); ek1/ek2/ev_tab: the entries' hash table (mode 1:
     (mid, inner) -> entry, values in ex); eslot/erow/ew2 per entry; d_*: drain order
@@ -68,6 +71,12 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
     pv, evv, fv, vl = enter(CH, RD, io, 3)
     jm = out_at(CH, io, 4, 0)
     jc = out_at(CH, io, 4, 1)
+    capm = out_room(CH, RD, io, 4, 0, mk_.shape[0])
+    capc = out_room(CH, RD, io, 4, 1, ck.shape[0])
+    capv = out_room(CH, RD, io, 4, 2, vk_.shape[0])
+    dm_, bm = out_depth(CH, io, 4, 0)
+    dc, bc = out_depth(CH, io, 4, 1)
+    dv_, bv = out_depth(CH, io, 4, 2)
     jv = out_at(CH, io, 4, 2)
     nr = S[_NR]
     ne = S[_NE]
@@ -242,10 +251,10 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                 r = S[_DR]
                 ph = S[_DPH]
                 if ph == 0:
-                    if jm >= mk_.shape[0]:
+                    if jm >= capm:
                         status = WAIT_OUT
                         break
-                    t = max(t + ii, rt)
+                    t = gated(max(t + ii, rt), mg, jm, dm_, bm)
                     mk_[jm] = VAL
                     md[jm] = d_w1[r]
                     mt[jm] = t
@@ -253,13 +262,13 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                     S[_DE] = d_off[r]
                     S[_DPH] = 1
                 else:
-                    if jc >= ck.shape[0] or jv >= vk_.shape[0]:
+                    if jc >= capc or jv >= capv:
                         status = WAIT_OUT
                         break
                     if log and nev >= ev.shape[1]:
                         status = YIELD
                         break
-                    t = max(t + ii, rt)
+                    t = gated(gated(max(t + ii, rt), cg, jc, dc, bc), vg, jv, dv_, bv)
                     e = S[_DE]
                     if e < d_off[r + 1]:
                         ck[jc] = VAL
@@ -290,10 +299,10 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                     S[_CROW] = -1
                     S[_DRAIN2] = 0
                 continue
-            if jm >= mk_.shape[0] or jc >= ck.shape[0] or jv >= vk_.shape[0]:
+            if jm >= capm or jc >= capc or jv >= capv:
                 status = WAIT_OUT
                 break
-            t = max(t + ii, rt)
+            t = gated(gated(gated(max(t + ii, rt), mg, jm, dm_, bm), cg, jc, dc, bc), vg, jv, dv_, bv)
             steps += 1
             ocons[po] = t
             mcons[pm] = t
@@ -339,6 +348,7 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
 
 class Spacc2(Accumulator):
     kernel = staticmethod(_k_spacc2)
+    backpressure = True
     ins, outs = ("crd_outer", "crd_mid", "crd_inner", "val"), ("crd_mid", "crd", "val")
 
     def check(self):
@@ -361,6 +371,22 @@ class Spacc2(Accumulator):
     @staticmethod
     def _table(size: int):
         return (np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64), np.full(size, -1, dtype=np.int64))
+
+    def pending(self):
+        """Every step reads the four heads but the drain's after its first; the drain emits a
+        mid coordinate, then (crd, val) entries and S0 per row; the closing step all three."""
+        S = self.S
+        outer = self.head("crd_outer")
+        if S[_DRAIN2]:
+            first = S[_DR] == 0 and S[_DPH] == 0
+            return (list(self.ins) if first else []), (["crd_mid"] if S[_DPH] == 0 else ["crd", "val"])
+        if outer is None:
+            return list(self.ins), self.unsure(self.outs)
+        if outer[0] == VAL:
+            return list(self.ins), []
+        if outer[0] == STOP and int(outer[1]) == 0 and S[_NR] > 0:
+            return list(self.ins), ["crd_mid"]  # the drain's first step
+        return list(self.ins), list(self.outs)
 
     def extra(self):
         return (self.red, NANV, *self.rows, self.rslot, self.rw1, self.dval, self.dpres, *self.ents, self.eslot,

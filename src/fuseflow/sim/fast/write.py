@@ -165,6 +165,7 @@ def _trimmed(arr: np.ndarray, n: int) -> np.ndarray:
 
 class LevelWrite(Runner):
     kernel = staticmethod(_k_level_write)
+    backpressure = True  # no outputs
     ins = ("crd",)
 
     def check(self):
@@ -210,6 +211,7 @@ class LevelWrite(Runner):
 
 class ValueWrite(Runner):
     kernel = staticmethod(_k_value_write)
+    backpressure = True  # no outputs
     ins = ("val",)
 
     def check(self):

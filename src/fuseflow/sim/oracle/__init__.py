@@ -146,6 +146,7 @@ class GraphRun:
     stream_times: dict[Stream, list[int]] | None = None
     max_occupancy: dict[Stream, int] | None = None  # most tokens waiting in each channel at once
     step_log: dict[int, list] | None = None  # per node, what each step read, consumed and emitted
+    channel_depth: int | dict | None = None  # the bound of the run's channels (None: unbounded; see sim.bounded)
 
 
 def channel_occupancy(sent: list[int], consumed: list[int]) -> int:

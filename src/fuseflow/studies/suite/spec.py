@@ -8,7 +8,7 @@ A suite file:
     name = "mine"
     schedules = ["unfused", "partial", "full"]   # presets or schedule strings (the first is the baseline)
     seeds = [0]
-    max_tokens = 3e9          # estimate, not simulate, schedules above this many token events
+    max_tokens = 3e9          # sample (or, last resort, estimate) schedules above this many token events
 
     [[case]]
     model = "gcn"
@@ -20,11 +20,18 @@ A suite file:
     datasets = ["tiny"]
     blocks = [16, 32]
 
+    [[note]]                  # why rows differ from the published ones: numbered on the chart
+    models = ["gcn"]
+    datasets = ["karate"]     # optional: all the model's rows
+    text = "..."
+
     >>> suite = load_suite("figure12")
     >>> len(suite.tasks()), suite.tasks()[0].key
     (54, ('model:gpt3-bigbird', 'unfused', 'dataset=small2 block=32', 0))
     >>> suite.published[("gcn", "cora", None)]["partial"]
     29997611
+    >>> suite.notes[0].models, suite.notes[0].text[:24]
+    (('sae',), 'SAE full fusion wins her')
 """
 from __future__ import annotations
 
@@ -44,6 +51,7 @@ SUITE_KEYS = {"name": str, "description": str, "schedules": list, "seeds": list,
 CASE_KEYS = {"model": str, "datasets": list, "blocks": list, "max_tokens": (int, float), "scale": (int, float),
              "seeds": list, "schedules": list, "label": str}
 MODEL_NAMES = {"gcn": "GCN", "graphsage": "GraphSAGE", "sae": "SAE", "gpt3-bigbird": "GPT-3 + BigBird"}
+NOTE_KEYS = {"models": list, "datasets": list, "text": str}
 PUBLISHED_KEYS = {"model": str, "dataset": str, "block": int, "label": str, "unfused": int, "partial": int,
                   "full": int}
 
@@ -87,6 +95,16 @@ class SuiteTask:
                     baseline=self.baseline)
 
 
+@dataclass(frozen=True)
+class ChartNote:
+    """Why the rows of `models` (all, or those of `datasets`) differ from the published ones:
+    numbered on the Figure-12 chart and written below it (`[[note]]` in a suite file)."""
+
+    models: tuple[str, ...]
+    text: str
+    datasets: tuple[str, ...] = ()
+
+
 @dataclass
 class Suite:
     """A suite: its cases expanded to tasks (cases in file order, schedules innermost), and the
@@ -102,6 +120,7 @@ class Suite:
     published: dict = field(default_factory=dict)
     labels: dict = field(default_factory=lambda: {(m, None): name for m, name in MODEL_NAMES.items()})
     # (model, dataset) -> how the page names it; (model, None) -> the model's name
+    notes: list[ChartNote] = field(default_factory=list)
 
     def tasks(self) -> list[SuiteTask]:
         out = []
@@ -143,9 +162,10 @@ def parse_suite(text: str, where: str) -> Suite:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise UserError(f"{where} is not valid TOML: {err}", where) from None
-    unknown = sorted(set(data) - {"suite", "case", "published"})
+    unknown = sorted(set(data) - {"suite", "case", "published", "note"})
     if unknown:
-        raise UserError(f"unknown table {unknown[0]!r} in {where}", where, "use [suite], [[case]] and [[published]]")
+        raise UserError(f"unknown table {unknown[0]!r} in {where}", where,
+                        "use [suite], [[case]], [[published]] and [[note]]")
     head = data.get("suite", {})
     _check(head, SUITE_KEYS, f"{where} [suite]")
     cases = [_case(c, f"{where} [[case]] {n + 1}") for n, c in enumerate(data.get("case", []))]
@@ -171,7 +191,20 @@ def parse_suite(text: str, where: str) -> Suite:
     name = head.get("name") or os.path.splitext(os.path.basename(where))[0]
     return Suite(name, cases, [str(s) for s in head.get("schedules", ["unfused", "partial", "full"])],
                  [int(s) for s in seeds], float(head.get("max_tokens", MAX_TOKENS)), head.get("engine", "fast"),
-                 head.get("description", ""), published, labels)
+                 head.get("description", ""), published, labels, _notes(data.get("note", []), where))
+
+
+def _notes(tables: list, where: str) -> list[ChartNote]:
+    """The `[[note]]` tables: models, their datasets (optional: all), the text."""
+    notes = []
+    for n, table in enumerate(tables):
+        _check(table, NOTE_KEYS, f"{where} [[note]] {n + 1}")
+        if not table.get("models") or not table.get("text"):
+            raise UserError(f"{where} [[note]] {n + 1} needs models and a text", where,
+                            'e.g. models = ["gcn"] text = "why it differs"')
+        notes.append(ChartNote(tuple(str(m) for m in table["models"]), table["text"],
+                               tuple(str(d) for d in table.get("datasets", []))))
+    return notes
 
 
 def load_suite(name: str) -> Suite:
