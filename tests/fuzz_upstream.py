@@ -9,8 +9,9 @@ float64 does not), with each sparse argument taken dense and converted inside th
 (`sparse_tensor.convert` to its CSR/CSC/DCSR encoding: the stored entries are the nonzeros, as
 fuseflow stores them), because the ExecutionEngine passes dense memrefs only. A program the
 sparsifier or the JIT refuses is not a failure of fuseflow: `UpstreamRun.reason` says why.
-MLIR's pipeline crashes the process on some programs (a segmentation fault in the sparsifier),
-so long runs call it in a child process (`UpstreamWorker`), restarted after a crash.
+MLIR's pipeline crashes the process on some programs (a segmentation fault in the sparsifier,
+or an abort after taking gigabytes), so long runs call it in a child process (`UpstreamWorker`)
+of bounded memory, restarted after a crash.
 
     >>> from fuzz_programs import RandomChooser, random_program
     >>> p = random_program(RandomChooser(7)); p.describe()[:60]
@@ -28,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 import re
+import resource
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +39,7 @@ from fuzz_programs import RandomProgram
 PIPELINE = "builtin.module(sparsifier{enable-runtime-library=false})"
 ENTRY = "fuzz"
 TIMEOUT_S = 120  # a program upstream takes longer on is recorded as unlowered (the worker restarts)
+CHILD_MEMORY = 2 << 30  # bytes of address space the child running upstream may take
 
 
 @dataclass
@@ -143,7 +146,12 @@ class UpstreamWorker:
 
 
 def _serve(conn) -> None:
-    """The child's loop: programs in, `UpstreamRun`s out, until the parent closes the pipe."""
+    """The child's loop: programs in, `UpstreamRun`s out, until the parent closes the pipe. Its
+    address space is capped at `CHILD_MEMORY` (the pipeline takes several GB on a few programs
+    before it aborts; a run needs about 0.2 GB)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY or soft > CHILD_MEMORY:
+        resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, hard))
     while True:
         try:
             p, data = conn.recv()

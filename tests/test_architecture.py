@@ -41,7 +41,7 @@ LAYERS = {
     "partition": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline"},
     # many simulations and their results: the fusion study, sweeps, suites, their store and charts
     "studies": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",
-                "data", "models", "checks", "files", "report", "tables", "progress"},
+                "data", "models", "checks", "files", "report", "tables", "progress", "partition"},
     "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "studies", "models", "partition"},
     # compiles the fast engine's kernels into numba's cache by simulating models and products
     "warmup": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",

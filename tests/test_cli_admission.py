@@ -74,8 +74,8 @@ def test_par_factors_in_a_study_and_a_sweep(tmp_path, capsys):
 
 
 def test_the_study_checks_its_baseline_against_max_tokens(capsys):
-    assert main(["study", "fusion", "--model", "gcn", "--dataset", "karate", "--max-tokens", "1000",
-                 "--schedules", "unfused,partial", "--json"]) == 0
+    assert main(["study", "fusion", "--model", "gcn", "--dataset", "karate", "--max-tokens", "10",
+                 "--schedules", "unfused,partial", "--json"]) == 0  # even a sample would pass 4x 10 token events
     rows = json.loads(capsys.readouterr().out)
     assert [r["verified"] for r in rows] == ["skipped", "skipped"]  # the baseline too
     assert rows[0]["speedup"] == 1.0 and rows[1]["estimated_ratios"] and rows[1]["speedup"] > 1

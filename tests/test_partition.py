@@ -12,7 +12,7 @@ import pytest
 import fuseflow
 from fuseflow.errors import UserError
 from fuseflow.execute import execute
-from fuseflow.partition.estimate import allocate, draw, ratio_total, stratify
+from fuseflow.partition.estimate import allocate, draw, regression_total, stratify
 from fuseflow.partition.run import simulate_partitioned
 from fuseflow.partition.sampled import SamplePlan
 from fuseflow.partition.sharded import shard_kernel
@@ -133,7 +133,7 @@ def test_interval_coverage_on_a_known_population():
     hits, errors, widths = 0, [], []
     for seed in range(400):
         picked = draw(labels, allocate(x, labels, 100), np.random.default_rng(seed))
-        est = ratio_total(x, labels, picked, y[picked])
+        est = regression_total(x, labels, picked, y[picked])
         hits += est.low <= truth <= est.high
         errors.append(abs(est.total - truth) / truth)
         widths.append(est.half_width)
@@ -149,19 +149,24 @@ def test_strata_and_a_whole_sample():
     assert 3 <= len(sizes) <= 8 and sizes.min() >= 2  # fewer when a few windows hold a stratum's share each
     heavy = labels[np.argmax(x)]
     assert sizes[heavy] < sizes.max()  # heavy windows sit in a small stratum of their own
-    est = ratio_total(x, labels, np.arange(300), y)
+    est = regression_total(x, labels, np.arange(300), y)
     assert est.low == est.high == pytest.approx(y.sum())
 
 
 def test_sampled_mode_end_to_end():
     program, data, compiled = _case("sddmm_masked", "full")
     whole = fuseflow.simulate(program, compiled, data)
-    r = simulate_partitioned(program, compiled, data, sample=SamplePlan(fraction=0.4, seed=1, min_width=4))
+    small = simulate_partitioned(program, compiled, data, sample=SamplePlan(fraction=0.4, seed=1))
+    assert (small.mode, small.cycles, small.cycles_low, small.sampled_fraction) == \
+        ("whole", whole.cycles, whole.cycles, 1.0) and "too few" in small.method  # 1 window: runs whole
+    r = simulate_partitioned(program, compiled, data, sample=SamplePlan(fraction=0.4, seed=1, min_width=4,
+                                                                        whole_below=0))
     assert r.mode == "sampled" and r.verified and 0 < r.sampled_fraction <= 1
     assert r.cycles_low <= r.cycles <= r.cycles_high
     assert abs(r.cycles - whole.cycles) <= 0.03 * whole.cycles
     assert r.kernels[0].cycles_low <= r.kernels[0].cycles <= r.kernels[0].cycles_high
-    target = simulate_partitioned(program, compiled, data, sample=SamplePlan(error=0.01, seed=1, min_width=4))
+    target = simulate_partitioned(program, compiled, data, sample=SamplePlan(error=0.01, seed=1, min_width=4,
+                                                                             whole_below=0))
     assert (target.cycles_high - target.cycles_low) / 2 <= 0.01 * target.cycles or target.sampled_fraction == 1
 
 
@@ -192,3 +197,13 @@ def test_cli_sharded_and_sampled_json():
     assert sampled["mode"] == "sampled" and sampled["cycles_low"] <= sampled["cycles"] <= sampled["cycles_high"]
     bad = subprocess.run(base + ["--error", "200%"], capture_output=True, text=True)
     assert bad.returncode == 2
+
+
+def test_a_reducing_outer_loop_runs_whole_when_sampled_and_is_flagged_when_sharded():
+    """spmm_jik's outer loop is its reduction: each window would write the whole output again."""
+    program, data, compiled = _case("spmm_jik", "full")
+    whole = fuseflow.simulate(program, compiled, data)
+    r = simulate_partitioned(program, compiled, data, sample=SamplePlan(fraction=0.1, min_width=1, whole_below=0))
+    assert (r.mode, r.cycles, r.verified) == ("whole", whole.cycles, True) and "reduction" in r.method
+    sharded = simulate_partitioned(program, compiled, data, shards=3)
+    assert "kernel 0's outer loop is a reduction" in sharded.method and "+10.3%" in sharded.method

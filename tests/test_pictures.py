@@ -218,7 +218,7 @@ def test_figure12_at_column_width_with_readable_labels_and_notes(tmp_path):
     below = figure.texts[-1].get_text()
     assert "¹ Collab is synthetic." in below and "* the winner differs from the published one" in below
     legend = [t.get_text() for t in figure.legends[0].get_texts()]
-    assert legend == ["partially fused", "fully fused", "published", "~ estimated"]
+    assert legend == ["partially fused", "fully fused", "published", "~ heuristic"]
     for suffix, magic in (("pdf", b"%PDF"), ("png", b"\x89PNG"), ("svg", b"<?xml")):  # the same code, each format
         path = figure12_chart(rows, str(tmp_path / f"f12.{suffix}"), published=published, notes=notes)
         assert open(path, "rb").read(5).startswith(magic[:5])

@@ -12,7 +12,7 @@ from cli_helpers import error_of
 from fuseflow.cli import main
 from fuseflow.errors import UserError
 from fuseflow.models.registry import build
-from fuseflow.studies.db import COLUMNS_2, SCHEMA_VERSION, SweepDB
+from fuseflow.studies.db import COLUMNS_2, COLUMNS_3, SCHEMA_VERSION, SweepDB
 from fuseflow.studies.granularity import fusion_study
 from fuseflow.studies.suite.page import write_page
 from fuseflow.studies.suite.run import run_suite, study_rows, suite_rows
@@ -28,7 +28,7 @@ datasets = ["karate"]
 [[case]]
 model = "graphsage"
 datasets = ["karate"]
-max_tokens = 3e5   # graphsage's full fusion is estimated, not simulated
+max_tokens = 100   # beyond: unfused, partial sampled (kernels too small: run whole), full left to the heuristic
 [[published]]
 model = "gcn"
 dataset = "karate"
@@ -75,25 +75,27 @@ def test_unknown_suite_is_one_line(capsys, tmp_path):
                                                        str(tmp_path / "x.db")], capsys)
 
 
-def _v1_database(path: str) -> None:
-    """A sweep database as schema 1 wrote it (no suite columns, no sessions)."""
+def _old_database(path: str, version: int) -> None:
+    """A sweep database as schema 1 (no suite columns, no sessions) or 2 (no sampled rows' columns)
+    wrote it."""
     db = SweepDB(path)
     db.insert({"program": "p.mlir", "schedule": "full", "data": "density=0.1", "seed": 0, "status": "ok",
                "cycles": 7})
-    columns = [name for name, _, _ in COLUMNS_2]
+    columns = [name for name, _, _ in (COLUMNS_2 + COLUMNS_3 if version == 1 else COLUMNS_3)]
     db.close()
     conn = sqlite3.connect(path)
-    conn.execute("DROP TABLE sessions")
+    if version == 1:
+        conn.execute("DROP TABLE sessions")
     for name in columns:
         conn.execute(f"ALTER TABLE runs DROP COLUMN {name}")
-    conn.execute("PRAGMA user_version=1")
+    conn.execute(f"PRAGMA user_version={version}")
     conn.commit()
     conn.close()
 
 
 def test_schema_1_database_is_upgraded_in_place(tmp_path):
     path = str(tmp_path / "old.db")
-    _v1_database(path)
+    _old_database(path, 1)
     ro = SweepDB(path, readonly=True)  # read as it is
     assert ro.version == 1 and ro.rows()[0]["cycles"] == 7 and ro.sessions() == []
     ro.close()
@@ -104,6 +106,20 @@ def test_schema_1_database_is_upgraded_in_place(tmp_path):
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()
+
+
+def test_schema_2_database_gains_the_sampled_columns(tmp_path):
+    path = str(tmp_path / "v2.db")
+    _old_database(path, 2)
+    with pytest.raises(sqlite3.OperationalError):  # read as it is: no mode column yet
+        SweepDB(path, readonly=True).conn.execute("SELECT mode FROM runs")
+    db = SweepDB(path)
+    row = db.rows()[0]
+    assert db.version == SCHEMA_VERSION == 3 and row["cycles"] == 7 and row["mode"] is None
+    db.insert({"program": "q.mlir", "schedule": "full", "data": "density=0.1", "seed": 0, "status": "ok",
+               "cycles": 9, "mode": "sampled", "cycles_low": 8, "cycles_high": 10, "sampled_fraction": 0.05})
+    assert [r["mode"] for r in db.rows()] == [None, "sampled"]
+    db.close()
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +143,15 @@ def test_serial_suite_rows_are_the_studys(karate_db):
         assert ours["verified"] is True
     estimated = rows[5]
     assert estimated["schedule"] == "full" and estimated["status"] == "estimated"
-    assert "token events > 3e+05" in estimated["skipped"] and estimated["speedup"] > 0
+    assert "token events > 1e+02" in estimated["skipped"] and estimated["speedup"] > 0
+    db = SweepDB(path, readonly=True)
+    by_label = {(r["program_name"], r["label"]): r for r in db.rows()}
+    db.close()
+    whole = by_label[("graphsage", "partial")]  # beyond max_tokens, sampled: a kernel of 34 rows runs whole
+    assert (whole["mode"], whole["cycles_low"], whole["cycles_high"], whole["sampled_fraction"]) == \
+        ("whole", whole["cycles"], whole["cycles"], 1.0) and "too few for a sample" in whole["method"]
+    last = by_label[("graphsage", "full")]
+    assert last["mode"] == "heuristic" and last["method"].startswith("the heuristic's estimate (last resort)")
 
 
 def test_resume_runs_nothing_twice(karate_db):
@@ -151,7 +175,7 @@ def test_page_keeps_hand_written_text_and_draws_the_figure(karate_db, tmp_path):
     text = open(page).read()
     assert text.startswith("# Results\n\nabove\n") and text.rstrip().endswith("below") and "old" not in text
     assert "| GCN | Karate | " in text and "| partial ✓ |" in text and "2.00x / 0.25x" in text
-    assert "GraphSAGE karate full: estimated by the heuristic, not simulated: estimated" in text
+    assert "GraphSAGE karate full: the heuristic's estimate (the last resort), not simulated: estimated" in text
     assert "![Figure 12" in text and "fig.png" in text and "in 1 session on 1 worker." in text
     with open(figure, "rb") as handle:
         assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
@@ -215,3 +239,27 @@ def test_retry_failed_runs_the_failed_rows_again(tmp_path, monkeypatch, capsys):
     db.close()
     assert after["full"]["status"] == "ok" and after["full"]["verified"] == 1
     assert {k: after[k]["id"] for k in ("unfused", "partial")} == {k: before[k]["id"] for k in ("unfused", "partial")}
+
+
+def test_page_and_chart_mark_a_sampled_row(tmp_path):
+    """A sampled row shows its speedup's interval and `ˢ` in the table, a note with its sample,
+    and an error bar on the chart."""
+    suite = parse_suite(KARATE, "karate.toml")
+    path = str(tmp_path / "sampled.db")
+    db = SweepDB(path)
+    db.start_session("karate", 3, 1, "serial", None)
+    for schedule, cycles, extra in (("unfused", 100, {"mode": "whole"}),
+                                    ("partial", 50, {"mode": "sampled", "cycles_low": 45, "cycles_high": 55,
+                                                     "sampled_fraction": 0.05, "method": "stratified regression"}),
+                                    ("full", 400, {"mode": "whole"})):
+        db.insert({"program": "model:gcn", "schedule": schedule, "data": "dataset=karate", "seed": 0,
+                   "program_name": "gcn", "dataset": "karate", "label": schedule, "status": "ok", "cycles": cycles,
+                   "flops": 1, "mem_reads": 1, "mem_writes": 1, "kernels": 1, "verified": 1, "suite": "karate",
+                   **extra})
+    page, figure = str(tmp_path / "page.md"), str(tmp_path / "fig.png")
+    assert write_page(db, suite, page=page, figure=figure) == [figure, page]
+    db.close()
+    text = open(page).read()
+    assert "| 2.00x (1.82-2.22)ˢ |" in text and "1 sampled, `ˢ`" in text
+    assert "ˢ GCN Karate partial: sampled, 50 cycles, 95% interval 45 to 55 (+-10.0%), 5.0% of windows" in text
+    assert os.path.getsize(figure) > 10_000

@@ -232,7 +232,8 @@ def _add_study_commands(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="OUT.png", help="grouped bar chart of the ratios")
     p.add_argument("--max-tokens", type=positive_real, default=MAX_TOKENS, metavar="N",
-                   help="estimate, not simulate, schedules the heuristic puts above N token events "
+                   help="sample (to +-2%%), not simulate whole, schedules the heuristic puts above N token events; "
+                        "the heuristic's estimate where even a sample would pass 4x N "
                         f"(default {MAX_TOKENS:.0e}, about five minutes of simulation)")
     p.formatter_class, p.epilog = argparse.RawDescriptionHelpFormatter, STUDY_COLUMNS
     _add_suite_command(studies)

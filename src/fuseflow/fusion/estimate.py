@@ -402,6 +402,15 @@ class CostModel:
         return self.estimate(compile_schedule(self.program, schedule, self.shapes or None, stats=self.stats))
 
 
+def kernel_estimate(kernel, stats, pars: list | None = None, extents: dict | None = None) -> KernelEstimate:
+    """One kernel's estimate from level statistics `stats` (anything with `in` and
+    `level_densities`, e.g. a `DataStats` of what it reads), with `extents` replacing some of its
+    variables' extents (the partitioned mode estimates a window of its outer loop this way)."""
+    model = _KernelModel(kernel, _TensorDensities(stats), pars)
+    model.extent = {**model.extent, **(extents or {})}
+    return model.estimate()
+
+
 def estimate(program: Program, schedule, data: dict | None = None, *, density: float = 0.1,
              seed: int = 0) -> Estimate:
     """Heuristic cost of `schedule` for `program` (cycles, FLOPs, reads, writes, token events per
@@ -413,4 +422,4 @@ def estimate(program: Program, schedule, data: dict | None = None, *, density: f
     return CostModel(program, data).estimate_schedule(schedule)
 
 
-__all__ = ["CostModel", "Estimate", "KernelEstimate", "estimate"]
+__all__ = ["CostModel", "Estimate", "KernelEstimate", "estimate", "kernel_estimate"]

@@ -1,20 +1,24 @@
-"""Stratified ratio estimation of a total from a sample of windows (the sampled mode's statistics).
+"""Stratified regression estimation of a total from a sample of windows (the sampled mode's statistics).
 
-A population of W windows has a cheap auxiliary value x_w each (the estimated work under the
+A population of W windows has a cheap auxiliary value x_w each (the heuristic's estimate of the
 window) and an expensive one y_w (its simulated cycles). Windows are stratified by x (strata of
 equal total x, so heavy windows sit in their own strata), a sample is drawn per stratum, and
-the total of y is the separate ratio estimator  Y = sum_h X_h * (sum y / sum x over the sample
-of stratum h). Its variance per stratum is N_h^2 (1 - n_h/N_h) s_h^2 / n_h, with s_h^2 the
-sample variance of the residuals y - R_h x; the 95% interval uses Student's t with
-Satterthwaite's degrees of freedom. A stratum sampled whole contributes its exact total.
+the total of y is the combined regression estimator  Y = sum_h N_h (ybar_h + b (Xbar_h - xbar_h))
+with one slope b fitted over the whole sample. Its variance per stratum is N_h^2 (1 - n_h/N_h) s_h^2 / n_h,
+with s_h^2 the sample variance of the residuals (at least their variance relative to the
+stratum's mean x, pooled over the strata, times its mean x squared: two windows of a stratum can
+agree by chance); the 95% interval uses Student's t with
+Satterthwaite's degrees of freedom (less one for the slope). A stratum sampled whole contributes
+its exact total. (A ratio estimator, y through the origin, was biased where every window pays a
+constant and where x says little about y; the regression tends to the stratified mean there.)
 
     >>> import numpy as np
     >>> x = np.arange(1, 101, dtype=float)
     >>> labels = stratify(x, 4)
     >>> picked = draw(labels, allocate(x, labels, 20), np.random.default_rng(0))
-    >>> est = ratio_total(x, labels, picked, 3 * x[picked])
+    >>> est = regression_total(x, labels, picked, 3 * x[picked] + 7)
     >>> round(est.total), bool(est.low == est.high == est.total)
-    (15150, True)
+    (15850, True)
 """
 from __future__ import annotations
 
@@ -93,30 +97,57 @@ def _t_quantile(df: float, confidence: float) -> float:
     return float(t.ppf(0.5 + confidence / 2, df))
 
 
-def ratio_total(x: np.ndarray, labels: np.ndarray, picked: np.ndarray, y: np.ndarray,
-                confidence: float = 0.95) -> RatioEstimate:
-    """The separate ratio estimate of sum(y) over every window from the `picked` windows' y."""
-    x, y, picked = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), np.asarray(picked)
-    total, variance, df_terms = 0.0, 0.0, []
+def _strata_sums(x, y, labels, picked):
+    """Per stratum: (size, X_h, sampled x, sampled y); strata sampled whole are exact."""
     for h in np.unique(labels):
         members = labels == h
         in_sample = members[picked]
-        xs, ys = x[picked][in_sample], y[in_sample]
-        size, n = int(members.sum()), int(in_sample.sum())
-        if n == size:  # sampled whole: exact
-            total += float(ys.sum())
-            continue
-        if n == 0:
-            raise ValueError(f"stratum {h} has no sampled window")
-        ratio = ys.sum() / xs.sum() if xs.sum() > 0 else 0.0
-        mean_y = ys.mean() if xs.sum() <= 0 else None
-        total += ratio * x[members].sum() if mean_y is None else mean_y * size
-        residuals = ys - (ratio * xs if mean_y is None else mean_y)
-        term = size ** 2 * (1 - n / size) * (residuals.var(ddof=1) if n > 1 else 0.0) / n
+        yield int(members.sum()), float(x[members].sum()), x[picked][in_sample], y[in_sample]
+
+
+def _slope(x: np.ndarray, y: np.ndarray) -> float:
+    """Least-squares slope of y on x over the whole sample (strata are narrow in x: a slope
+    fitted within them would rest on a few points each)."""
+    if len(x) < 3:
+        return 0.0
+    dx = x - x.mean()
+    sxx = float((dx ** 2).sum())
+    return float((dx * (y - y.mean())).sum()) / sxx if sxx > 0 else 0.0
+
+
+def regression_total(x: np.ndarray, labels: np.ndarray, picked: np.ndarray, y: np.ndarray,
+                     confidence: float = 0.95) -> RatioEstimate:
+    """The combined regression estimate of sum(y) over every window from the `picked` windows' y:
+    per stratum N_h (mean y + b (mean x of the stratum - mean x of its sample)), one slope b fitted
+    over the whole sample. Where y is proportional to x it is the ratio estimate; a
+    per-window constant (a window's fill and drain) or an x that says little about y does not bias
+    it (b then tends to 0: the stratified mean)."""
+    x, y, picked = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), np.asarray(picked)
+    strata = [(size, big_x, xs, ys) for size, big_x, xs, ys in _strata_sums(x, y, labels, picked)]
+    for size, _, xs, _ in strata:
+        if len(xs) == 0 and size:
+            raise ValueError("a stratum has no sampled window")
+    partial = [(size, big_x, xs, ys) for size, big_x, xs, ys in strata if len(xs) < size]
+    slope = _slope(np.concatenate([xs for _, _, xs, _ in partial] or [np.zeros(0)]),
+                   np.concatenate([ys for _, _, _, ys in partial] or [np.zeros(0)]))
+    total = sum(float(ys.sum()) for size, _, xs, ys in strata if len(xs) == size)
+    residuals = [(ys - ys.mean()) - slope * (xs - xs.mean()) for _, _, xs, ys in partial]
+    dfs = sum(len(r) - 1 for r in residuals)
+    scale = [max(float(xs.mean()), 1e-12) for _, _, xs, _ in partial]  # spread grows with the work: pooled relative
+    pooled = sum(float(((r / m) ** 2).sum()) for r, m in zip(residuals, scale)) / dfs if dfs > 0 else 0.0
+    fitted = dfs / (dfs - 1) if slope != 0 and dfs > 1 else 1.0  # the slope took one of the residuals' degrees
+    variance, df_terms = 0.0, []
+    for (size, big_x, xs, ys), r, m in zip(partial, residuals, scale):
+        n = len(xs)
+        total += size * ys.mean() + slope * (big_x - size * xs.mean())
+        # a stratum of a few windows can show no spread by chance: at least the pooled spread
+        own = float((r ** 2).sum()) / (n - 1) if n > 1 else 0.0
+        term = size ** 2 * (1 - n / size) * max(own, pooled * m ** 2) * fitted / n
         variance += term
         df_terms.append((term, n - 1))
+    count = len(strata)
     if variance <= 0:
-        return RatioEstimate(total, total, total, len(picked), len(x), len(np.unique(labels)))
+        return RatioEstimate(total, total, total, len(picked), len(x), count)
     df = variance ** 2 / sum(v ** 2 / d for v, d in df_terms if d > 0 and v > 0)
-    half = _t_quantile(df, confidence) * np.sqrt(variance)
-    return RatioEstimate(total, total - half, total + half, len(picked), len(x), len(np.unique(labels)))
+    half = _t_quantile(max(1.0, df - (slope != 0)), confidence) * np.sqrt(variance)  # the slope costs a degree
+    return RatioEstimate(total, total - half, total + half, len(picked), len(x), count)

@@ -1,18 +1,21 @@
 """Sampled mode: a kernel's cycles estimated from a stratified sample of its outer-loop windows.
 
-The outer loop is cut into windows of equal width (at most `MAX_WINDOWS`, at least `MIN_WIDTH`
-coordinates each). Each window's
-auxiliary value x is its estimated work: its outer coordinates plus the stored positions under
-them in every tensor its outer scanners read (the nonzeros per row and per fiber the heuristic
-cost model counts). Windows are stratified by x, sampled (`estimate`), simulated, and each
-sampled window's cycles less the overlap at its left boundary (measured as the sharded mode
-does, with a margin settled on a few boundaries first: what a whole run overlaps of the previous
-window's drain and this one's fill) are y, so that the y of all windows sum to a whole run's
-cycles. The kernel's cycles: the ratio estimate of sum(y) with a 95% interval (the overlaps'
-spread included). Tokens and counters are ratio estimates too (no
-interval). With `error`, windows are added (doubling the sample) until the interval's half-width
-is at most `error` of the estimate, or every window was simulated (then the result is exact, as
-the sharded mode's).
+The outer loop is cut into windows of one width (at most about `MAX_WINDOWS`, at least
+`MIN_WIDTH` coordinates each; the last may be narrower). Each window's auxiliary value x is the
+heuristic's estimate of the kernel on that window (`partition.heuristic`; given by the caller,
+else the stored work under the window). Window 0 (it alone pays the pipeline's fill) and the
+last one are simulated always; the others are stratified by x and sampled (`estimate`). A
+sampled window is simulated from `margin` coordinates before it (so it starts with the pipeline
+as full as inside a whole run), less a run of the margin alone: its y, what it adds to a whole
+run, so that the y of all windows sum to a whole run's cycles. The margin is settled on a few
+boundaries first (`sharded.settle_margin`). The kernel's cycles: the regression estimate of
+sum(y) with a 95% interval, widened by what a sample cannot show (`Population.widened`: a cycle
+per window, and per boundary what the margin's last doubling still added). Tokens and counters
+are such estimates too (no interval). With `error`, windows are added (doubling the sample)
+until the interval's half-width is at most `error` of the estimate, every window was simulated
+(then the result is exact up to the margins), or the sample would pass `max_fraction`. A kernel
+of fewer than `SAMPLE_FROM` windows runs whole instead (`too_small`): a sample of it would cost
+about as much.
 
     >>> import fuseflow
     >>> from fuseflow.partition.windows import kernel_setup, reference_values
@@ -20,10 +23,10 @@ the sharded mode's).
     >>> p = fuseflow.from_mlir("tests/mlir/sddmm_masked.mlir")
     >>> data, compiled = prepared(p, "full", None, seed=2, density=0.3)
     >>> setup = kernel_setup(compiled.kernels[0], reference_values(p, data))
-    >>> plan = SamplePlan(fraction=0.25, seed=0, min_width=1)  # 40 windows, at least 2 from each of 8 strata
+    >>> plan = SamplePlan(fraction=0.25, seed=0, min_width=1, whole_below=0)  # 40 windows: 0 and 3 strata of 3
     >>> est = sample_kernel(setup, plan, None, "fast", None)
     >>> bool(est.cycles.low <= est.cycles.total <= est.cycles.high), est.fraction
-    (True, 0.4)
+    (True, 0.25)
 """
 from __future__ import annotations
 
@@ -34,14 +37,17 @@ import numpy as np
 
 from ..errors import UserError
 from ..sim.window import Window, outer_scanners
-from .estimate import RatioEstimate, allocate, draw, ratio_total, stratify
-from .sharded import Boundary, map_windows, overlaps, settled_margin
+from .estimate import MIN_PER_STRATUM, RatioEstimate, allocate, draw, regression_total, stratify
+from .sharded import map_windows, settle_margin
 from .windows import KernelSetup, WindowRun
 
 MAX_WINDOWS = 256  # windows per kernel (fewer when the outer loop is shorter) ...
 MIN_WIDTH = 64  # ... each at least this many outer coordinates (a boundary's overlap stays small beside it)
-MARGIN_SHARE = 4  # a boundary's margin: at most a window's width / this
+MARGIN_SHARE = 2  # a window's margin: at most its width / this (a window then costs up to twice its width)
 STRATA = 8
+LEAST_SAMPLED = 6  # windows drawn at the least besides windows 0 and last (fewer give no usable spread)
+FIRST_ERROR_SHARE = 0.03  # `error`: the first sample's share of the windows, doubled until the target is met
+SAMPLE_FROM = 64  # windows: a kernel with fewer runs whole (its least sample would cost about as much)
 COUNTERS = ("flops", "mem_reads", "mem_writes")
 
 
@@ -55,6 +61,8 @@ class SamplePlan:
     seed: int = 0
     windows: int = MAX_WINDOWS
     min_width: int = MIN_WIDTH
+    whole_below: int = SAMPLE_FROM  # windows; 0 samples any kernel (the validation benchmark does)
+    max_fraction: float = 1.0  # `error`: the sample grows no further than this share of the windows
 
     def __post_init__(self):
         if (self.fraction is None) == (self.error is None):
@@ -64,15 +72,22 @@ class SamplePlan:
         if self.error is not None and not 0 < self.error < 1:
             raise UserError(f"target error {self.error} is outside (0, 1)", "--error", "e.g. --error 2%")
 
+    def first_share(self, windows: int) -> int:
+        """Windows the first sample asks for: the fraction, or (`error`) FIRST_ERROR_SHARE of
+        them within `max_fraction`."""
+        return math.ceil((self.fraction or min(FIRST_ERROR_SHARE, self.max_fraction)) * windows)
+
     @property
     def method(self) -> str:
-        target = f"{self.fraction:.3g} of windows" if self.fraction else f"to +-{self.error:.3g}"
-        return f"stratified ratio estimate ({target}, seed {self.seed}, 95% t interval)"
+        target = f"{self.fraction:.3g} of windows" if self.fraction else f"to +-{self.error:.3g}" + \
+            (f" within {self.max_fraction:.2g} of windows" if self.max_fraction < 1 else "")
+        return f"stratified regression estimate ({target}, seed {self.seed}, 95% t interval)"
 
 
 def window_work(setup: KernelSetup) -> np.ndarray:
-    """Estimated work under each outer coordinate: 1 (the coordinate itself) plus the positions
-    stored below it, at every level, in each tensor an outer scanner reads."""
+    """Stored work under each outer coordinate: 1 (the coordinate itself) plus the positions
+    stored below it, at every level, in each tensor an outer scanner reads (the auxiliary value
+    where the heuristic cannot be evaluated on windows)."""
     work = np.ones(setup.extent, dtype=np.float64)
     for nid in outer_scanners(setup.graph):
         tensor = setup.stored.get(setup.graph.nodes[nid].params.get("tensor"))
@@ -93,6 +108,110 @@ def window_work(setup: KernelSetup) -> np.ndarray:
     return work
 
 
+def kernel_windows(setup: KernelSetup, plan: SamplePlan) -> list[Window]:
+    """The windows a kernel is sampled from: at most about `plan.windows`, each at least
+    `plan.min_width` coordinates, all of one width but the last (which may be narrower: windows
+    of unequal widths would add their difference to the sample's spread)."""
+    count = max(1, min(plan.windows, setup.extent // plan.min_width))
+    width = -(-setup.extent // count)
+    return [Window(((lo, min(setup.extent, lo + width)),)) for lo in range(0, setup.extent, width)]
+
+
+def too_small(windows: list[Window], plan: SamplePlan) -> str | None:
+    """Why a kernel of these windows runs whole rather than sampled, or None."""
+    if len(windows) < plan.whole_below:
+        return (f"{len(windows)} windows of its outer loop, too few for a sample to cost less than the whole "
+                f"(sampled from {plan.whole_below})")
+    return None
+
+
+@dataclass
+class Population:
+    """A kernel's windows, each one's auxiliary value x, its stratum, and the margin of
+    coordinates simulated before a window so that it starts as it would inside a whole run.
+    Window 0 (it alone pays the pipeline's fill) and the last window (it may be narrower) are
+    strata of their own, always simulated."""
+
+    windows: list[Window]
+    x: np.ndarray
+    labels: np.ndarray
+    margin: int
+    strata: int  # strata the rest of the windows were cut into
+    growth: float = 0.0  # cycles the margin's last doubling still added at a boundary
+
+    def widened(self, est: RatioEstimate) -> RatioEstimate:
+        """`est` with what the sample cannot show added to both sides of its interval: a cycle
+        per window (each starts and ends on a cycle of its own) and, per boundary, what the
+        margin's last doubling still added (what a margin may miss)."""
+        slack = len(self.windows) * (1.0 + self.growth)
+        return RatioEstimate(est.total, est.low - slack, est.high + slack, est.sampled, est.population, est.strata)
+
+    def first_sample(self, plan: SamplePlan) -> int:
+        return min(len(self.windows), max(plan.first_share(len(self.windows)),
+                                          2 + max(MIN_PER_STRATUM * self.strata, LEAST_SAMPLED)))
+
+
+def strata_of(x: np.ndarray, plan: SamplePlan) -> tuple[np.ndarray, int]:
+    """Each window's stratum (window 0 and the last window alone in strata of their own, simulated
+    always) and how many strata the rest were cut into: as many as the planned sample fills with
+    MIN_PER_STRATUM windows each, at most STRATA."""
+    wanted = plan.first_share(len(x))
+    strata = max(1, min(STRATA, (wanted - 2) // MIN_PER_STRATUM))
+    labels = np.zeros(len(x), dtype=np.int64)
+    if len(x) > 2:
+        labels[1:-1] = stratify(x[1:-1], strata) + 1
+    labels[-1] = labels.max() + 1 if len(x) > 1 else 0
+    return labels, strata
+
+
+def population(setup: KernelSetup, plan: SamplePlan, x: np.ndarray | None, hw, engine: str, client) -> Population:
+    """The kernel's windows stratified by `x` (one value per window of `kernel_windows`; the
+    stored work under each window when None), and the margin settled on a few boundaries."""
+    windows = kernel_windows(setup, plan)
+    if x is None:
+        work = np.cumsum(np.concatenate([[0.0], window_work(setup)]))
+        x = np.array([work[w.ranges[0][1]] - work[w.ranges[0][0]] for w in windows])
+    labels, strata = strata_of(np.asarray(x, dtype=np.float64), plan)
+    edges = [w.ranges[0][1] for w in windows[:-1]]
+    limit = max(1, min(w.width() for w in windows) // MARGIN_SHARE)
+    margin, growth = settle_margin(setup, edges, limit, hw, engine, client) if edges else (0, 0.0)
+    return Population(windows, np.asarray(x, dtype=np.float64), labels, margin, strata, growth)
+
+
+@dataclass
+class WindowValue:
+    """What window w adds to a whole run: its run started `margin` coordinates early, less the
+    run of those coordinates alone (window 0 starts at the loop's start: no margin)."""
+
+    run: WindowRun
+    prefix: WindowRun | None
+
+    def value(self, of) -> float:
+        return of(self.run) - (of(self.prefix) if self.prefix is not None else 0)
+
+
+def window_values(setup: KernelSetup, pop: Population, indices: list[int], hw, engine: str,
+                  client) -> dict[int, WindowValue]:
+    """The values of the windows at `indices` (two runs each, one for window 0)."""
+    jobs, keys = [], []
+    for i in indices:
+        lo, hi = pop.windows[i].ranges[0]
+        start = max(0, lo - pop.margin)
+        jobs.append(Window(((start, hi),)))
+        keys.append((i, "run"))
+        if lo > 0:
+            jobs.append(Window(((start, lo),)))
+            keys.append((i, "prefix"))
+    runs = dict(zip(keys, map_windows(setup, jobs, hw, engine, client)))
+    return {i: WindowValue(runs[(i, "run")], runs.get((i, "prefix"))) for i in indices}
+
+
+def estimate_total(pop: Population, picked: np.ndarray, values: dict[int, WindowValue], of) -> RatioEstimate:
+    """The regression estimate of a whole run's `of` (cycles, tokens, a counter) from the picked windows."""
+    y = np.array([values[int(i)].value(of) for i in picked], dtype=np.float64)
+    return regression_total(pop.x, pop.labels, picked, y)
+
+
 @dataclass
 class KernelSample:
     """A kernel's sampled estimate: cycles with their interval, tokens and counters."""
@@ -104,14 +223,6 @@ class KernelSample:
     runs: list[WindowRun]
     fraction: float
     max_occupancy: int
-
-
-def _windows(setup: KernelSetup, count: int, min_width: int) -> tuple[list[Window], np.ndarray]:
-    """Windows of equal width and the estimated work of each."""
-    windows = Window.even(setup.extent, max(1, min(count, setup.extent // min_width)))
-    work = np.cumsum(np.concatenate([[0.0], window_work(setup)]))
-    x = np.array([work[w.ranges[0][1]] - work[w.ranges[0][0]] for w in windows])
-    return windows, x
 
 
 def _grow(labels, x, picked: np.ndarray, n: int, rng) -> np.ndarray:
@@ -126,40 +237,32 @@ def _grow(labels, x, picked: np.ndarray, n: int, rng) -> np.ndarray:
     return np.sort(np.concatenate([picked, *extra])).astype(np.int64)
 
 
-def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client) -> KernelSample:
-    """Estimate `setup`'s kernel from a stratified sample of its windows (see the module doc)."""
-    windows, x = _windows(setup, plan.windows, plan.min_width)
-    labels = stratify(x, STRATA)
+def draw_sample(pop: Population, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Window 0, the last window and `n - 2` more, dealt to the strata in proportion to their total x."""
+    counts = allocate(pop.x, pop.labels, n)
+    counts[0] = counts[int(pop.labels[-1])] = 1
+    return draw(pop.labels, counts, rng)
+
+
+def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client,
+                  x: np.ndarray | None = None) -> KernelSample:
+    """Estimate `setup`'s kernel from a stratified sample of its windows (see the module doc);
+    `x`: the heuristic's estimate of each window of `kernel_windows`, if known."""
+    pop = population(setup, plan, x, hw, engine, client)
     rng = np.random.default_rng(plan.seed)
-    first = math.ceil((plan.fraction or 0.01) * len(windows))
-    picked = draw(labels, allocate(x, labels, first), rng)
-    edges = [w.ranges[0][1] for w in windows[:-1]]
-    margin = settled_margin(setup, sorted(rng.permutation(edges).tolist()), max(1, min(w.width() for w in windows)
-                                                                                 // MARGIN_SHARE), hw, engine, client)
-    runs: dict[int, WindowRun] = {}
-    left: dict[int, Boundary | None] = {}
+    picked = draw_sample(pop, pop.first_sample(plan), rng)
+    values: dict[int, WindowValue] = {}
     while True:
-        todo = [int(i) for i in picked if int(i) not in runs]
-        for i, run in zip(todo, map_windows(setup, [windows[i] for i in todo], hw, engine, client)):
-            runs[i] = run
-        inner = [i for i in todo if i > 0]
-        left.update(zip(inner, overlaps(setup, [windows[i].ranges[0][0] for i in inner], margin, hw, engine, client)))
-        left.update({i: None for i in todo if i == 0})
-        est = _estimate(x, labels, picked, runs, left, lambda r: r.cycles)
-        if plan.error is None or est.half_width <= plan.error or len(picked) == len(windows):
+        todo = [int(i) for i in picked if int(i) not in values]
+        values.update(window_values(setup, pop, todo, hw, engine, client))
+        est = pop.widened(estimate_total(pop, picked, values, lambda r: r.cycles))
+        if plan.error is None or est.half_width <= plan.error or len(picked) == len(pop.windows) or \
+                2 * len(picked) > plan.max_fraction * len(pop.windows):
             break
-        picked = _grow(labels, x, picked, 2 * len(picked), rng)
-    tokens = round(_estimate(x, labels, picked, runs, left, lambda r: r.tokens).total)
-    counters = {c: round(_estimate(x, labels, picked, runs, left, lambda r, c=c: r.counters.get(c, 0)).total)
+        picked = _grow(pop.labels, pop.x, picked, 2 * len(picked), rng)
+    tokens = round(estimate_total(pop, picked, values, lambda r: r.tokens).total)
+    counters = {c: round(estimate_total(pop, picked, values, lambda r, c=c: r.counters.get(c, 0)).total)
                 for c in COUNTERS}
-    sampled = [runs[int(i)] for i in picked]
-    return KernelSample(setup, est, tokens, counters, sampled, len(picked) / len(windows),
-                        max(r.max_occupancy for r in sampled))
-
-
-def _estimate(x, labels, picked, runs, left: dict, value) -> RatioEstimate:
-    """The ratio estimate of a whole run's `value`: each window's value less the overlap at its
-    left boundary (what a whole run does not pay twice there), summed over all windows."""
-    y = np.array([value(runs[int(i)]) - (left[int(i)].overlap(value) if left[int(i)] else 0) for i in picked],
-                 dtype=np.float64)
-    return ratio_total(x, labels, picked, y)
+    runs = [r for i in picked for r in (values[int(i)].run, values[int(i)].prefix) if r is not None]
+    return KernelSample(setup, est, tokens, counters, runs, len(picked) / len(pop.windows),
+                        max(r.max_occupancy for r in runs))

@@ -77,15 +77,22 @@ def settled_margin(setup: KernelSetup, edges: list[int], limit: int, hw, engine:
     run can hold many outer coordinates in flight around a boundary (an unbounded channel lets
     fast nodes run ahead), so a margin narrower than that misses part of the overlap. Doubled
     from MIN_MARGIN while the overlap grows by more than SETTLED, at most `limit`."""
+    return settle_margin(setup, edges, limit, hw, engine, client)[0]
+
+
+def settle_margin(setup: KernelSetup, edges: list[int], limit: int, hw, engine: str, client) -> tuple[int, float]:
+    """`settled_margin`, and the cycles its last doubling still added to a boundary's overlap
+    (what a margin may still miss there; 0 when it was not doubled)."""
     probes = [edges[k * len(edges) // PROBES] for k in range(min(PROBES, len(edges)))]
-    margin, previous = min(MIN_MARGIN, max(1, limit)), None
+    margin, previous, growth = min(MIN_MARGIN, max(1, limit)), None, 0.0
     while probes:
         mean = sum(b.overlap(lambda r: r.cycles) for b in overlaps(setup, probes, margin, hw, engine, client)) / \
             len(probes)
+        growth = abs(mean - previous) if previous is not None else 0.0
         if (previous is not None and mean - previous <= SETTLED * max(previous, 1.0)) or 2 * margin > limit:
             break
         previous, margin = mean, 2 * margin
-    return margin
+    return margin, growth
 
 
 @dataclass

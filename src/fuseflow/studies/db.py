@@ -64,7 +64,16 @@ COLUMNS_2 = [
     ("reason", "TEXT", "why a row was estimated, not simulated"),
     ("worker", "TEXT", "the worker that ran the row (host:pid)"),
 ]
-COLUMNS = COLUMNS + COLUMNS_2
+# schema 3: how a row's cycles were obtained (a sampled row's are an estimate with a 95% interval)
+COLUMNS_3 = [
+    ("mode", "TEXT", "whole | sharded | sampled (cycles estimated from a sample of windows) | heuristic"),
+    ("method", "TEXT", "how the cycles were obtained or combined, in words"),
+    ("cycles_low", "INTEGER", "low end of the cycles' 95% interval (sampled rows; else the cycles)"),
+    ("cycles_high", "INTEGER", "high end of the cycles' 95% interval (sampled rows; else the cycles)"),
+    ("sampled_fraction", "REAL", "share of the outer-loop windows simulated (1 for a whole run)"),
+]
+ADDED = {2: COLUMNS_2, 3: COLUMNS_3}  # the columns each schema version added
+COLUMNS = COLUMNS + COLUMNS_2 + COLUMNS_3
 NAMES = [c[0] for c in COLUMNS]
 # a suite's runs: wall time, kept up to date while it runs (a killed session keeps its last value)
 SESSIONS = ("CREATE TABLE IF NOT EXISTS sessions (id INTEGER PRIMARY KEY, suite TEXT NOT NULL, "
@@ -77,7 +86,8 @@ SCHEMA = ("CREATE TABLE IF NOT EXISTS runs (\n    "
 
 
 APPLICATION_ID = 0x46464C57  # "FFLW" in the SQLite header: a fuseflow sweep database
-SCHEMA_VERSION = 2  # PRAGMA user_version of the layout above (1: without COLUMNS_2 and sessions)
+SCHEMA_VERSION = 3  # PRAGMA user_version of the layout above (1: without COLUMNS_2 and sessions; 2: without
+# COLUMNS_3)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 NEW_FILE = "give a new file name with --db"
 
@@ -162,7 +172,8 @@ class SweepDB:
             _refuse(self.path, "the database is corrupted (SQLite's quick_check failed)",
                     "restore it from a copy, or start a new one with --db")
         have = {r["name"] for r in self.conn.execute("PRAGMA table_info(runs)")}
-        needed = NAMES if self.version >= 2 else [n for n in NAMES if n not in {c[0] for c in COLUMNS_2}]
+        later = {c[0] for v, columns in ADDED.items() if v > self.version for c in columns}
+        needed = [n for n in NAMES if n not in later]
         missing = [n for n in needed if n not in have]
         if missing:
             _refuse(self.path, f"its runs table has no column {', '.join(missing)}")
@@ -172,11 +183,12 @@ class SweepDB:
         return False
 
     def _upgrade(self) -> None:
-        """Schema 1 -> 2: the suite columns and the sessions table, in one transaction."""
+        """An older schema brought up to this one in one transaction: 1 -> 2 the suite columns and
+        the sessions table, 2 -> 3 the sampled rows' columns (older rows: NULL, read as whole runs)."""
         have = {r["name"] for r in self.conn.execute("PRAGMA table_info(runs)")}
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            for name, kind, _ in COLUMNS_2:
+            for name, kind, _ in (c for v, columns in ADDED.items() if v > self.version for c in columns):
                 if name not in have:
                     self.conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
             self.conn.execute(SESSIONS)

@@ -19,6 +19,8 @@ from ..fusion.estimate import CostModel
 from ..fusion.search import NoValidOrder
 from ..memory import MemoryLimitError, release_freed
 from ..models.cycles import model_cycles
+from ..partition.run import simulate_partitioned
+from ..partition.sampled import SamplePlan
 from ..pipeline import simulate
 from ..progress import RunProgress, is_terminal, numba_notice
 from ..report.notebook import table_html
@@ -41,14 +43,37 @@ def _load(compiled, est) -> float:
 
 
 def _too_long(compiled, est, max_tokens: float) -> str:
-    return (f"estimated {_load(compiled, est):.2g} token events > {max_tokens:.2g} (--max-tokens)"
+    return (f"estimated {_load(compiled, est):.2g} token events > {max_tokens:.2g} (--max-tokens), and its least "
+            f"sample over {SAMPLE_ALLOWANCE:g}x that"
             + (f" (tiles of {compiled.schedule.block}x{compiled.schedule.block} counted element by element)"
                if compiled.schedule.block else ""))
 
 
+SAMPLE_ERROR = 0.02  # a schedule beyond max_tokens is sampled to this half-width of its 95% interval ...
+SAMPLE_WINDOWS = 16384  # ... from up to this many windows per kernel (more windows: a smaller least sample)
+SAMPLE_ALLOWANCE = 4.0  # ... simulating at most this many times max_tokens (estimated), else the heuristic
+
+
+def sample_plan(compiled, est, max_tokens: float) -> SamplePlan | None:
+    """How a schedule too long to simulate whole is sampled within `SAMPLE_ALLOWANCE` x
+    `max_tokens` token events (a window costs up to twice its share: its margin), or None when
+    even its least sample would not fit (then the heuristic's estimate stands, as the last resort)."""
+    share = SAMPLE_ALLOWANCE * max_tokens / max(_load(compiled, est), 1.0) / 2
+    least = 18 / SAMPLE_WINDOWS  # windows 0 and last, and 2 in each of 8 strata
+    if share < least:
+        return None
+    return SamplePlan(error=SAMPLE_ERROR, windows=SAMPLE_WINDOWS, max_fraction=min(1.0, share))
+
+
+def _sampled_row(case, name: str, compiled, est, plan: SamplePlan, engine: str, start: float) -> dict:
+    """The row of a schedule estimated from a sample of its kernels' windows (`partition`)."""
+    result = simulate_partitioned(case.program, compiled, case.inputs, engine=engine, sample=plan)
+    return _result_row(case, name, result, est, time.perf_counter() - start)
+
+
 def _skipped_row(case, name: str, compiled, est, why: str, wall: float = 0.0) -> dict:
     """The row of a schedule not simulated (too long, or beyond the memory budget): the
-    heuristic's estimates (`fusion.estimate`) instead, and why."""
+    heuristic's estimates (`fusion.estimate`) instead, and why (the last resort)."""
     return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": str(compiled.schedule),
             "kernels": len(est.kernels), "cycles": None, "est_cycles": est.cycles, "est_flops": est.flops,
             "est_mem": est.reads + est.writes, "flops": None, "mem": None, "max_occupancy": None,
@@ -110,7 +135,9 @@ def _result_row(case, name: str, result, est, wall: float) -> dict:
            "mem": result.mem_reads + result.mem_writes, "mem_reads": result.mem_reads,
            "mem_writes": result.mem_writes, "max_occupancy": result.max_occupancy,
            "verified": result.verified, "max_abs_error": result.max_abs_error, "wall": wall,
-           "est_cycles": est.cycles, "est_flops": est.flops, "est_mem": est.reads + est.writes}
+           "est_cycles": est.cycles, "est_flops": est.flops, "est_mem": est.reads + est.writes,
+           "mode": result.mode, "method": result.method, "cycles_low": result.cycles_low,
+           "cycles_high": result.cycles_high, "sampled_fraction": result.sampled_fraction}
     if getattr(case, "layers", None):  # a few decoders standing for the whole model
         row["model_cycles"] = model_cycles(name, [k.cycles for k in result.kernels], *case.layers)
     return row
@@ -132,6 +159,11 @@ def study_schedule(case, name: str, model: CostModel, engine: str = "fast", max_
     compiled = _compiled(case, parsed, model)
     est = model.estimate(compiled)
     if _load(compiled, est) > max_tokens:
+        plan = sample_plan(compiled, est, max_tokens)
+        if plan is not None:
+            _note(progress, out, f"  sampling {case.name} on {case.dataset}: {name} "
+                                 f"(estimated {_load(compiled, est):.2g} token events)")
+            return _sampled_row(case, name, compiled, est, plan, engine, start)
         _note(progress, out, f"  skipping {case.name} on {case.dataset}: {name} "
                              f"(estimated {_load(compiled, est):.2g} token events)")
         return _skipped_row(case, name, compiled, est, _too_long(compiled, est, max_tokens),

@@ -206,11 +206,16 @@ def _speedup_text(row: dict | None) -> str:
         return "n/a"
     value = row["speedup"]
     return ("~" if _estimated(row) else "") + (f"{value:.2g}" if value < 0.1 else f"{value:.2f}" if value < 10
-                                               else f"{value:.1f}")
+                                               else f"{value:.1f}") + ("s" if _sampled(row) else "")
 
 
 def _estimated(row: dict | None) -> bool:
     return bool(row and (row.get("skipped") or row.get("estimated_ratios")))
+
+
+def _sampled(row: dict | None) -> bool:
+    """Whether a row's speedup rests on a sampled row (it then has a 95% interval)."""
+    return bool(row and row.get("speedup_low") is not None)
 
 
 def winner(speedups: dict) -> str | None:
@@ -268,6 +273,9 @@ def _figure12_panel(ax, model: str, cases: list, by_key: dict, published: dict, 
                               linewidth=0.3, hatch="/////" if _estimated(row) else None,
                               label=FIGURE_NAMES[schedule] if c == 0 else None)[0]
                 bar.set_edgecolor("white")
+                if _sampled(row):  # a sampled row's 95% interval
+                    ax.errorbar([value], [y], xerr=[[value - row["speedup_low"]], [row["speedup_high"] - value]],
+                                color="black", linewidth=0.6, capsize=1.5, zorder=4)
             pub = (published or {}).get((model, d, b), {})
             theirs = pub["unfused"] / pub[schedule] if pub.get(schedule) and pub.get("unfused") else None
             if theirs is not None:
@@ -291,7 +299,8 @@ def figure12(rows: list[dict], published: dict | None = None, labels: dict | Non
     `width` inches wide (a paper's column) at its printed size, every text at least 6.5 points:
     a panel per model, a pair of bars per dataset (or block size): partial and full fusion's
     speedup over unfused on a log axis, from 1 (unfused) so that slowdowns point left, each
-    labelled with its value. Estimated rows are hatched and `~`; `published` ({(model, dataset,
+    labelled with its value. Sampled rows carry their 95% interval as an error bar and `s`;
+    rows left to the heuristic are hatched and `~`; `published` ({(model, dataset,
     block): {schedule: cycles}}) adds the published speedups as black diamonds; `notes`
     (`spec.ChartNote`) are numbered on the cases they explain and written below."""
     plt = _pyplot()
@@ -301,6 +310,8 @@ def figure12(rows: list[dict], published: dict | None = None, labels: dict | Non
     cases = {m: list(dict.fromkeys((r["dataset"], r.get("block")) for r in rows if r["model"] == m)) for m in models}
     by_key = {(r["model"], r["dataset"], r.get("block"), r["schedule"]): r for r in rows}
     marks, note_lines = figure12_marks(cases, by_key, published or {}, notes)
+    if any(_sampled(r) for r in rows):
+        note_lines.append("s: sampled (windows of the kernels' outer loops); its error bar: the 95% interval")
     wrapped = [textwrap.fill(line, int(width * 72 / (FONT * 0.53)), subsequent_indent="  ") for line in note_lines]
     note_in = sum(text.count("\n") + 1 for text in wrapped) * FONT * 1.25 / 72
     panels_in = sum(0.22 * len(cases[m]) + 0.2 for m in models)
@@ -328,7 +339,7 @@ def figure12(rows: list[dict], published: dict | None = None, labels: dict | Non
     names = [FIGURE_NAMES[s] for s in FIGURE_COLORS] + (["published"] if "published" in found else [])
     handles = [Patch(facecolor=FIGURE_COLORS[s]) for s in FIGURE_COLORS] + [found[n] for n in names[2:]]
     handles.append(Patch(facecolor="#bbbbbb", hatch="/////", edgecolor="white"))
-    names.append("~ estimated")
+    names.append("~ heuristic")
     fig.legend(handles, names, loc="upper center", ncol=len(names), fontsize=FONT, frameon=False,
                handlelength=1.2, columnspacing=0.8, handletextpad=0.4, bbox_to_anchor=(0.5, 1.0))
     if title:

@@ -125,7 +125,10 @@ def run_task(task: dict) -> dict:
         row.update(status="ok", cycles=int(result.cycles), flops=int(result.flops),
                    mem_reads=int(result.mem_reads), mem_writes=int(result.mem_writes),
                    bytes=int(result.mem_reads + result.mem_writes) * 4, kernels=len(result.kernels),
-                   verified=int(bool(result.verified)))
+                   verified=int(bool(result.verified)), mode=result.mode, method=result.method or None,
+                   cycles_low=result.cycles_low if result.cycles_low is not None else int(result.cycles),
+                   cycles_high=result.cycles_high if result.cycles_high is not None else int(result.cycles),
+                   sampled_fraction=result.sampled_fraction if result.sampled_fraction is not None else 1.0)
     except Exception as err:  # noqa: BLE001 - a failed schedule is recorded and the sweep goes on
         row["error"] = _one_line(err)
         row["verified"] = 0

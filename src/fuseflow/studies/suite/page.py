@@ -1,6 +1,7 @@
 """The results page of a suite, generated from its database: the table of our speedups beside
-the published ones (winners compared), estimated rows marked with their reason, the Figure-12
-chart and the suite's wall time. A page with the markers `<!-- suite NAME begin -->` and
+the published ones (winners compared), sampled rows with their intervals, rows left to the
+heuristic marked with their reason, the Figure-12 chart (error bars on sampled rows) and the
+suite's wall time. A page with the markers `<!-- suite NAME begin -->` and
 `<!-- suite NAME end -->` keeps everything outside them (hand-written explanations).
 
     >>> rows = [{"model": "gcn", "dataset": "cora", "block": None, "schedule": s, "speedup": v,
@@ -31,7 +32,10 @@ def _cell(row: dict | None) -> str:
         return "failed"
     if row.get("speedup") is None:
         return "-"
-    return ("~" if row.get("estimated_ratios") else "") + f"{row['speedup']:.2f}x"
+    text = ("~" if row.get("estimated_ratios") else "") + f"{row['speedup']:.2f}x"
+    if row.get("speedup_low") is not None:  # rests on a sampled row: its 95% interval
+        text += f" ({row['speedup_low']:.2f}-{row['speedup_high']:.2f})" + ("ˢ" if row.get("mode") == "sampled" else "")
+    return text
 
 
 def _cases(rows: list[dict]) -> dict:
@@ -47,7 +51,8 @@ def table_lines(rows: list[dict], published: dict, labels: dict) -> list[str]:
     for (model, dataset, block), by in _cases(rows).items():
         base = by.get("unfused") or {}
         cycles = base.get("model_cycles") or base.get("cycles")
-        unfused = f"{cycles:,}" if cycles else (f"~{base['est_cycles']:.3g}" if base.get("est_cycles") else "-")
+        unfused = f"{cycles:,}" + ("ˢ" if base.get("mode") == "sampled" else "") if cycles else \
+            (f"~{base['est_cycles']:.3g}" if base.get("est_cycles") else "-")
         pub = published.get((model, dataset, block), {})
         pub_speed = {k: pub["unfused"] / v for k, v in pub.items() if v and pub.get("unfused")}
         ours = winner({k: (r.get("speedup") if not r.get("error") else None) for k, r in by.items()}) or "-"
@@ -72,7 +77,11 @@ def notes(rows: list[dict], labels: dict) -> list[str]:
         what = f"{labels.get((r['model'], None), r['model'])} {labels.get((r['model'], r['dataset']), r['dataset'])}" \
             + (f" b{r['block']}" if r.get("block") else "") + f" {r['schedule']}"
         if r.get("skipped"):
-            out.append(f"- `~` {what}: estimated by the heuristic, not simulated: {r['skipped']}")
+            out.append(f"- `~` {what}: the heuristic's estimate (the last resort), not simulated: {r['skipped']}")
+        elif r.get("mode") == "sampled":
+            out.append(f"- ˢ {what}: sampled, {r['cycles']:,} cycles, 95% interval {r['cycles_low']:,} to "
+                       f"{r['cycles_high']:,} (+-{(r['cycles_high'] - r['cycles_low']) / 2 / r['cycles']:.1%}), "
+                       f"{r['sampled_fraction']:.1%} of windows simulated: {r.get('method') or ''}")
         elif r.get("error"):
             out.append(f"- {what}: failed: {r['error']}")
     return out
@@ -91,16 +100,19 @@ def section(db, suite, figure: str | None, page: str | None) -> str:
     rows = in_figure_order(suite_rows(db, suite), suite.published)
     sessions = db.sessions(suite.name)
     simulated = sum(1 for r in rows if r["status"] == "ok")
+    sampled = sum(1 for r in rows if r["status"] == "ok" and r.get("mode") == "sampled")
     estimated = sum(1 for r in rows if r["status"] == "estimated")
     failed = sum(1 for r in rows if r["status"] == "error")
     today = datetime.date.today().isoformat()
     text = [f"Generated from `{os.path.basename(db.path)}` by `fuseflow study suite {suite.name} --db "
             f"{os.path.basename(db.path)} --page ... --figure ...` on {today}: {len(rows)} of "
-            f"{len(suite.tasks())} tasks, {simulated} simulated and verified, {estimated} estimated (`~`), "
+            f"{len(suite.tasks())} tasks, {simulated} simulated ({simulated - sampled} whole and verified, {sampled} "
+            f"sampled, `ˢ`), {estimated} left to the heuristic (`~`), "
             f"{failed} failed. Suite wall time: {_wall(sessions)}." if sessions else "", ""]
-    text += ["Speedup over unfused (higher is better); `~` marks a ratio of the heuristic's estimates (a "
-             "schedule, or its unfused baseline, not simulated: the reason below); ✓ marks a winner that agrees "
-             "with the published one.",
+    text += ["Speedup over unfused (higher is better); `ˢ` marks a sampled row (cycles estimated from a sample "
+             "of its kernels' windows: the speedup's 95% interval in brackets, the sample below); `~` marks a "
+             "ratio of the heuristic's estimates (a schedule, or its unfused baseline, not simulated: the last "
+             "resort, the reason below); ✓ marks a winner that agrees with the published one.",
              ""] + table_lines(rows, suite.published, suite.labels) + [""]
     if figure:
         link = os.path.relpath(figure, os.path.dirname(os.path.abspath(page))) if page else figure

@@ -107,7 +107,11 @@ def _fields(study: dict) -> dict:
            "model_cycles": study.get("model_cycles"), "max_occupancy": study.get("max_occupancy"),
            "max_abs_error": study.get("max_abs_error"), "verified": int(study.get("verified") is True),
            "est_cycles": study.get("est_cycles"), "est_flops": study.get("est_flops"),
-           "est_mem": study.get("est_mem")}
+           "est_mem": study.get("est_mem"), "mode": "heuristic" if skipped else study.get("mode", "whole"),
+           "method": "the heuristic's estimate (last resort): " + skipped if skipped else study.get("method"),
+           "cycles_low": study.get("cycles_low", study.get("cycles")),
+           "cycles_high": study.get("cycles_high", study.get("cycles")),
+           "sampled_fraction": None if skipped else study.get("sampled_fraction") or 1.0}
     if row["est_mem"] is not None:
         row["est_bytes"] = row["est_mem"] * 4
     return row
@@ -244,6 +248,9 @@ def study_rows(rows: list[dict], baselines: dict | None = None) -> list[dict]:
                  "est_mem": r.get("est_mem"), "status": r["status"]}
         if r.get("model_cycles") is not None:
             study["model_cycles"] = r["model_cycles"]
+        if r.get("mode") == "sampled":  # an estimate with its 95% interval (rows before schema 3: whole runs)
+            study.update(mode="sampled", method=r.get("method"), cycles_low=r["cycles_low"],
+                         cycles_high=r["cycles_high"], sampled_fraction=r.get("sampled_fraction"))
         if r["status"] == "estimated":
             study["skipped"] = r.get("reason") or "estimated"
         if r["status"] == "error":
@@ -255,11 +262,39 @@ def study_rows(rows: list[dict], baselines: dict | None = None) -> list[dict]:
             group.sort(key=lambda study: study["schedule"] != "unfused")
         if baselines is None or group[0]["schedule"] == baselines.get(key):
             add_ratios(group)
+            add_intervals(group)
         else:  # the baseline has not run yet
             for study in group:
                 study.update(speedup=None, flops_ratio=None, mem_ratio=None)
         out += group
     return out
+
+
+def _bounds(study: dict) -> tuple[float, float] | None:
+    """A simulated row's cycles interval (whole-model cycles where the case stands for more)."""
+    cycles = study.get("model_cycles") or study.get("cycles")
+    if not cycles or study.get("skipped") or study.get("error"):
+        return None
+    if study.get("mode") != "sampled":
+        return float(cycles), float(cycles)
+    scale = cycles / study["cycles"]
+    return study["cycles_low"] * scale, study["cycles_high"] * scale
+
+
+def add_intervals(group: list[dict]) -> None:
+    """`speedup_low`/`speedup_high` on rows whose speedup over the group's first row rests on a
+    sampled row (its own, or the baseline's): the baseline's interval over the row's.
+
+        >>> group = [{"cycles": 100, "speedup": 1.0},
+        ...          {"cycles": 50, "speedup": 2.0, "mode": "sampled", "cycles_low": 40, "cycles_high": 60}]
+        >>> add_intervals(group); round(group[1]["speedup_low"], 2), group[1]["speedup_high"]
+        (1.67, 2.5)
+    """
+    base = _bounds(group[0])
+    for study in group:
+        own = _bounds(study)
+        if base and own and study.get("speedup") and "sampled" in (group[0].get("mode"), study.get("mode")):
+            study["speedup_low"], study["speedup_high"] = base[0] / own[1], base[1] / own[0]
 
 
 def suite_rows(db: SweepDB, suite: Suite) -> list[dict]:

@@ -8,7 +8,7 @@ A suite file:
     name = "mine"
     schedules = ["unfused", "partial", "full"]   # presets or schedule strings (the first is the baseline)
     seeds = [0]
-    max_tokens = 3e9          # estimate, not simulate, schedules above this many token events
+    max_tokens = 3e9          # sample (or, last resort, estimate) schedules above this many token events
 
     [[case]]
     model = "gcn"

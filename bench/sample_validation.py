@@ -1,0 +1,214 @@
+"""How good the sampled mode's estimates are: for kernels simulated whole here, samples of 1%, 5%
+and 10% of their windows with 20 seeds each, against the whole run's cycles.
+
+    nice -n 10 python bench/sample_validation.py                       # the built-in cases
+    nice -n 10 python bench/sample_validation.py --case gcn:cora:partial --seeds 5
+    python bench/sample_validation.py --json out/validation.json        # also the raw numbers
+
+Per kernel: the whole run (the truth), then every window's value y once (a run from `margin`
+coordinates before the window, less the margin's own run: `partition.sampled.window_values`),
+the heuristic's estimate of each window (the auxiliary x) and of the whole kernel. A trial
+is what `sample_kernel` does with a seed: the same strata, the same draw, the same estimator,
+on those stored values, so 60 trials cost one pass over the windows. Reported per kernel: the
+windows' decomposition error (sum of all y against the whole run: what the margins leave out),
+and per sampled fraction the share of windows actually simulated, how many of the 95% intervals
+cover the whole run's cycles, and the mean and worst relative error; beside them the heuristic's
+relative error on the same kernel. Kernels shorter than `--min-extent` outer coordinates are left
+out; the windows are `SamplePlan`'s (at most 256, at least 64 coordinates), narrower (down to 8)
+where a kernel has fewer than 64 of them, and such kernels are sampled though the
+sampled mode would run them whole (`whole_below=0`).
+Not a test: pytest does not collect this directory.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from fuseflow.fusion.estimate import CostModel
+from fuseflow.models.registry import build
+from fuseflow.partition.estimate import regression_total
+from fuseflow.partition.heuristic import window_estimates
+from fuseflow.partition.sampled import (
+    SAMPLE_FROM,
+    Population,
+    SamplePlan,
+    draw_sample,
+    kernel_windows,
+    population,
+    strata_of,
+    window_values,
+)
+from fuseflow.partition.windows import kernel_setup, reference_values, run_window_of
+from fuseflow.pipeline import prepared
+from fuseflow.sim.window import Window
+
+CASES = [f"{m}:{d}:{s}" for d in ("cora", "citeseer", "cora_ml", "dblp") for m in ("gcn", "graphsage")
+         for s in ("unfused", "partial")] + \
+    ["sae:imagenet:unfused", "gpt3-bigbird:small2@64:partial", "gcn:synthetic:collab:partial",
+     "gcn:synthetic:collab:unfused"]
+FRACTIONS = (0.01, 0.05, 0.10)
+TINY = 100  # cycles per window below which a kernel is all fill and drain (listed, left out of the summary)
+
+
+@dataclass
+class Trials:
+    fraction: float  # asked for
+    simulated: float  # share of windows simulated (mean over seeds)
+    covered: int
+    seeds: int
+    mean_error: float
+    worst_error: float
+
+
+@dataclass
+class KernelReport:
+    case: str
+    kernel: int
+    extent: int
+    windows: int
+    width: int
+    margin: int
+    cycles: int
+    tokens: int
+    heuristic_error: float  # (heuristic - whole) / whole
+    decomposition_error: float  # (sum of every window's y - whole) / whole
+    seconds_whole: float
+    seconds_windows: float
+    growth: float = 0.0  # cycles the margin's last doubling added at a boundary (`Population.widened`)
+    x: list[float] = field(default_factory=list)  # every window's heuristic estimate ...
+    y: list[float] = field(default_factory=list)  # ... and value: what the trials draw from
+    trials: list[Trials] = field(default_factory=list)
+
+
+def _case(text: str):
+    model, rest = text.split(":", 1)
+    dataset, schedule = rest.rsplit(":", 1)
+    block = None
+    if "@" in dataset:
+        dataset, block = dataset.split("@")
+    case = build(model, dataset, **({"block": int(block)} if block else {}))
+    return case, case.presets.get(schedule, schedule)
+
+
+def _plan(extent: int, fraction: float) -> SamplePlan:
+    width = max(8, min(SamplePlan.min_width, extent // SAMPLE_FROM))
+    return SamplePlan(fraction=fraction, min_width=width, whole_below=0)
+
+
+def _trials(x: np.ndarray, y: np.ndarray, truth: int, plan: SamplePlan, seeds: int, growth: float) -> Trials:
+    """`sample_kernel`'s draws and estimates for `seeds` seeds, on the stored window values."""
+    labels, strata = strata_of(x, plan)
+    pop = Population([None] * len(x), x, labels, 0, strata, growth)
+    covered, errors, shares = 0, [], []
+    for seed in range(seeds):
+        picked = draw_sample(pop, pop.first_sample(plan), np.random.default_rng(seed))
+        est = pop.widened(regression_total(x, labels, picked, y[picked]))
+        covered += est.low <= truth <= est.high
+        errors.append(abs(est.total - truth) / truth)
+        shares.append(len(picked) / len(pop.windows))
+    return Trials(plan.fraction, float(np.mean(shares)), covered, seeds, float(np.mean(errors)), float(max(errors)))
+
+
+def run_case(text: str, seeds: int, min_extent: int, log) -> list[KernelReport]:
+    case, schedule = _case(text)
+    data, compiled = prepared(case.program, schedule, case.inputs, 0, 0.1)
+    values = reference_values(case.program, data)
+    heuristic = CostModel(case.program, data).estimate(compiled)
+    reports = []
+    for kernel, est in zip(compiled.kernels, heuristic.kernels):
+        if kernel.is_reshape:
+            continue
+        setup = kernel_setup(kernel, values)
+        if setup.extent < min_extent or setup.reduces:
+            print(f"  {text} kernel {kernel.index}: left out ("
+                  + ("outer loop is a reduction" if setup.reduces else f"{setup.extent} outer coordinates") + ")",
+                  file=log, flush=True)
+            continue
+        start = time.perf_counter()
+        whole = run_window_of(setup, Window(((0, setup.extent),)), None, "fast")
+        seconds_whole = time.perf_counter() - start
+        plan = _plan(setup.extent, FRACTIONS[0])
+        windows = kernel_windows(setup, plan)
+        x = window_estimates(compiled, kernel, case.program, values, windows)
+        start = time.perf_counter()
+        pop = population(setup, plan, x, None, "fast", None)
+        stored = window_values(setup, pop, list(range(len(windows))), None, "fast", None)
+        seconds_windows = time.perf_counter() - start
+        y = np.array([stored[i].value(lambda r: r.cycles) for i in range(len(windows))], dtype=np.float64)
+        report = KernelReport(text, kernel.index, setup.extent, len(windows), windows[0].width(), pop.margin,
+                              whole.cycles, whole.tokens, (est.cycles - whole.cycles) / whole.cycles,
+                              (y.sum() - whole.cycles) / whole.cycles, seconds_whole, seconds_windows,
+                              pop.growth, x.tolist(), y.tolist())
+        report.trials = trials(report, seeds)
+        reports.append(report)
+        print(_line(report), file=log, flush=True)
+    return reports
+
+
+def trials(report: KernelReport, seeds: int) -> list[Trials]:
+    x, y = np.array(report.x), np.array(report.y)
+    return [_trials(x, y, report.cycles, _plan(report.extent, f), seeds, report.growth) for f in FRACTIONS]
+
+
+def _line(r: KernelReport) -> str:
+    parts = " | ".join(f"{t.simulated:.1%} {t.covered}/{t.seeds} {t.mean_error:.2%} {t.worst_error:.2%}"
+                       for t in r.trials)
+    return (f"| {r.case} k{r.kernel} | {r.cycles:.3g} | {r.windows} x {r.width} (m {r.margin}) | "
+            f"{r.decomposition_error:+.2%} | {parts} | {r.heuristic_error:+.1%} | "
+            f"{r.seconds_whole:.1f} / {r.seconds_windows:.1f} |")
+
+
+def table(reports: list[KernelReport]) -> str:
+    head = ("| kernel | cycles | windows x width (margin) | all windows | " +
+            " | ".join(f"{f:.0%}: simulated, covered, mean, worst" for f in FRACTIONS) +
+            " | heuristic | s whole / windows |")
+    rows = [head, "|" + "---|" * (head.count("|") - 1)] + [_line(r) for r in reports]
+    tiny = [r for r in reports if r.cycles < TINY * r.windows]
+    reports = [r for r in reports if r.cycles >= TINY * r.windows]
+    summary = [f"over {len(reports)} kernels; {len(tiny)} of under {TINY} cycles per window left out of these lines "
+               "(a window of them is its fill and drain)"]
+    for k, f in enumerate(FRACTIONS):
+        trials = [r.trials[k] for r in reports]
+        covered, seeds = sum(t.covered for t in trials), sum(t.seeds for t in trials)
+        summary.append(f"{f:.0%}: covered {covered}/{seeds} ({covered / max(seeds, 1):.1%}), mean error "
+                       f"{np.mean([t.mean_error for t in trials]):.2%}, worst {max(t.worst_error for t in trials):.2%}")
+    heuristic = [abs(r.heuristic_error) for r in reports]
+    summary.append(f"heuristic: mean |error| {np.mean(heuristic):.1%}, worst {max(heuristic):.1%}")
+    return "\n".join(rows + [""] + [f"- {s}" for s in summary])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", action="append", help="MODEL:DATASET[@BLOCK]:SCHEDULE (repeatable)")
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--min-extent", type=int, default=512)
+    parser.add_argument("--json", help="write the raw reports here (every window's x and y included)")
+    parser.add_argument("--again", help="recompute the trials from reports a run wrote with --json (no simulation)")
+    args = parser.parse_args(argv)
+    start, reports = time.perf_counter(), []
+    print(f"load average at start: {os.getloadavg()[0]:.1f}", file=sys.stderr)
+    if args.again:
+        with open(args.again) as handle:
+            for raw in json.load(handle):
+                report = KernelReport(**{**raw, "trials": []})
+                report.trials = trials(report, args.seeds)
+                reports.append(report)
+    for text in [] if args.again else args.case or CASES:
+        reports += run_case(text, args.seeds, args.min_extent, sys.stderr)
+        if args.json:  # after every case: a run stopped early keeps what it measured
+            with open(args.json, "w") as handle:
+                json.dump([asdict(r) for r in reports], handle)
+    print(table(reports))
+    print(f"\n{len(reports)} kernels in {time.perf_counter() - start:.0f} s, load average at the end "
+          f"{os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
