@@ -140,3 +140,21 @@ def test_the_memory_model_always_replays():
     graph, stored, run = kernel_runs(program, "full", data, shapes)[0]
     assert not fits_unbounded(run, 1 << 30, hw)
     assert fast_run_graph(graph, stored, HwConfig(hbm=True, channel_depth=4)).channel_depth is None
+
+
+def test_occupancy_of_a_long_bounded_run_is_exact():
+    """A bounded run that never fills its FIFOs has the unbounded run's times, hence its
+    occupancy, over a stream long enough to compact the buffers several times while consume
+    times are merged into the count in batches."""
+    from fuseflow.sam.graph import SamGraph
+    g = SamGraph("long")
+    r = g.add("root")
+    rows = g.add("scan", {"tensor": "", "level": 0, "format": "dense", "dim": 7}, ref=r.out("ref"))
+    cols = g.add("scan", {"tensor": "", "level": 1, "format": "dense", "dim": 9000}, ref=rows.out("ref"))
+    g.add("level_write", {"tensor": "o", "level": 0, "format": "dense", "dim": 7}, crd=rows.out("crd"))
+    g.add("level_write", {"tensor": "o", "level": 1, "format": "dense", "dim": 9000}, crd=cols.out("crd"))
+    plain = fast_run_graph(g, {}, HwConfig())
+    most = max(plain.max_occupancy.values())
+    bounded = fast_run_graph(g, {}, HwConfig(channel_depth=most), first_unbounded=False)
+    assert bounded.channel_depth == most and bounded.cycles == plain.cycles
+    assert bounded.max_occupancy == plain.max_occupancy

@@ -16,7 +16,7 @@ of its kernels' cycles.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,6 +27,7 @@ from .ir.reference import bind_inputs
 from .ir.values import DENSE_LIMIT, check_dense, densify
 from .memory import release_freed
 from .sam.graph import GraphTensor
+from .sim.bounded import Deadlock
 from .sim.hw import HwConfig
 from .sim.oracle import run_graph
 from .sim.storage import StoredTensor, level_entries, storage_bytes
@@ -241,7 +242,12 @@ def _run_kernel(kernel, values, written, hw, run_graph_fn, options, budget, on_r
         needs = footprint(graph) + _storing_bytes(kernel, values, written)
         budget.check(needs, f"kernel k{kernel.index} ({graph.name})")
     stored = stored_inputs(kernel, values, written)
-    run = run_graph_fn(graph, stored, hw, **options)
+    try:
+        run = run_graph_fn(graph, stored, hw, **options)
+    except Deadlock:  # the engine's bounded run: the report shows the unbounded run's statistics
+        if on_run is not None:
+            on_run(graph, run_graph_fn(graph, stored, replace(hw, channel_depth=None), **options))
+        raise
     if on_run is not None:
         on_run(graph, run)
     if hw is not None and hw.channel_depth is not None:

@@ -159,6 +159,8 @@ class Channel:
         low = self.produced - self.depth  # a bounded channel keeps its last `depth` consume times
         for r in self.readers:
             low = min(low, int(RD[r.index, CURSOR]), int(RD[r.index, MK]))
+            if r.unmerged >= 0:  # and the consume times not merged into the occupancy count yet
+                low = min(low, r.unmerged)
         return max(0, low - self.base)
 
     def buffer_room(self) -> int:
