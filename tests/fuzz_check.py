@@ -106,7 +106,10 @@ def _with_orders(c: Chooser, program, items: list[str], stats, shapes) -> list[s
     kernels = [k for k in base.kernels if k.order]
     if kernels and c.chance(25):
         kernel = c.choice(kernels)
-        items = items + [f"par.{kernel.index}={c.choice(kernel.order)}:{c.integer(2, 3)}"]
+        var = c.choice(kernel.order)
+        most = min(3, kernel.region.extent.get(var, 3)) if kernel.region is not None else 3
+        if most >= 2:  # the compiler refuses more lanes than the loop has iterations (blocks, when blocked)
+            items = items + [f"par.{kernel.index}={var}:{c.integer(2, most)}"]
     return items
 
 
