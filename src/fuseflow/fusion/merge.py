@@ -12,6 +12,7 @@ fusion table shows these merges, the lowering builds them, and both cost models 
 """
 from __future__ import annotations
 
+from .coverage import operand_covers
 from .instances import LeafInput
 from .patterns import Intersect, Merge, Operand, merge_at, operand_indices, skip_value
 
@@ -33,12 +34,10 @@ def producer_covers(region, inst, k: int, v: str) -> bool:
     tensor's stream covers every dimension `inst` reads at `v` (`coverage.covered_dims`). Joining
     it by intersection then drops nothing, and a product with a sparse partner visits only the
     partner's coordinates (where the partner stores nothing the product is an exact zero)."""
-    x = inst.operands[k]
-    if isinstance(x, LeafInput):
+    if isinstance(inst.operands[k], LeafInput):
         return False
-    dims = [d for d, index in enumerate(inst.access(k)) if index == v]
-    covered = region.covered.get(region.instance(x.producer).tensor, ())
-    return bool(dims) and all(d in covered for d in dims)
+    local = [u for u, w in inst.var_of.items() if w == v]  # the op's own name for v
+    return bool(local) and operand_covers(inst.op, region.covered, local[0])[k]
 
 
 def operand_tensor(region, operand) -> str:
