@@ -15,6 +15,7 @@ from ..errors import UserError
 from .binding import UnionFind
 from .cost import prefix_bound
 from .nesting import Nesting, part_orders
+from .order_memo import remembered_order
 from .precedence import has_no_valid_order
 from .proof import settle
 from .region import Region
@@ -29,6 +30,7 @@ class NoValidOrder(UserError):
 
 SEARCH_WORK = 2_000_000_000  # (instances x variables) x prefixes an order search may spend
 PROOF_WORK = 20_000  # prefixes the walk that finds any valid order (or proves there is none) may visit
+QUICK_PROOF_WORK = 2_000  # prefixes the precedence-pruned walk may visit before a search, to prove there is no order
 
 
 def greedy_orders(region: Region) -> list[list[str]]:
@@ -142,7 +144,15 @@ def default_order(region: Region, budget: int = 5000, proof_work: int = PROOF_WO
     concatenated), else the first valid producer-by-producer order, else the first valid order
     at all (`proof.settle`, walking at most `proof_work` prefixes); None if none is found. Before
     that walk, a faster one pruned by the loop precedences (`precedence.has_no_valid_order`) may
-    prove that no valid order exists."""
+    prove that no valid order exists; that walk also runs first, within `QUICK_PROOF_WORK`
+    prefixes, and spares the search of a region it proves has none. A region that searches like
+    one searched before (another layer's copy of the group, `order_memo`) gets that order."""
+    return remembered_order(region, budget, proof_work, lambda r: _searched_order(r, budget, proof_work))
+
+
+def _searched_order(region: Region, budget: int, proof_work: int) -> list[str] | None:
+    if has_no_valid_order(region, QUICK_PROOF_WORK):  # most region variants tried have none: skip their search
+        return None
     parts = [search_order(region, names, budget) for names in independent_parts(region)]
     if all(part is not None for part in parts):
         order = [v for part in parts for v in part]
