@@ -16,10 +16,13 @@ compressed), so neither does O:
 """
 from __future__ import annotations
 
+import functools
+
 from ..ir.program import IndexOp, Program, op_output
 from .patterns import Intersect, Operand, Union, Universe, merge_at, skip_value
 
 
+@functools.lru_cache(maxsize=4096)  # a region build asks for every access of the program
 def stored_dims(fmt, free: bool = False, indices=()) -> frozenset:
     """Dimensions stored in dense levels: every coordinate is present. A `free` tensor (laid out
     in whatever mode order the dataflow order needs) covers a dimension only if every level is

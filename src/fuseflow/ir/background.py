@@ -20,6 +20,7 @@ this differs from PyTorch: a softmax row whose entries are all masked gives 0 he
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -93,7 +94,20 @@ def op_background(op: IndexOp, operand_bg: list[float | None]) -> float | None:
 
 
 def backgrounds(program: Program) -> dict[str, float | None]:
-    """Background of every tensor of `program` (inputs 0)."""
+    """Background of every tensor of `program` (inputs 0). The last program's are remembered
+    while its ops and inputs stay the same (a compile builds a region per group and variant)."""
+    key = (tuple(program.ops), tuple(program.inputs))
+    if _LAST and _LAST[0]() is program and _LAST[1] == key:
+        return dict(_LAST[2])
+    bg = _computed_backgrounds(program)
+    _LAST[:] = [weakref.ref(program), key, dict(bg)]
+    return bg
+
+
+_LAST: list = []  # a weak reference to the last program, its (ops, inputs) and their backgrounds
+
+
+def _computed_backgrounds(program: Program) -> dict[str, float | None]:
     bg: dict[str, float | None] = {name: 0.0 for name in program.inputs}
     for op in program.ops:
         if isinstance(op, IndexOp):
