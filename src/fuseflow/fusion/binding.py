@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..errors import NotSupported
-from ..ir.program import Program, op_output
+from ..ir.program import Program, ops_by_output
 from .coverage import operand_covers
 from .instances import Instance, ProducerInput, topological
 from .patterns import Intersect, Operand, Union, merge_at, operand_indices
@@ -101,7 +101,7 @@ class Binding:
     producer variable) pairs of the dimensions it reads again (`links`)."""
 
     def __init__(self, program: Program, group: list[str], outputs: list[str], options: BindingOptions):
-        self.ops = {op_output(op): op for op in program.ops}
+        self.ops = ops_by_output(program)
         self.program = program
         self.group = group
         self.members = set(group)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 
-from ..ir.program import IndexOp, Program, op_output
+from ..ir.program import IndexOp, Program, op_output, ops_by_output, remembered
 from .patterns import Intersect, Operand, Union, Universe, merge_at, skip_value
 
 
@@ -67,22 +67,32 @@ def _op_covers(op: IndexOp, v: str, covered: dict, bg: dict) -> bool:
 def covered_dims(program: Program, members: set, formats: dict, bg: dict | None = None,
                  free: set | frozenset = frozenset()) -> dict[str, frozenset]:
     """Per tensor the region reads or computes: the dimensions its stream always covers
-    (`free`: stored tensors whose layout follows the dataflow order)."""
+    (`free`: stored tensors whose layout follows the dataflow order). A stored tensor's are read
+    off its first access in the program."""
     bg = bg or {}
+    first_reads = remembered(program, "first reads", _first_reads)
+    position = remembered(program, "op positions", lambda p: {op_output(op): k for k, op in enumerate(p.ops)})
+    ops = ops_by_output(program)
     covered: dict[str, frozenset] = {}
-    for op in program.ops:
-        if not isinstance(op, IndexOp):
-            continue
+    for name in sorted((n for n in members if isinstance(ops[n], IndexOp)), key=position.__getitem__):
+        op = ops[name]
         for access in op.inputs:
             if access.tensor not in members and access.tensor not in covered:
                 fmt = formats.get(access.tensor, program.tensors[access.tensor].format)
-                covered[access.tensor] = stored_dims(fmt, access.tensor in free, access.indices)
-        name = op_output(op)
-        if name not in members:
-            continue
+                covered[access.tensor] = stored_dims(fmt, access.tensor in free, first_reads[access.tensor])
         if not all(_op_covers(op, r, covered, bg) for r in op.reduce_vars):
             covered[name] = frozenset(d for d, index in enumerate(op.output.indices) if not isinstance(index, str))
             continue
         covered[name] = frozenset(d for d, index in enumerate(op.output.indices)
                                   if not isinstance(index, str) or _op_covers(op, index, covered, bg))
     return covered
+
+
+def _first_reads(program: Program) -> dict[str, tuple]:
+    """Per tensor an index op reads, the indices of its first access in the program."""
+    found: dict[str, tuple] = {}
+    for op in program.ops:
+        if isinstance(op, IndexOp):
+            for access in op.inputs:
+                found.setdefault(access.tensor, access.indices)
+    return found

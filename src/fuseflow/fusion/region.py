@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from ..errors import NotSupported, UserError
 from ..ir.background import backgrounds
 from ..ir.formats import TensorFormat
-from ..ir.program import IndexOp, Program, op_output
+from ..ir.program import IndexOp, Program, ops_by_output
+from ..ir.program import readers as tensor_readers
 from .binding import Binding, BindingOptions, PendingLeaf, filtered_shared_uses
 from .coverage import covered_dims
 from .index import RegionIndex
@@ -125,7 +126,7 @@ class _RegionBuilder:
                       variant=self.variant, covered=dict(covered))
 
     def check_group(self) -> None:
-        ops = {op_output(op): op for op in self.program.ops}
+        ops = ops_by_output(self.program)
         for name in self.group:
             if name not in ops:
                 raise UserError(f"{name} is not computed by an op of program {self.program.name}")
@@ -135,8 +136,8 @@ class _RegionBuilder:
     def default_outputs(self) -> list[str]:
         """The group's tensors read outside the group or returned by the program."""
         members = set(self.group)
-        read_outside = {t for op in self.program.ops if op_output(op) not in members for t in op.tensors_read}
-        return [n for n in self.group if n in read_outside or n in self.program.outputs]
+        readers = tensor_readers(self.program)
+        return [n for n in self.group if any(r not in members for r in readers.get(n, ())) or n in self.program.outputs]
 
     def bind_until_safe(self) -> Binding:
         """Bind the ops; while some use filters a producer that another reader shares, give that

@@ -20,13 +20,12 @@ this differs from PyTorch: a softmax row whose entries are all masked gives 0 he
 from __future__ import annotations
 
 import math
-import weakref
 
 import numpy as np
 
 from ..scalar_ops import REDUCTIONS
 from .expr import BINARY, COMPARE, UNARY, Binary, Compare, Const, Expr, In, Select, Unary
-from .program import IndexOp, Program, op_output
+from .program import IndexOp, Program, op_output, remembered
 
 IDENTITY = {kind: r.identity for kind, r in REDUCTIONS.items()}
 
@@ -94,17 +93,9 @@ def op_background(op: IndexOp, operand_bg: list[float | None]) -> float | None:
 
 
 def backgrounds(program: Program) -> dict[str, float | None]:
-    """Background of every tensor of `program` (inputs 0). The last program's are remembered
-    while its ops and inputs stay the same (a compile builds a region per group and variant)."""
-    key = (tuple(program.ops), tuple(program.inputs))
-    if _LAST and _LAST[0]() is program and _LAST[1] == key:
-        return dict(_LAST[2])
-    bg = _computed_backgrounds(program)
-    _LAST[:] = [weakref.ref(program), key, dict(bg)]
-    return bg
-
-
-_LAST: list = []  # a weak reference to the last program, its (ops, inputs) and their backgrounds
+    """Background of every tensor of `program` (inputs 0); computed once while its ops and inputs
+    stay the same (`program.remembered`: a compile builds a region per group and variant)."""
+    return dict(remembered(program, "backgrounds", _computed_backgrounds))
 
 
 def _computed_backgrounds(program: Program) -> dict[str, float | None]:

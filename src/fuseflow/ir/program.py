@@ -133,6 +133,38 @@ def op_output(op: Op) -> str:
     return op.output.tensor if isinstance(op, IndexOp) else op.output
 
 
+def remembered(program: Program, what: str, compute):
+    """`compute(program)`, kept on `program` while its ops and inputs stay the same: a compile
+    asks for whole-program facts once per region it builds. The caller must not change it.
+
+        >>> p = Program("p")
+        >>> remembered(p, "op count", lambda q: len(q.ops))
+        0
+    """
+    key = (tuple(program.ops), tuple(program.inputs))
+    kept = program.__dict__.setdefault("_remembered", {})
+    found = kept.get(what)
+    if found is None or found[0] != key:
+        found = kept[what] = (key, compute(program))
+    return found[1]
+
+
+def ops_by_output(program: Program) -> dict[str, Op]:
+    """Each op by the tensor it writes (`remembered`: do not change it)."""
+    return remembered(program, "ops by output", lambda p: {op_output(op): op for op in p.ops})
+
+
+def readers(program: Program) -> dict[str, list[str]]:
+    """Per tensor, the outputs of the ops that read it (`remembered`: do not change it)."""
+    def compute(p: Program) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for op in p.ops:
+            for name in op.tensors_read:
+                found.setdefault(name, []).append(op_output(op))
+        return found
+    return remembered(program, "readers", compute)
+
+
 @dataclass
 class Program:
     """A tensor program: named tensors (shape, dtype, storage format), the inputs and outputs,
