@@ -138,15 +138,19 @@ def remembered(program: Program, what: str, compute):
     asks for whole-program facts once per region it builds. The caller must not change it.
 
         >>> p = Program("p")
-        >>> remembered(p, "op count", lambda q: len(q.ops))
-        0
+        >>> remembered(p, "inputs", lambda q: list(q.inputs))
+        []
+        >>> p.inputs.append("x")
+        >>> remembered(p, "inputs", lambda q: list(q.inputs))
+        ['x']
     """
-    key = (tuple(program.ops), tuple(program.inputs))
+    ops = tuple(program.ops)
+    key = (tuple(map(id, ops)), tuple(program.inputs))  # the ops themselves, not equal ones
     kept = program.__dict__.setdefault("_remembered", {})
     found = kept.get(what)
-    if found is None or found[0] != key:
-        found = kept[what] = (key, compute(program))
-    return found[1]
+    if found is None or found[1] != key:
+        found = kept[what] = (ops, key, compute(program))  # `ops` kept alive: their ids stay theirs
+    return found[2]
 
 
 def ops_by_output(program: Program) -> dict[str, Op]:
@@ -181,6 +185,7 @@ class Program:
         """A copy whose constants share their data with this program's (nothing changes it in
         place; a weight may take gigabytes)."""
         result = copy.copy(self)
+        result.__dict__.pop("_remembered", None)  # facts of this program's ops, not of the copies
         memo[id(self)] = result
         for f in fields(self):
             value = getattr(self, f.name)
