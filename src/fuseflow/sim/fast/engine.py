@@ -252,18 +252,6 @@ class Engine:
                 r.invalidate()
 
     # -- running ---------------------------------------------------------------------------------------
-    def _ready(self, r: Runner, batch: int = 0) -> bool:
-        """Whether r has more than `batch` new tokens (or the end) to read, or its readers
-        progressed by more than `batch`, since it stopped."""
-        status = r.status
-        if status == WAIT_IN:
-            c = r.in_rows[r.waiting][0]
-            item = self.tables.CH.item
-            return item(c, BASE) + item(c, COUNT) - r.seen > batch or item(c, FINAL) != 0
-        if status == WAIT_OUT:  # room comes only from its readers' progress
-            return self._drained(r) - r.rooms > batch
-        return True
-
     def _drained(self, r: Runner) -> int:
         """The progress of r's output channels' readers: their cursors and sends merged (the
         numbers a channel's room grows with) summed; it grows whenever some room may have."""
@@ -308,8 +296,8 @@ class Engine:
         elif status == FAIL or r.failed:
             raise KernelFailed(r)
         elif status == WAIT_IN:
-            r.waiting = waiting = r.S.item(7)
-            c = r.in_rows[waiting][0]
+            r.waiting = r.S.item(7)
+            r.wait_row = c = r.in_rows[r.waiting][0]
             r.seen = CH(c, BASE) + CH(c, COUNT)
         elif status == WAIT_OUT:
             r.rooms = self._drained(r)
@@ -435,10 +423,7 @@ class Engine:
             step = target.pending()
             if step is not None:
                 return step
-            moved = False
-            for r in self.runners:
-                if r.id not in frozen and not r.done and self._ready(r):
-                    moved |= self._visit(r)
+            moved = self._round([r for r in self.runners if r.id not in frozen], 0)
             if not moved and not self._grow_waiting():
                 return None
 
@@ -473,12 +458,22 @@ class Engine:
                 ch.release()
 
     def _round(self, live: list, batch: int) -> bool:
-        """Visit the nodes that have more than `batch` new tokens or free slots to work on
-        (`_ready`); True if any moved."""
+        """Visit the nodes that have more than `batch` new tokens (or the end) to read, or whose
+        readers progressed by more than `batch`, since they stopped; True if any moved. (Large
+        graphs check many nodes a round: the tables are read directly.)"""
+        item = self.tables.CH.item
         moved = False
         for r in live:
-            if not r.done and self._ready(r, batch):
-                moved |= self._visit(r)
+            if r.done:
+                continue
+            status = r.status
+            if status == WAIT_IN:
+                c = r.wait_row
+                if item(c, BASE) + item(c, COUNT) - r.seen <= batch and not item(c, FINAL):
+                    continue
+            elif status == WAIT_OUT and self._drained(r) - r.rooms <= batch:  # room comes from its readers
+                continue
+            moved |= self._visit(r)
         return moved
 
     def _batch(self) -> int:
