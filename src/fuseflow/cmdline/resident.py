@@ -31,6 +31,7 @@ ENV = "FUSEFLOW_WORKER"
 OFF = ("0", "off", "no", "false")
 COMMANDS = frozenset({"simulate"})  # the commands that load the engine's kernels
 IDLE_SECONDS = 900
+START_SECONDS = 20  # the longest wait for the worker to start a command
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 MAX_SOCKET_PATH = 96  # a Unix socket's path is at most 107 bytes; the worker binds PATH.PID first
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -73,11 +74,13 @@ def hand_over(argv: list[str], path: str) -> int | None:
     took it (none is running, or it refused before starting the command)."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
+        conn.settimeout(START_SECONDS)  # a worker that does not answer is passed by
         conn.connect(path)
         payload = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
         socket.send_fds(conn, [len(payload).to_bytes(8, "big") + payload], [0, 1, 2])
         replies = conn.makefile("rb")
         started = replies.readline()
+        conn.settimeout(None)
     except OSError:
         conn.close()
         return None
