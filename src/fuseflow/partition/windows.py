@@ -18,6 +18,8 @@ when it is a reduction, a window writes partial sums, checked once all windows a
 """
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +32,7 @@ from ..ir.values import is_sparse
 from ..pipeline import compare, engine_function
 from ..sam.graph import SamGraph
 from ..sim.window import Window, outer_dims, outer_extent, run_window
+from .timing import TaskTime
 
 
 @dataclass
@@ -58,6 +61,7 @@ class WindowRun:
     counters: dict[str, int]
     max_occupancy: int
     outputs: dict
+    time: TaskTime | None = None  # where and how long it ran (`partition.timing`)
 
 
 def reference_values(program, data: dict) -> dict:
@@ -76,11 +80,14 @@ def kernel_setup(kernel, values: dict) -> KernelSetup:
 
 def run_window_of(setup: KernelSetup, window: Window, hw, engine: str) -> WindowRun:
     """Simulate `setup`'s kernel on `window` (a module-level function: dask pickles it)."""
+    start, wall, cpu = time.time(), time.perf_counter(), time.thread_time()
     run, windowed = run_window(setup.graph, setup.stored, window, hw, engine_function(engine))
     outputs = {name: decode(run.written[name], windowed.written_meta(name))
                for name, meta in setup.graph.tensors.items() if meta.role == "output"}
     return WindowRun(window, int(run.cycles), int(sum(run.stream_tokens.values())), dict(run.counters),
-                     max((run.max_occupancy or {}).values(), default=0), outputs)
+                     max((run.max_occupancy or {}).values(), default=0), outputs,
+                     TaskTime(str(window), f"pid {os.getpid()}", start, time.perf_counter() - wall,
+                              time.thread_time() - cpu))
 
 
 def _row_mask(window: Window, size: int) -> np.ndarray:
