@@ -66,7 +66,7 @@ def print_phases(timings: Timings, wall: float, driver_cpu: float, closed: float
     print(f"  {'the rest':<44}{rest:>9.2f}")
 
 
-def print_tasks(timings: Timings, start: float) -> None:
+def print_tasks(timings: Timings, start: float, wall: float) -> None:
     """Each worker's tasks in the order they started, offsets from the sharded run's start."""
     epoch0 = time.time() - (time.perf_counter() - start)
     print("\nwindow tasks on the workers (start and end: seconds after the sharded run began):")
@@ -74,6 +74,10 @@ def print_tasks(timings: Timings, start: float) -> None:
     for t in sorted(timings.tasks, key=lambda t: (t.worker, t.start)):
         s = t.start - epoch0
         print(f"  {t.worker:<12}{t.label[:45]:<46}{s:>8.2f}{s + t.wall:>8.2f}{t.wall:>8.2f}{t.cpu:>8.2f}")
+    first = min(t.start for t in timings.tasks) - epoch0
+    last = max(t.start + t.wall for t in timings.tasks) - epoch0
+    print(f"  critical path: {first:.1f} s before the first task, {last - first:.1f} s of tasks, "
+          f"{wall - last:.1f} s after the last (verification, close)")
     busy = timings.busy()
     print("  busy per worker: " + ", ".join(f"{w} {b:.1f} s" for w, b in sorted(busy.items())))
     for role in ("window", "settling", "boundary"):
@@ -102,7 +106,7 @@ def main(argv=None) -> int:
     print(f"sharded ({args.shards} shards, {args.workers} workers): {wall:.1f} s, {sharded.cycles:,} cycles, "
           f"verified {sharded.verified}")
     print_phases(timings, wall, cpu, closed)
-    print_tasks(timings, start)
+    print_tasks(timings, start, wall)
     if whole is not None:
         same = {c: getattr(sharded, c) - getattr(whole, c) for c in COUNTS}
         print(f"\nspeedup {whole_wall / wall:.2f}x (whole {whole_wall:.1f} s / sharded {wall:.1f} s); "

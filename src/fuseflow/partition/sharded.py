@@ -10,7 +10,8 @@ most about a fifth of a window per boundary. Combined: cycles = sum(window cycle
 sum(overlaps), and the same for tokens and counters (each run pays its own stops and `D`s,
 which the overlap counts too). Tokens and counters come out exact on the test programs, cycles
 exact or within a few cycles per boundary on most; a kernel whose accumulator reorders its
-output over the outer loop keeps a gap (`docs/partitioned.md` has the measured gaps).
+output over the outer loop keeps a gap (`docs/partitioned.md` has the measured gaps). On a
+cluster of two or more workers the margins' runs go beside the windows (`partition.lanes`).
 
     >>> import fuseflow
     >>> from fuseflow.fusion.compile import compile_schedule
