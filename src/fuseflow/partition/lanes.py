@@ -5,15 +5,15 @@ and every boundary needs its L, R and LR runs. Run after the windows (or before 
 to the critical path; so one worker, the *lane*, takes them all, and the windows are cut so each
 worker's share of the outer loop, the lane's margin runs counted in coordinates, is the same:
 window k runs on worker k mod W, and the lane is the last window's worker. The margin runs'
-cost is not known before they run (the margin settles after two rounds or only at its
-limit); it is taken as two rounds' (`margin_cost`), the common case (GCN CiteSeer `full` and
-Cora `partial` settle at a margin of 8, where the runs' own start and drain about double
-their coordinates' cost), and a lane whose margin goes further ends that much later.
+cost is not known before they run: the margin settles after two rounds or only at its limit
+(GCN CiteSeer `full`, 2 shards: at 8 with the boundary at 1736, at 32 at 1688; the runs' own
+fill and drain add about as much again), so it is taken halfway (`margin_cost`), and the lane
+ends early or late by at most about half the difference.
 
     >>> [(str(w), k) for w, k in lane_windows(1000, 2, 2, 100)]
     [('0:550', 0), ('550:1000', 1)]
-    >>> margin_cost(42, 4, 0)  # rounds at 4 and 8; up to 4, 8, 16, 32 (240) at the limit
-    48
+    >>> margin_cost(42, 4, 0)  # rounds at 4 and 8 (48 coordinates) up to 4, 8, 16, 32 (240)
+    144
 """
 from __future__ import annotations
 
@@ -21,13 +21,17 @@ from ..sim.window import Window
 
 
 def margin_cost(limit: int, first: int, rest: int) -> int:
-    """Coordinates a lane's margin runs are expected to take: two rounds (`first`, then doubled
-    within `limit`), each round's L, R and LR runs 4 margins, and `rest` boundaries besides
-    the probe measured at the second margin."""
-    first = max(1, min(first, limit))
-    second = 2 * first if 2 * first <= limit else first
-    rounds = [first, second] if second != first else [first]
-    return 4 * sum(rounds) + 4 * rounds[-1] * rest
+    """Coordinates a lane's margin runs are expected to take (each round's L, R and LR runs
+    take 4 margins; `rest` boundaries besides the one probe are measured at the last margin):
+    halfway between settling after two rounds (`first`, then doubled) and doubling up to `limit`."""
+    rounds, margin = [], max(1, min(first, limit))
+    while True:
+        rounds.append(margin)
+        if 2 * margin > limit:
+            break
+        margin *= 2
+    least, most = rounds[:2], rounds
+    return 2 * (sum(least) + least[-1] * rest) + 2 * (sum(most) + most[-1] * rest)
 
 
 def lane_windows(extent: int, shards: int, workers: int, extra: int) -> list[tuple[Window, int]]:

@@ -40,8 +40,9 @@ def share(setup: KernelSetup, client):
 
 
 def submit_windows(shared, windows: list[Window], hw, engine: str, client, worker: str | None = None) -> list:
-    """Dask futures of each window's run (on `worker` alone when given) from `share`'s copy."""
-    pin = {"workers": [worker], "allow_other_workers": False} if worker else {}
+    """Dask futures of each window's run from `share`'s copy, on `worker` when given (another
+    only if that one is gone: a worker its nanny restarted has a new address)."""
+    pin = {"workers": [worker], "allow_other_workers": True} if worker else {}
     return [client.submit(run_window_of, shared, w, hw, engine, pure=False, **pin) for w in windows]
 
 
