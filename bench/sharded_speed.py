@@ -16,6 +16,7 @@ workers load theirs within the sharded run, which counts it.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import time
 
@@ -94,6 +95,7 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--sharded-only", action="store_true")
     args = ap.parse_args(argv)
+    logging.getLogger("distributed").setLevel(logging.WARNING)  # its INFO lines would bury the tables
     print(f"{args.model} {args.dataset} {args.schedule}; load average {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} cores")
     build(args.model)  # torch and the model's modules imported before either is timed (a command imports both)
