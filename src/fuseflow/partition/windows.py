@@ -18,6 +18,8 @@ when it is a reduction, a window writes partial sums, checked once all windows a
 """
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -31,6 +33,7 @@ from ..memory import Budget
 from ..pipeline import compare, engine_function
 from ..sam.graph import SamGraph
 from ..sim.window import Window, outer_dims, outer_extent, run_window
+from .timing import TaskTime
 
 
 @dataclass
@@ -63,6 +66,7 @@ class WindowRun:
     counters: dict[str, int]
     max_occupancy: int
     outputs: dict
+    time: TaskTime | None = None  # where and how long it ran (`partition.timing`)
 
 
 def reference_values(program, data: dict) -> dict:
@@ -88,12 +92,15 @@ def kernel_setup(kernel, values: dict) -> KernelSetup:
 def run_window_of(setup: KernelSetup, window: Window, hw, engine: str) -> WindowRun:
     """Simulate `setup`'s kernel on `window` (a module-level function: dask pickles it); the
     fast engine's buffers are held to the memory available where it runs."""
+    start, wall, cpu = time.time(), time.perf_counter(), time.thread_time()
     options = {"budget": Budget()} if engine == "fast" else {}
     run, windowed = run_window(setup.graph, setup.stored, window, hw, engine_function(engine), **options)
     outputs = {name: _compact(decode(run.written[name], windowed.written_meta(name)), meta.fill)
                for name, meta in setup.graph.tensors.items() if meta.role == "output"}
     return WindowRun(window, int(run.cycles), int(sum(run.stream_tokens.values())), dict(run.counters),
-                     max((run.max_occupancy or {}).values(), default=0), outputs)
+                     max((run.max_occupancy or {}).values(), default=0), outputs,
+                     TaskTime(str(window), f"pid {os.getpid()}", start, time.perf_counter() - wall,
+                              time.thread_time() - cpu))
 
 
 def _compact(value, fill: float):
