@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import Future
 
 import numpy as np
 import pytest
@@ -13,9 +14,11 @@ import fuseflow
 from fuseflow.errors import UserError
 from fuseflow.execute import execute
 from fuseflow.partition.estimate import allocate, draw, regression_total, stratify
+from fuseflow.partition.lanes import lane_windows
 from fuseflow.partition.run import simulate_partitioned
 from fuseflow.partition.sampled import SamplePlan
 from fuseflow.partition.sharded import shard_kernel
+from fuseflow.partition.timing import Timings
 from fuseflow.partition.windows import kernel_setup, reference_values, run_window_of, window_problem
 from fuseflow.pipeline import compare, prepared
 from fuseflow.sim.fast import run_graph as fast_run
@@ -89,11 +92,49 @@ def test_window_rows_are_checked_against_the_reference():
     setup = kernel_setup(compiled.kernels[0], values)
     run = run_window_of(setup, Window(((4, 9), (20, 22))), None, "fast")
     assert window_problem(setup, run, values) is None
-    y = np.asarray(run.outputs["Y"])
+    y = run.outputs["Y"].toarray()  # a window's 2-D output is kept as its entries (COO)
     assert not y[:4].any() and not y[9:20].any() and y[4:9].any()  # only the window's rows are written
     run.outputs["Y"] = y.copy()
     run.outputs["Y"][21, 0] += 1.0
     assert "differs" in window_problem(setup, run, values)
+
+
+def test_sparse_window_output_is_checked_on_its_rows_only():
+    """A large window output (stored sparse) is compared on the window's rows and must store
+    nothing elsewhere, without building the output's whole dense shape."""
+    import scipy.sparse as sp
+
+    program, data, compiled = _case("spmm_ikj", "full")
+    values = reference_values(program, data)
+    setup = kernel_setup(compiled.kernels[0], values)
+    run = run_window_of(setup, Window(((4, 9), (20, 22))), None, "fast")
+    good = sp.csr_array(run.outputs["Y"])
+    for change, expect in (((None, None), None), ((21, 0), "differs"), ((12, 0), "outside the window")):
+        y = good.tolil()
+        if change[0] is not None:
+            y[change] = y[change] + 1.0
+        run.outputs["Y"] = sp.csr_array(y)
+        problem = window_problem(setup, run, values)
+        assert (problem is None) if expect is None else expect in problem, (change, problem)
+
+
+def test_partitioned_reference_holds_only_what_later_kernels_need(monkeypatch):
+    """The partitioned run evaluates the reference kernel by kernel: once a kernel is done, a
+    value no later kernel or op needs is dropped (an unfused schedule's intermediates are not
+    all held at once), and the results equal the whole run's."""
+    from fuseflow.ir.reference import ReferenceRun
+
+    program, data, compiled = _case("matmul_chain", "unfused")
+    held, keep = [], ReferenceRun.keep
+
+    def spy(self, names):
+        keep(self, names)
+        held.append(self.held() - set(program.inputs))
+
+    monkeypatch.setattr(ReferenceRun, "keep", spy)
+    r = simulate_partitioned(program, compiled, data, shards=2)
+    assert r.verified and r.cycles == fuseflow.simulate(program, compiled, data).cycles
+    assert held[-1] == set() and all(len(h) <= 1 for h in held), held
 
 
 def test_multi_kernel_schedule_reads_intermediates_from_the_reference():
@@ -108,13 +149,40 @@ def test_multi_kernel_schedule_reads_intermediates_from_the_reference():
 
 
 def test_sharded_on_a_dask_client():
+    """Two workers: the windows in lanes, the margins on the last window's worker beside them."""
     distributed = pytest.importorskip("distributed")
     program, data, compiled = _case("spmv", "full")
     whole = fuseflow.simulate(program, compiled, data)
+    timings = Timings()
     with distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         r = fuseflow.simulate(program, "full", data, shards=4, scheduler=client)
+        started = Future()
+        started.set_result(client)  # a cluster that was still starting when the run began
+        timed = simulate_partitioned(program, compiled, data, shards=2, client=started, timings=timings)
     assert (r.mode, r.cycles, r.tokens, r.verified) == ("sharded", whole.cycles, whole.tokens, True)
+    assert (timed.cycles, timed.tokens, timed.verified) == (whole.cycles, whole.tokens, True)
+    phases = [p.name for p in timings.phases]
+    assert phases[:2] == ["compile", "kernel 0: reference, inputs stored"]
+    assert "waiting for the cluster to start" in phases
+    windows = [t for t in timings.tasks if t.label.startswith("window")]
+    settling = [t for t in timings.tasks if t.label.startswith("settling")]
+    assert len(windows) == 2 and settling and all(t.wall >= 0 for t in timings.tasks)
+
+
+@pytest.mark.parametrize("extent,shards,workers,extra", [(1000, 2, 2, 100), (3327, 4, 2, 300), (10, 3, 2, 100),
+                                                         (5, 5, 2, 3), (700, 3, 3, 0), (64, 8, 3, 20)])
+def test_lane_windows_cover_the_loop_and_balance_the_workers(extent, shards, workers, extra):
+    layout = lane_windows(extent, shards, workers, extra)
+    cuts = [w.ranges[0] for w, _ in layout]
+    assert cuts[0][0] == 0 and cuts[-1][1] == extent and all(a[1] == b[0] for a, b in zip(cuts, cuts[1:]))
+    assert all(hi > lo for lo, hi in cuts) and [k for _, k in layout] == [i % workers for i in range(shards)]
+    load = [0.0] * workers
+    for w, k in layout:
+        load[k] += w.width()
+    load[layout[-1][1]] += extra
+    if extent >= 10 * shards:  # room to balance: within a coordinate per window
+        assert max(load) - min(load) <= shards
 
 
 # -- the estimator ------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ compiler, the simulator or the study.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import Future
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from .memory import Budget
 from .partition.run import simulate_partitioned
 from .partition.sampled import SamplePlan
 from .studies import MAX_TOKENS
-from .studies.cluster import dask_client
+from .studies.cluster import dask_client_soon
 from .studies.granularity import StudyResult, fusion_study, read_schedules, same_schedules
 
 
@@ -84,7 +85,8 @@ def simulate(program, schedule=None, inputs: dict | None = None, *, seed: int = 
       within one report progress.
     - Partitioned (`fuseflow.partition`): `shards=N` (an int >= 1) cuts every kernel's outer
       loop into N windows run as dask tasks (a local cluster of `workers` processes, or the
-      scheduler at address `scheduler`, or a `distributed.Client`) and combines them (`mode`
+      scheduler at address `scheduler`, or a `distributed.Client`, or a `concurrent.futures.Future`
+      of one still starting) and combines them (`mode`
       "sharded"); `sample=F` (a fraction of windows in (0, 1]) or `error=E` (the 95% interval's
       relative half-width, 0.02 for 2%) estimates each kernel's cycles from a stratified sample
       of windows drawn with `sample_seed` (`mode` "sampled", `cycles_low`/`cycles_high`); those
@@ -99,8 +101,8 @@ def simulate(program, schedule=None, inputs: dict | None = None, *, seed: int = 
         schedule = check_schedule(program, schedule, known)  # parsed once (if a string), passed on as the record
     if shards is not None or sample is not None or error is not None:
         return _partitioned(program, schedule, data, seed=seed, density=density, hw=hw, engine=engine, check=check,
-                            shards=shards, sample=sample, error=error, scheduler=scheduler, workers=workers,
-                            sample_seed=sample_seed)
+                            budget=budget, shards=shards, sample=sample, error=error, scheduler=scheduler,
+                            workers=workers, sample_seed=sample_seed)
     return pipeline.simulate(program, schedule, data, seed=seed, density=density, hw=hw, engine=engine,
                              check=check, on_kernel=on_kernel, budget=budget, on_events=on_events)
 
@@ -112,11 +114,11 @@ def _partitioned(program, schedule, data, *, shards, sample, error, scheduler, w
     if shards is not None and (isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or shards < 1):
         raise UserError(f"shards {shards!r} must be a positive integer", "--shards")
     plan = None if shards is not None else SamplePlan(fraction=sample, error=error, seed=sample_seed)
-    if hasattr(scheduler, "submit"):  # a distributed.Client
+    if hasattr(scheduler, "submit") or isinstance(scheduler, Future):  # a distributed.Client, or one starting
         return simulate_partitioned(program, schedule, data, shards=shards, sample=plan, client=scheduler, **options)
     if shards is None and scheduler is None:  # sampled windows are few: they run here
         return simulate_partitioned(program, schedule, data, sample=plan, **options)
-    with dask_client(scheduler, workers) as client:
+    with dask_client_soon(scheduler, workers) as client:  # starts while the driver compiles
         return simulate_partitioned(program, schedule, data, shards=shards, sample=plan, client=client, **options)
 
 

@@ -5,6 +5,7 @@ numpy reference, with a live progress display; optionally an HTML report and the
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -18,6 +19,7 @@ from ..files import atomic_path, check_output, temporary_beside
 from ..progress import RunProgress, numba_notice
 from ..sim.hw import HwConfig
 from ..simreport import simulate_report
+from ..studies.cluster import dask_client_soon
 from .args import budget_of
 from .source import load_source
 
@@ -91,12 +93,27 @@ def run(args) -> int:
     for path, flag, suffixes in ((args.save_outputs, "--save-outputs", (".npz",)), (args.html, "--html", ())):
         if path:
             check_output(path, flag, suffixes)
+    partition = _partition_args(args)
+    with _early_cluster(partition) as client:
+        if client is not None:
+            partition = {**partition, "scheduler": client}
+        return _run(args, partition)
+
+
+def _early_cluster(partition: dict):
+    """A sharded run's dask client, starting now (its workers start and import while the model
+    loads and compiles), or nothing."""
+    if partition and (partition["shards"] is not None or partition["scheduler"]):
+        return dask_client_soon(partition["scheduler"], partition["workers"])
+    return contextlib.nullcontext()
+
+
+def _run(args, partition: dict) -> int:
     budget = budget_of(args)
     source = load_source(args, budget)
     schedule = source.schedule(args.schedule)
     data = source.data(args.density, args.seed, budget)
     hw = HwConfig(hbm=args.hbm, channel_depth=args.depth)
-    partition = _partition_args(args)
     label = f"{source.program.name} {args.schedule or '(default schedule)'}"
     with RunProgress(label, enabled=None if not args.json else False) as bar, \
             numba_notice():

@@ -10,7 +10,8 @@ most about a fifth of a window per boundary. Combined: cycles = sum(window cycle
 sum(overlaps), and the same for tokens and counters (each run pays its own stops and `D`s,
 which the overlap counts too). Tokens and counters come out exact on the test programs, cycles
 exact or within a few cycles per boundary on most; a kernel whose accumulator reorders its
-output over the outer loop keeps a gap (`docs/partitioned.md` has the measured gaps).
+output over the outer loop keeps a gap (`docs/partitioned.md` has the measured gaps). On a
+cluster of two or more workers the margins' runs go beside the windows (`partition.lanes`).
 
     >>> import fuseflow
     >>> from fuseflow.fusion.compile import compile_schedule
@@ -25,20 +26,34 @@ output over the outer loop keeps a gap (`docs/partitioned.md` has the measured g
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..sim.window import Window
+from .lanes import lane_windows, margin_cost
 from .windows import KernelSetup, WindowRun, combined_outputs, run_window_of
 
 
-def map_windows(setup: KernelSetup, windows: list[Window], hw, engine: str, client) -> list[WindowRun]:
-    """Simulate each window of `setup`'s kernel: dask tasks on `client`'s workers (the kernel's
-    stored inputs sent to each worker once), or one after another here without a client."""
+def share(setup: KernelSetup, client):
+    """`setup` as the tasks take it: sent once to every worker of `client` (its own key: an
+    earlier call's may be released), or itself without a client."""
+    return setup if client is None else client.scatter(setup, broadcast=True, hash=False)
+
+
+def submit_windows(shared, windows: list[Window], hw, engine: str, client, worker: str | None = None) -> list:
+    """Dask futures of each window's run from `share`'s copy, on `worker` when given (another
+    only if that one is gone: a worker its nanny restarted has a new address)."""
+    pin = {"workers": [worker], "allow_other_workers": True} if worker else {}
+    return [client.submit(run_window_of, shared, w, hw, engine, pure=False, **pin) for w in windows]
+
+
+def map_windows(setup, windows: list[Window], hw, engine: str, client, worker: str | None = None) -> list[WindowRun]:
+    """Simulate each window of `setup`'s kernel (a `KernelSetup`, or `share`'s copy of it on
+    `client`'s workers): dask tasks on `client`'s workers (`worker` alone when given), or one
+    after another here."""
     if client is None:
         return [run_window_of(setup, w, hw, engine) for w in windows]
-    shared = client.scatter(setup, broadcast=True, hash=False)  # its own key: an earlier call's may be released
-    futures = [client.submit(run_window_of, shared, w, hw, engine, pure=False) for w in windows]
-    return client.gather(futures)
+    shared = share(setup, client) if isinstance(setup, KernelSetup) else setup
+    return client.gather(submit_windows(shared, windows, hw, engine, client, worker))
 
 
 MIN_MARGIN = 4  # a boundary's first margin (coordinates on each side) ...
@@ -65,10 +80,13 @@ def boundary_windows(extent: int, at: int, margin: int) -> list[Window]:
     return [Window(((lo, at),)), Window(((at, hi),)), Window(((lo, hi),))]
 
 
-def overlaps(setup: KernelSetup, edges: list[int], margin: int, hw, engine: str, client) -> list[Boundary]:
-    """Each boundary at `edges` measured with `margin` coordinates on each side."""
-    runs = map_windows(setup, [w for at in edges for w in boundary_windows(setup.extent, at, margin)], hw, engine,
-                       client)
+def overlaps(setup: KernelSetup, edges: list[int], margin: int, hw, engine: str, client,
+             shared=None, worker: str | None = None) -> list[Boundary]:
+    """Each boundary at `edges` measured with `margin` coordinates on each side (the tasks take
+    `shared`, `share`'s copy of `setup`, when given, and run on `worker` when given)."""
+    runs = map_windows(setup if shared is None else shared,
+                       [w for at in edges for w in boundary_windows(setup.extent, at, margin)], hw, engine, client,
+                       worker)
     return [Boundary(*runs[3 * k:3 * k + 3]) for k in range(len(edges))]
 
 
@@ -83,16 +101,36 @@ def settled_margin(setup: KernelSetup, edges: list[int], limit: int, hw, engine:
 def settle_margin(setup: KernelSetup, edges: list[int], limit: int, hw, engine: str, client) -> tuple[int, float]:
     """`settled_margin`, and the cycles its last doubling still added to a boundary's overlap
     (what a margin may still miss there; 0 when it was not doubled)."""
+    settled = settle_boundaries(setup, edges, limit, hw, engine, client)
+    return settled.margin, settled.growth
+
+
+@dataclass
+class Settled:
+    """A settled margin, what its last doubling still added, the probe boundaries measured at it
+    (by edge) and every run the settling took."""
+
+    margin: int
+    growth: float
+    boundaries: dict[int, Boundary]
+    runs: list[WindowRun]
+
+
+def settle_boundaries(setup: KernelSetup, edges: list[int], limit: int, hw, engine: str, client,
+                      shared=None, worker: str | None = None) -> Settled:
+    """`settle_margin`, keeping the probes' boundaries at the settled margin (the last round
+    measured them at it: no need to run them again); tasks as `overlaps`'."""
     probes = [edges[k * len(edges) // PROBES] for k in range(min(PROBES, len(edges)))]
-    margin, previous, growth = min(MIN_MARGIN, max(1, limit)), None, 0.0
+    margin, previous, growth, found, runs = min(MIN_MARGIN, max(1, limit)), None, 0.0, [], []
     while probes:
-        mean = sum(b.overlap(lambda r: r.cycles) for b in overlaps(setup, probes, margin, hw, engine, client)) / \
-            len(probes)
+        found = overlaps(setup, probes, margin, hw, engine, client, shared, worker)
+        runs += [r for b in found for r in (b.left, b.right, b.both)]
+        mean = sum(b.overlap(lambda r: r.cycles) for b in found) / len(probes)
         growth = abs(mean - previous) if previous is not None else 0.0
         if (previous is not None and mean - previous <= SETTLED * max(previous, 1.0)) or 2 * margin > limit:
             break
         previous, margin = mean, 2 * margin
-    return margin, growth
+    return Settled(margin, growth, dict(zip(probes, found)), runs)
 
 
 @dataclass
@@ -102,6 +140,7 @@ class KernelShards:
     setup: KernelSetup
     runs: list[WindowRun]
     boundaries: list[Boundary]
+    settling: list[WindowRun] = field(default_factory=list)  # every run of settling the margin
 
     def _combined(self, value) -> int:
         return sum(value(r) for r in self.runs) - sum(b.overlap(value) for b in self.boundaries)
@@ -126,13 +165,47 @@ class KernelShards:
 
 
 def shard_kernel(setup: KernelSetup, shards: int, hw, engine: str, client) -> KernelShards:
-    """Run `setup`'s kernel as `shards` windows of equal width (fewer when its outer loop is
-    shorter) and the runs that measure each boundary's overlap."""
-    windows = Window.even(setup.extent, max(1, min(shards, setup.extent)))
+    """Run `setup`'s kernel as `shards` windows and the runs that measure each boundary's
+    overlap (the probes' from settling the margin, the others' at the settled margin): on a
+    cluster of two or more workers laid out in lanes (`partition.lanes`: the margins' runs beside
+    the windows), else windows of equal width (fewer when the outer loop is shorter), the
+    margin settled first."""
+    count = max(1, min(shards, setup.extent))
+    limit = max(MIN_MARGIN, (setup.extent // count) // SHARD_MARGIN_SHARE)
+    workers = sorted(client.scheduler_info()["workers"]) if client is not None else []
+    if len(workers) >= 2 and count >= 2:
+        return _shard_in_lanes(setup, count, limit, workers, hw, engine, client)
+    windows = Window.even(setup.extent, count)
     edges = [w.ranges[0][1] for w in windows[:-1]]
-    limit = max(MIN_MARGIN, min(w.width() for w in windows) // SHARD_MARGIN_SHARE)
-    margin = settled_margin(setup, edges, limit, hw, engine, client)
-    extra = [w for at in edges for w in boundary_windows(setup.extent, at, margin)]
-    runs = map_windows(setup, [*windows, *extra], hw, engine, client)
-    rest = runs[len(windows):]
-    return KernelShards(setup, runs[:len(windows)], [Boundary(*rest[3 * k:3 * k + 3]) for k in range(len(edges))])
+    shared = share(setup, client)
+    settled = settle_boundaries(setup, edges, limit, hw, engine, client, shared)
+    runs = map_windows(shared, windows, hw, engine, client)
+    return _with_boundaries(setup, runs, edges, settled, hw, engine, client, shared)
+
+
+def _with_boundaries(setup, runs: list[WindowRun], edges: list[int], settled: Settled, hw, engine, client, shared,
+                     worker: str | None = None) -> KernelShards:
+    """The windows' runs with every boundary measured: the probes' as settled, the rest now."""
+    rest = [at for at in edges if at not in settled.boundaries]
+    measured = dict(settled.boundaries)
+    if rest:
+        measured.update(zip(rest, overlaps(setup, rest, settled.margin, hw, engine, client, shared, worker)))
+    return KernelShards(setup, runs, [measured[at] for at in edges], settled.runs)
+
+
+def _shard_in_lanes(setup: KernelSetup, count: int, limit: int, workers: list[str], hw, engine: str,
+                    client) -> KernelShards:
+    """Windows pinned to their workers from the start; the lane settles the margin meanwhile
+    and measures the other boundaries, then runs its own windows (cut narrower by as much)."""
+    rest = max(0, count - 1 - PROBES)
+    layout = lane_windows(setup.extent, count, len(workers), margin_cost(limit, MIN_MARGIN, rest))
+    lane = workers[layout[-1][1]]
+    shared = share(setup, client)
+    others = [submit_windows(shared, [w], hw, engine, client, workers[k])[0] if workers[k] != lane else None
+              for w, k in layout]
+    edges = [w.ranges[0][1] for w, _ in layout[:-1]]
+    settled = settle_boundaries(setup, edges, limit, hw, engine, client, shared, lane)
+    shards = _with_boundaries(setup, [], edges, settled, hw, engine, client, shared, lane)
+    mine = iter(map_windows(shared, [w for w, k in layout if workers[k] == lane], hw, engine, client, lane))
+    shards.runs = [next(mine) if f is None else f.result() for f in others]
+    return shards

@@ -17,12 +17,14 @@ import signal
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import UserError
 from ..memory import Budget
 
 GUARD_SHARE = 0.9  # a task's memory guard: this much of its worker's memory limit (dask stops it at 95%)
 PROGRESS_TOPIC = "fuseflow-progress"  # workers' progress events (Worker.log_event), read by the client
+SIMULATION_MODULES = ("fuseflow.partition.windows", "fuseflow.sim.fast")  # what a window task imports
 PARENT_POLL_SECONDS = 1.0  # how often a worker checks that its sweep is still alive
 
 
@@ -115,14 +117,14 @@ def _import_distributed():
 
 @contextlib.contextmanager
 def dask_client(scheduler: str | None = None, workers: int | None = None, max_memory: int | None = None,
-                timeout: float = 30.0):
+                timeout: float = 30.0, preload: tuple[str, ...] = ()):
     """A `distributed.Client` on the scheduler at `scheduler`, else on a local cluster of
     `local_workers(workers)` processes, each with `local_memory_share` bytes (its tasks' memory
     guard: `worker_budget`). Local workers run one task at a time; the engine's memory guard, not
     dask, keeps them within their share (dask would kill a worker whose memory a previous large
     case left high, and every task queued on it); they never pause or spill (tasks hold no dask
     data); a task whose worker died is tried once more; they end with the process that started
-    them."""
+    them; `preload`: modules a local worker imports as it starts."""
     dask, distributed = _import_distributed()
     if scheduler:
         try:
@@ -141,7 +143,8 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, max_me
     with dask.config.set(settings):
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                            memory_limit=local_memory_share(n, max_memory),
-                                           dashboard_address=None, silence_logs=logging.ERROR)
+                                           dashboard_address=None, silence_logs=logging.ERROR,
+                                           preload=list(preload))
         try:
             client = distributed.Client(cluster)
             try:
@@ -151,3 +154,21 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, max_me
                 client.close()
         finally:
             cluster.close()
+
+
+@contextlib.contextmanager
+def dask_client_soon(scheduler: str | None = None, workers: int | None = None, max_memory: int | None = None,
+                     timeout: float = 30.0):
+    """`dask_client` started on a thread: yields at once a `concurrent.futures.Future` of the
+    client, so the caller can load its model and compile while the workers' processes start
+    and import the engine (`SIMULATION_MODULES`) on the other cores; the client and its cluster
+    close on exit, once they have started."""
+    stack = contextlib.ExitStack()
+    with ThreadPoolExecutor(1, thread_name_prefix="fuseflow-cluster") as pool:
+        client = pool.submit(stack.enter_context, dask_client(scheduler, workers, max_memory, timeout,
+                                                              SIMULATION_MODULES))
+        try:
+            yield client
+        finally:
+            if client.exception() is None:  # a start that failed closed what it had started
+                stack.close()

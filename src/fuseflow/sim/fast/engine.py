@@ -46,7 +46,7 @@ from ..oracle import WRITERS, GraphRun
 from ..storage import WrittenTensor
 from . import pool
 from .by_oracle import OracleRunner
-from .channel import Channel, Tables, sync
+from .channel import BASE, BEST, COUNT, CURSOR, FINAL, Channel, Tables, sync
 from .core import DONE, FAIL, GROW, STEPS, WAIT_IN, WAIT_OUT, YIELD, NeedOracle, Runner, T
 from .runners import RUNNERS
 from .stream import token_list
@@ -156,6 +156,10 @@ class Engine:
                 self.channels[s] = ch
             runner.attach_outputs([self.channels[Stream(node.id, p)] for p in runner.outs])
             self.runners.append(runner)
+        for r in self.runners:  # what a visit reads: (channel row, reader row, channel, reader) per input
+            r.in_rows = [(ch.index, x, ch, reader) for ch, x, reader in zip(r.in_ch, r.readers, r.reader_objects())]
+            r.out_chans = [ch.index for ch in r.out_ch]
+        self.keeps = keep_streams
         self.depth = self.overflow = None
         if depth is not None and self._boundable():
             if first_unbounded:
@@ -248,16 +252,6 @@ class Engine:
                 r.invalidate()
 
     # -- running ---------------------------------------------------------------------------------------
-    def _ready(self, r: Runner, batch: int = 0) -> bool:
-        """Whether r has more than `batch` new tokens (or the end) to read, or its readers
-        progressed by more than `batch`, since it stopped."""
-        if r.status == WAIT_IN:
-            ch = r.in_ch[r.waiting]
-            return ch.produced - r.seen > batch or ch.final
-        if r.status == WAIT_OUT:  # room comes only from its readers' progress
-            return self._drained(r) - r.rooms > batch
-        return True
-
     def _drained(self, r: Runner) -> int:
         """The progress of r's output channels' readers: their cursors and sends merged (the
         numbers a channel's room grows with) summed; it grows whenever some room may have."""
@@ -271,30 +265,25 @@ class Engine:
         return total
 
     def _visit(self, r: Runner) -> bool:
-        """Call r's kernel until it waits; True if it moved."""
+        """Call r's kernel until it waits; True if it moved. (Called once per kernel call of a
+        bounded run: the channel numbers are read from the tables directly.)"""
         steps = r.S.item(STEPS)
         moved_status = r.status
+        CH, RD = self.tables.CH.item, self.tables.RD.item
         while True:
             if not self.whole:
                 for ch in r.out_ch:
                     capacity = ch.kind.shape[0]
-                    if capacity - ch.count < (capacity + 1) // 2:
+                    if capacity - CH(ch.index, COUNT) < (capacity + 1) // 2:
                         ch.compact()
-            before_in = [ch.cursor(x) for ch, x in zip(r.in_ch, r.readers)]
-            before_out = [ch.count for ch in r.out_ch]
+            before_in = [RD(x, CURSOR) - CH(c, BASE) for c, x, _, _ in r.in_rows]
+            before_out = [CH(c, COUNT) for c in r.out_chans]
             status = r.call()
             self._after(r, status, before_in, before_out)
             if status == GROW:
                 r.grow()
                 continue
-            full = [ch for ch in r.out_ch if ch.count == ch.capacity] if status == WAIT_OUT else []
-            growing = [ch for ch in full if self.whole or (ch.capacity < ch.limit and not ch.droppable()
-                                                          and ch.produced >= GROW_AFTER * ch.capacity)]
-            if growing:  # a buffer below its chunk (or of a whole stream) grows at once
-                for ch in growing:
-                    self._grow_channel(ch, r, 0 if self.whole else min(2 * ch.capacity, ch.limit))
-                continue
-            if any(ch.droppable() for ch in full):  # room once the buffer is compacted
+            if status == WAIT_OUT and self._room_made(r):
                 continue
             if status == YIELD:  # the runner emptied its log
                 continue
@@ -303,48 +292,65 @@ class Engine:
         if status == DONE:
             r.done = True
             for ch in r.out_ch:
-                self.tables.CH[ch.index, 2] = 1
-        elif status == FAIL or getattr(r, "failed", False):
+                self.tables.CH[ch.index, FINAL] = 1
+        elif status == FAIL or r.failed:
             raise KernelFailed(r)
         elif status == WAIT_IN:
-            r.waiting = int(r.S[7])
-            r.seen = r.in_ch[r.waiting].produced
+            r.waiting = r.S.item(7)
+            r.wait_row = c = r.in_rows[r.waiting][0]
+            r.seen = CH(c, BASE) + CH(c, COUNT)
         elif status == WAIT_OUT:
             r.rooms = self._drained(r)
         return r.S.item(STEPS) != steps or status != moved_status
+
+    def _room_made(self, r: Runner) -> bool:
+        """r waits for room: grow its full buffers that are below their chunk (or of a whole
+        stream) at once, or note that a compaction frees room; True if r may go on."""
+        CH = self.tables.CH.item
+        full = [ch for ch in r.out_ch if CH(ch.index, COUNT) == ch.kind.shape[0]]
+        if not full:
+            return False
+        growing = [ch for ch in full if self.whole or (ch.capacity < ch.limit and not ch.droppable()
+                                                      and ch.produced >= GROW_AFTER * ch.capacity)]
+        for ch in growing:
+            self._grow_channel(ch, r, 0 if self.whole else min(2 * ch.capacity, ch.limit))
+        return bool(growing) or any(ch.droppable() for ch in full)
 
     def _after(self, r: Runner, status: int, before_in, before_out) -> None:
         """Tile values and written tensors (`Runner.after`), kept streams, and the occupancy
         count of what the call consumed."""
         r.after(before_in, before_out)
-        for ch, start in zip(r.out_ch, before_out):
-            if ch.kept is not None:
-                ch.keep_new(start)
+        if self.keeps:
+            for ch, start in zip(r.out_ch, before_out):
+                if ch.kept is not None:
+                    ch.keep_new(start)
         self.count_consumed(r, before_in, status == DONE)
 
     def count_consumed(self, r: Runner, before_in, finished: bool) -> None:
         t = self.tables
-        for ch, x, b, reader in zip(r.in_ch, r.readers, before_in, r.reader_objects()):
+        CH, RD = t.CH.item, t.RD.item
+        for (c, x, ch, reader), b in zip(r.in_rows, before_in):
+            base = CH(c, BASE)
+            cursor = RD(x, CURSOR)
             if self.record_consumed:
-                self.consumed.setdefault(x, []).extend(reader.cons[b:ch.cursor(x)].tolist())
-            produced = ch.produced
-            if not finished and b == ch.cursor(x) and reader.synced == produced:
+                self.consumed.setdefault(x, []).extend(reader.cons[b:cursor - base].tolist())
+            produced = base + CH(c, COUNT)
+            if not finished and b == cursor - base and reader.synced == produced:
                 continue  # nothing consumed and nothing sent since the last merge: nothing to merge
             if ch.depth:  # bounded: merge a quarter buffer of consumes at a time (their cons move
-                base = ch.base  # with compaction, which keeps what is not merged)
-                if reader.unmerged < 0:
+                if reader.unmerged < 0:  # with compaction, which keeps what is not merged)
                     reader.unmerged = base + b
-                if not finished and t.RD.item(x, 0) - reader.unmerged < ch.kind.shape[0] // 4:
+                if not finished and cursor - reader.unmerged < ch.kind.shape[0] // 4:
                     continue
                 b, reader.unmerged = reader.unmerged - base, -1
             reader.synced = produced
             while True:
-                stop = sync(t.CH, t.RD, ch.index, x, b, ch.sent, reader.cons, finished, reader.queue)
+                stop = sync(t.CH, t.RD, c, x, b, ch.sent, reader.cons, finished, reader.queue)
                 if stop < 0:
                     break
                 self.reserve(reader.grow_queue(t.RD), r)
                 b = int(stop)
-            if self.overflow is not None and t.RD.item(x, 3) > self.overflow[x]:
+            if self.overflow is not None and RD(x, BEST) > self.overflow[x]:
                 raise Overflow()
 
     def _unstick(self) -> None:
@@ -417,10 +423,7 @@ class Engine:
             step = target.pending()
             if step is not None:
                 return step
-            moved = False
-            for r in self.runners:
-                if r.id not in frozen and not r.done and self._ready(r):
-                    moved |= self._visit(r)
+            moved = self._round([r for r in self.runners if r.id not in frozen], 0)
             if not moved and not self._grow_waiting():
                 return None
 
@@ -455,12 +458,22 @@ class Engine:
                 ch.release()
 
     def _round(self, live: list, batch: int) -> bool:
-        """Visit the nodes that have more than `batch` new tokens or free slots to work on
-        (`_ready`); True if any moved."""
+        """Visit the nodes that have more than `batch` new tokens (or the end) to read, or whose
+        readers progressed by more than `batch`, since they stopped; True if any moved. (Large
+        graphs check many nodes a round: the tables are read directly.)"""
+        item = self.tables.CH.item
         moved = False
         for r in live:
-            if not r.done and self._ready(r, batch):
-                moved |= self._visit(r)
+            if r.done:
+                continue
+            status = r.status
+            if status == WAIT_IN:
+                c = r.wait_row
+                if item(c, BASE) + item(c, COUNT) - r.seen <= batch and not item(c, FINAL):
+                    continue
+            elif status == WAIT_OUT and self._drained(r) - r.rooms <= batch:  # room comes from its readers
+                continue
+            moved |= self._visit(r)
         return moved
 
     def _batch(self) -> int:
