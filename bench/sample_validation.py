@@ -32,7 +32,6 @@ import numpy as np
 
 from fuseflow.fusion.estimate import CostModel
 from fuseflow.models.registry import build
-from fuseflow.partition.estimate import regression_total
 from fuseflow.partition.heuristic import window_estimates
 from fuseflow.partition.sampled import (
     SAMPLE_FROM,
@@ -41,6 +40,7 @@ from fuseflow.partition.sampled import (
     draw_sample,
     kernel_windows,
     population,
+    settle_on_sample,
     strata_of,
     window_values,
 )
@@ -80,10 +80,34 @@ class KernelReport:
     decomposition_error: float  # (sum of every window's y - whole) / whole
     seconds_whole: float
     seconds_windows: float
-    growth: float = 0.0  # cycles the margin's last doubling added at a boundary (`Population.widened`)
+    growth: float = 0.0  # cycles the first margin's last doubling added at a probed boundary
     x: list[float] = field(default_factory=list)  # every window's heuristic estimate ...
-    y: list[float] = field(default_factory=list)  # ... and value: what the trials draw from
+    y: list[float] = field(default_factory=list)  # ... and value at the first margin
+    # longer margins (`settle_on_sample`): margin -> each window's value, NaN where no trial drew it
+    longer: dict[str, list[float]] = field(default_factory=dict)
+    settled_margins: list[float] = field(default_factory=list)  # mean margin the trials settled at, per fraction
     trials: list[Trials] = field(default_factory=list)
+
+
+class WindowValues:
+    """A kernel's window values per margin, simulated when a trial first asks for them (`simulate`:
+    margin, window indices -> their values; None replays a stored report and fails on a gap)."""
+
+    def __init__(self, report: KernelReport, simulate=None):
+        self.report, self.simulate = report, simulate
+        self.levels = {report.margin: np.array(report.y)}
+        self.levels.update({int(m): np.array(v, dtype=np.float64) for m, v in report.longer.items()})
+
+    def at(self, margin: int, picked: np.ndarray) -> np.ndarray:
+        level = self.levels.setdefault(margin, np.full(len(self.report.x), np.nan))
+        todo = [int(i) for i in picked if np.isnan(level[i])]
+        if todo and self.simulate is None:
+            raise SystemExit(f"{self.report.case} kernel {self.report.kernel}: margin {margin} of windows {todo} "
+                             "not stored; run without --again")
+        if todo:
+            level[todo] = self.simulate(margin, todo)
+            self.report.longer[str(margin)] = level.tolist()
+        return level[picked]
 
 
 def _case(text: str):
@@ -101,18 +125,24 @@ def _plan(extent: int, fraction: float) -> SamplePlan:
     return SamplePlan(fraction=fraction, min_width=width, whole_below=0)
 
 
-def _trials(x: np.ndarray, y: np.ndarray, truth: int, plan: SamplePlan, seeds: int, growth: float) -> Trials:
-    """`sample_kernel`'s draws and estimates for `seeds` seeds, on the stored window values."""
+def _trials(report: KernelReport, values: WindowValues, plan: SamplePlan, seeds: int) -> tuple[Trials, float]:
+    """`sample_kernel`'s draws, margins and estimates for `seeds` seeds, on the window values
+    (and the mean margin the trials settled at)."""
+    x, truth = np.array(report.x), report.cycles
     labels, strata = strata_of(x, plan)
-    pop = Population([None] * len(x), x, labels, 0, strata, growth)
-    covered, errors, shares = 0, [], []
+    windows = [Window(((0, report.width),))] * len(x)  # only the width matters here (the margin's cap)
+    pop = Population(windows, x, labels, report.margin, strata, report.growth)
+    covered, errors, shares, margins = 0, [], [], []
     for seed in range(seeds):
         picked = draw_sample(pop, pop.first_sample(plan), np.random.default_rng(seed))
-        est = pop.widened(regression_total(x, labels, picked, y[picked]))
+        settled = settle_on_sample(pop, picked, lambda m, picked=picked: values.at(m, picked))
+        est = pop.widened(settled.estimate, settled.move)
         covered += est.low <= truth <= est.high
         errors.append(abs(est.total - truth) / truth)
         shares.append(len(picked) / len(pop.windows))
-    return Trials(plan.fraction, float(np.mean(shares)), covered, seeds, float(np.mean(errors)), float(max(errors)))
+        margins.append(settled.margin)
+    return (Trials(plan.fraction, float(np.mean(shares)), covered, seeds, float(np.mean(errors)),
+                   float(max(errors))), float(np.mean(margins)))
 
 
 def run_case(text: str, seeds: int, min_extent: int, log) -> list[KernelReport]:
@@ -145,27 +175,36 @@ def run_case(text: str, seeds: int, min_extent: int, log) -> list[KernelReport]:
                               whole.cycles, whole.tokens, (est.cycles - whole.cycles) / whole.cycles,
                               (y.sum() - whole.cycles) / whole.cycles, seconds_whole, seconds_windows,
                               pop.growth, x.tolist(), y.tolist())
-        report.trials = trials(report, seeds)
+
+        def simulate(margin: int, todo: list[int], pop=pop, setup=setup) -> list[float]:
+            got = window_values(setup, pop, todo, None, "fast", None, margin)
+            return [got[i].value(lambda r: r.cycles) for i in todo]
+
+        start = time.perf_counter()
+        trials(report, seeds, WindowValues(report, simulate))
+        report.seconds_windows += time.perf_counter() - start
         reports.append(report)
         print(_line(report), file=log, flush=True)
     return reports
 
 
-def trials(report: KernelReport, seeds: int) -> list[Trials]:
-    x, y = np.array(report.x), np.array(report.y)
-    return [_trials(x, y, report.cycles, _plan(report.extent, f), seeds, report.growth) for f in FRACTIONS]
+def trials(report: KernelReport, seeds: int, values: WindowValues) -> None:
+    """The report's trials at every fraction (and the margins they settled at)."""
+    done = [_trials(report, values, _plan(report.extent, f), seeds) for f in FRACTIONS]
+    report.trials, report.settled_margins = [t for t, _ in done], [m for _, m in done]
 
 
 def _line(r: KernelReport) -> str:
     parts = " | ".join(f"{t.simulated:.1%} {t.covered}/{t.seeds} {t.mean_error:.2%} {t.worst_error:.2%}"
                        for t in r.trials)
-    return (f"| {r.case} k{r.kernel} | {r.cycles:.3g} | {r.windows} x {r.width} (m {r.margin}) | "
+    settled = "/".join(f"{m:.0f}" for m in r.settled_margins)
+    return (f"| {r.case} k{r.kernel} | {r.cycles:.3g} | {r.windows} x {r.width} (m {r.margin}; {settled}) | "
             f"{r.decomposition_error:+.2%} | {parts} | {r.heuristic_error:+.1%} | "
             f"{r.seconds_whole:.1f} / {r.seconds_windows:.1f} |")
 
 
 def table(reports: list[KernelReport]) -> str:
-    head = ("| kernel | cycles | windows x width (margin) | all windows | " +
+    head = ("| kernel | cycles | windows x width (margin; settled) | all windows | " +
             " | ".join(f"{f:.0%}: simulated, covered, mean, worst" for f in FRACTIONS) +
             " | heuristic | s whole / windows |")
     rows = [head, "|" + "---|" * (head.count("|") - 1)] + [_line(r) for r in reports]
@@ -197,7 +236,7 @@ def main(argv=None) -> int:
         with open(args.again) as handle:
             for raw in json.load(handle):
                 report = KernelReport(**{**raw, "trials": []})
-                report.trials = trials(report, args.seeds)
+                trials(report, args.seeds, WindowValues(report))
                 reports.append(report)
     for text in [] if args.again else args.case or CASES:
         reports += run_case(text, args.seeds, args.min_extent, sys.stderr)

@@ -14,7 +14,7 @@ from fuseflow.errors import UserError
 from fuseflow.execute import execute
 from fuseflow.partition.estimate import allocate, draw, regression_total, stratify
 from fuseflow.partition.run import simulate_partitioned
-from fuseflow.partition.sampled import SamplePlan
+from fuseflow.partition.sampled import Population, SamplePlan, settle_on_sample
 from fuseflow.partition.sharded import shard_kernel
 from fuseflow.partition.windows import kernel_setup, reference_values, run_window_of, window_problem
 from fuseflow.pipeline import compare, prepared
@@ -151,6 +151,35 @@ def test_strata_and_a_whole_sample():
     assert sizes[heavy] < sizes.max()  # heavy windows sit in a small stratum of their own
     est = regression_total(x, labels, np.arange(300), y)
     assert est.low == est.high == pytest.approx(y.sum())
+
+
+def _lagged(margin: int, x: np.ndarray, lag: float) -> np.ndarray:
+    """Window values whose margin misses a history of `lag` coordinates: each over-counts by its
+    work's share of what falls outside the margin (a heavy window's hidden work, shown again)."""
+    return x + 0.05 * x * np.exp(-margin / lag)
+
+
+def test_the_margin_is_doubled_on_the_sample_until_the_estimate_settles():
+    """A bias that a short margin leaves (values too high by what the margin's history misses) is
+    followed down by doubling the margin on the sampled windows; the interval, widened by the
+    last doubling's move on the side it moved to, covers the truth (the values at an endless margin)."""
+    x = np.random.default_rng(3).lognormal(3, 1, 200)
+    labels = np.concatenate([[0], stratify(x[1:-1], 4) + 1, [5]])
+    pop = Population([Window(((0, 64),))] * 200, x, labels, margin=4, strata=4)
+    truth, hits = x.sum(), 0
+    for seed in range(20):
+        picked = draw(labels, allocate(x, labels, 40), np.random.default_rng(seed))  # windows 0 and 199 included
+        asked: list[int] = []
+        settled = settle_on_sample(pop, picked, lambda m, p=picked, a=asked: a.append(m) or _lagged(m, x, 24)[p])
+        assert asked == sorted(asked) and settled.margin == asked[-1] > 16 and settled.move > 0
+        short = pop.widened(regression_total(x, labels, picked, _lagged(4, x, 24)[picked]))
+        est = pop.widened(settled.estimate, settled.move)
+        assert short.low > truth  # the first margin's interval misses: a bias, not variance
+        hits += est.low <= truth <= est.high
+        assert est.high - settled.estimate.high == pytest.approx(200)  # a cycle per window on the high side only
+    assert hits >= 19
+    unbiased = settle_on_sample(pop, np.arange(200), lambda m: x)  # every window: no spread, no move
+    assert (unbiased.margin, unbiased.move) == (8, 0.0)
 
 
 def test_sampled_mode_end_to_end():
