@@ -222,13 +222,44 @@ def table(reports: list[KernelReport]) -> str:
     return "\n".join(rows + [""] + [f"- {s}" for s in summary])
 
 
+def _write(path: str, reports: list[KernelReport]) -> None:
+    with open(path, "w") as handle:
+        json.dump([asdict(r) for r in reports], handle)
+
+
+class _Resimulate:
+    """`--again`: a window value a trial asks for that the file lacks (a changed draw), simulated
+    on first need (the kernel is compiled and its reference computed then)."""
+
+    cases: dict = {}
+
+    def __init__(self, report: KernelReport):
+        self.report, self.setup = report, None
+
+    def __call__(self, margin: int, todo: list[int]) -> list[float]:
+        if self.setup is None:
+            if self.report.case not in self.cases:
+                case, schedule = _case(self.report.case)
+                data, compiled = prepared(case.program, schedule, case.inputs, 0, 0.1)
+                self.cases[self.report.case] = (compiled, reference_values(case.program, data))
+            compiled, values = self.cases[self.report.case]
+            self.setup = kernel_setup(compiled.kernels[self.report.kernel], values)
+            windows = kernel_windows(self.setup, _plan(self.setup.extent, FRACTIONS[0]))
+            self.pop = Population(windows, np.array(self.report.x), np.zeros(len(windows), np.int64), margin, 1)
+        print(f"  {self.report.case} k{self.report.kernel}: {len(todo)} windows at margin {margin} not stored: "
+              "simulated", file=sys.stderr, flush=True)
+        got = window_values(self.setup, self.pop, todo, None, "fast", None, margin)
+        return [got[i].value(lambda r: r.cycles) for i in todo]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", help="MODEL:DATASET[@BLOCK]:SCHEDULE (repeatable)")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--min-extent", type=int, default=512)
     parser.add_argument("--json", help="write the raw reports here (every window's x and y included)")
-    parser.add_argument("--again", help="recompute the trials from reports a run wrote with --json (no simulation)")
+    parser.add_argument("--again", help="recompute the trials from reports a run wrote with --json (simulating only "
+                        "window values the file lacks; --json writes them back)")
     args = parser.parse_args(argv)
     start, reports = time.perf_counter(), []
     print(f"load average at start: {os.getloadavg()[0]:.1f}", file=sys.stderr)
@@ -236,13 +267,14 @@ def main(argv=None) -> int:
         with open(args.again) as handle:
             for raw in json.load(handle):
                 report = KernelReport(**{**raw, "trials": []})
-                trials(report, args.seeds, WindowValues(report))
+                trials(report, args.seeds, WindowValues(report, _Resimulate(report)))
                 reports.append(report)
+        if args.json:
+            _write(args.json, reports)
     for text in [] if args.again else args.case or CASES:
         reports += run_case(text, args.seeds, args.min_extent, sys.stderr)
         if args.json:  # after every case: a run stopped early keeps what it measured
-            with open(args.json, "w") as handle:
-                json.dump([asdict(r) for r in reports], handle)
+            _write(args.json, reports)
     print(table(reports))
     print(f"\n{len(reports)} kernels in {time.perf_counter() - start:.0f} s, load average at the end "
           f"{os.getloadavg()[0]:.1f}")

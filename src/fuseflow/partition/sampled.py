@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..sim.window import Window, outer_scanners
-from .estimate import MIN_PER_STRATUM, RatioEstimate, allocate, draw, regression_total, stratify
+from .estimate import RatioEstimate, allocate, draw, regression_total, stratify
 from .sharded import map_windows, settle_margin
 from .windows import KernelSetup, WindowRun
 
@@ -48,8 +48,7 @@ MAX_WINDOWS = 256  # windows per kernel (fewer when the outer loop is shorter) .
 MIN_WIDTH = 64  # ... each at least this many outer coordinates (a boundary's overlap stays small beside it)
 MARGIN_SHARE = 2  # a window's first margin: at most its width / this (settled on a few boundaries) ...
 MARGIN_CAP = 4  # ... then doubled on the sample itself up to this many windows' width
-SETTLED_SHARE = 0.25  # the sample's margin is settled when doubling it moves the estimate by at most this share of
-SETTLED_FLOOR = 1e-3  # its half-width, or by at most this share of the estimate
+SETTLED = 1e-3  # the sample's margin is settled when doubling it moves the estimate by at most this share of it
 STRATA = 8
 LEAST_SAMPLED = 6  # windows drawn at the least besides windows 0 and last (fewer give no usable spread)
 FIRST_ERROR_SHARE = 0.03  # `error`: the first sample's share of the windows, doubled until the target is met
@@ -162,16 +161,20 @@ class Population:
         return levels
 
     def first_sample(self, plan: SamplePlan) -> int:
-        return min(len(self.windows), max(plan.first_share(len(self.windows)),
-                                          2 + max(MIN_PER_STRATUM * self.strata, LEAST_SAMPLED)))
+        return min(len(self.windows), first_size(len(self.windows), plan))
+
+
+def first_size(windows: int, plan: SamplePlan) -> int:
+    """Windows the first sample simulates: windows 0 and last, and at least LEAST_SAMPLED more."""
+    return max(plan.first_share(windows), 2 + LEAST_SAMPLED)
 
 
 def strata_of(x: np.ndarray, plan: SamplePlan) -> tuple[np.ndarray, int]:
     """Each window's stratum (window 0 and the last window alone in strata of their own, simulated
-    always) and how many strata the rest were cut into: as many as the planned sample fills with
-    MIN_PER_STRATUM windows each, at most STRATA."""
-    wanted = plan.first_share(len(x))
-    strata = max(1, min(STRATA, (wanted - 2) // MIN_PER_STRATUM))
+    always) and how many strata the rest were cut into: one per window the first sample draws
+    from them, at most STRATA (deep strata follow y's curve in x, which one slope cannot; strata
+    of one draw share their variance with a neighbour: `estimate.regression_total`)."""
+    strata = max(1, min(STRATA, first_size(len(x), plan) - 2))
     labels = np.zeros(len(x), dtype=np.int64)
     if len(x) > 2:
         labels[1:-1] = stratify(x[1:-1], strata) + 1
@@ -234,18 +237,19 @@ class Settled:
 
 
 def _settled(before: RatioEstimate, after: RatioEstimate) -> bool:
-    move = abs(before.total - after.total)
-    return move <= max(SETTLED_SHARE * (after.high - after.low) / 2, SETTLED_FLOOR * abs(after.total))
+    return abs(before.total - after.total) <= SETTLED * abs(after.total)
 
 
 def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int | None = None) -> Settled:
     """Double the margin on the sampled windows themselves (`cycles_at(margin)`: their values
     simulated with that margin) from `start` (the first margin when None) until the estimate
-    moves by at most SETTLED_SHARE of its half-width (or SETTLED_FLOOR of itself), at most up to
-    MARGIN_CAP windows. A whole run can hide a heavy window's extra work in the bottleneck's stream
-    long after the window (a stage that is not the bottleneck falls behind and catches up later):
-    a margin shorter than that history misses it and every window's value comes out high. The
-    sample is stratified by work, so it holds the heavy windows the probed boundaries may miss.
+    moves by at most SETTLED of itself, at most up to MARGIN_CAP windows. A whole run can hide a
+    heavy window's extra work in the bottleneck's stream long after the window (a stage that is
+    not the bottleneck falls behind and catches up later): a margin shorter than that history
+    misses it and every window's value comes out high. The sample is stratified by work, so it
+    holds the heavy windows the probed boundaries may miss. (Measured, the bias does not halve
+    with each doubling: a move small beside the interval does not say the rest is small, so only
+    a settled estimate or the cap stops it.)
 
     >>> pop = Population([Window(((0, 8),))] * 10, np.ones(10), np.arange(10), margin=2, strata=8)
     >>> s = settle_on_sample(pop, np.arange(10), lambda m: np.full(10, 100.0 + 64 / m))
