@@ -9,7 +9,8 @@ with s_h^2 the sample variance of the residuals (at least their variance relativ
 stratum's mean x, pooled over the strata, times its mean x squared: two windows of a stratum can
 agree by chance); the 95% interval uses Student's t with
 Satterthwaite's degrees of freedom (less one for the slope). A stratum sampled whole contributes
-its exact total. (A ratio estimator, y through the origin, was biased where every window pays a
+its exact total; strata of one draw each share their variance with their neighbours in x
+(collapsed strata, `_collapsed`). (A ratio estimator, y through the origin, was biased where every window pays a
 constant and where x says little about y; the regression tends to the stratified mean there.)
 
     >>> import numpy as np
