@@ -8,8 +8,9 @@ and 10% of their windows with 20 seeds each, against the whole run's cycles.
 Per kernel: the whole run (the truth), then every window's value y once (a run from `margin`
 coordinates before the window, less the margin's own run: `partition.sampled.window_values`),
 the heuristic's estimate of each window (the auxiliary x) and of the whole kernel. A trial
-is what `sample_kernel` does with a seed: the same strata, the same draw, the same estimator,
-on those stored values, so 60 trials cost one pass over the windows. Reported per kernel: the
+is what `sample_kernel` does with a seed: the same strata, the same draw, the same margin
+settling (a drawn window's value at a longer margin is simulated when a trial first asks for it,
+then kept), the same estimator. Reported per kernel: the
 windows' decomposition error (sum of all y against the whole run: what the margins leave out),
 and per sampled fraction the share of windows actually simulated, how many of the 95% intervals
 cover the whole run's cycles, and the mean and worst relative error; beside them the heuristic's
