@@ -11,6 +11,11 @@ runs (wall and CPU) and the largest peak. A further run under `-X importtime` li
 imports the command pulls (cumulative, top-level packages only) and whether any heavy library
 (torch, torch-mlir, numba, dask, matplotlib, scipy) is among them. The load average before and
 after is printed: the VM is shared, and a busy neighbour stretches wall time, not CPU time.
+The peer `simulate` is measured twice: in its own process (`FUSEFLOW_WORKER=0`, the cold path)
+and handed to the resident worker (`fuseflow.cmdline.resident`; the warm-up run starts it, and
+the timed runs wait until it listens): its CPU time is the client's plus the worker's forks'
+(the worker's children's CPU time, /proc/PID/stat, read before and after), its peak the
+client's; the memory the worker holds between commands is printed below the table.
 Not a test: pytest does not collect this directory.
 """
 from __future__ import annotations
@@ -24,6 +29,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
+from fuseflow.cmdline import resident
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEER = os.path.join("bench", "spgemm_peer.mlir")
 HEAVY = ("torch", "torch_mlir", "numba", "dask", "matplotlib", "scipy")
@@ -36,16 +43,19 @@ class Command:
     label: str
     argv: tuple[str, ...]
     target_s: float | None = None
+    worker: bool = False  # handed to the resident worker (else FUSEFLOW_WORKER=0: its own process)
 
 
+PEER_ARGV = ("simulate", PEER, "--density", "0.05", "--schedule", "full layout=induced order=j,i,k")
 COMMANDS = (
     Command("--help", ("--help",), 1.0),
     Command("help study", ("help", "study"), 1.0),
     Command("inspect spmv.mlir", ("inspect", "tests/mlir/spmv.mlir"), 3.0),
     Command("compile matmul_chain.mlir", ("compile", "tests/mlir/matmul_chain.mlir", "--schedule", "full")),
-    Command("simulate peer SpGEMM", ("simulate", PEER, "--density", "0.05", "--schedule",
-                                     "full layout=induced order=j,i,k"), 1.0),
+    Command("simulate peer SpGEMM (own process)", PEER_ARGV, 1.0),
+    Command("simulate peer SpGEMM (resident worker)", PEER_ARGV, 1.0, worker=True),
 )
+WORKER_START_S = 120  # the longest wait for the worker the warm-up run starts
 
 
 @dataclass
@@ -64,10 +74,37 @@ class Measured:
     heavy: dict[str, float] = field(default_factory=dict)
 
 
-def run_once(argv: tuple[str, ...], python_flags: tuple[str, ...] = ()) -> tuple[float, float, float, str]:
-    """(wall s, CPU s, peak MB, stderr) of one `python -m fuseflow ARGV` process."""
+def worker_pid() -> int | None:
+    """The pid of the resident worker serving this install, if one listens."""
+    path = resident.socket_path()
+    if path is None:
+        return None
+    try:
+        with open(path + ".lock") as lock:
+            pid = int(lock.read().split()[0])
+        return pid if os.path.exists(path) and os.path.exists(f"/proc/{pid}") else None
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def children_cpu(pid: int | None) -> float:
+    """CPU seconds of the reaped children of process `pid` (its forks' time), 0 without one."""
+    if pid is None:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")  # cutime, cstime
+
+
+def run_once(argv: tuple[str, ...], python_flags: tuple[str, ...] = (), worker: bool = False) \
+        -> tuple[float, float, float, str]:
+    """(wall s, CPU s, peak MB, stderr) of one `python -m fuseflow ARGV` process (with `worker`,
+    its CPU time includes the resident worker's fork that ran it)."""
+    env = {**os.environ, resident.ENV: "1" if worker else "0"}
+    pid = worker_pid() if worker else None
+    forks = children_cpu(pid)
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, *python_flags, "-m", "fuseflow", *argv], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, *python_flags, "-m", "fuseflow", *argv], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     stderr = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -75,7 +112,18 @@ def run_once(argv: tuple[str, ...], python_flags: tuple[str, ...] = ()) -> tuple
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"fuseflow {' '.join(argv)} exited {proc.returncode}: {stderr.strip()[-400:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, stderr
+    cpu = usage.ru_utime + usage.ru_stime + children_cpu(pid) - forks
+    return wall, cpu, usage.ru_maxrss / 1024, stderr
+
+
+def await_worker() -> int:
+    """The resident worker's pid once it listens (the warm-up run started it)."""
+    deadline = time.monotonic() + WORKER_START_S
+    while (pid := worker_pid()) is None:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no resident worker listens {WORKER_START_S} s after a simulate started one")
+        time.sleep(0.2)
+    return pid
 
 
 def top_imports(importtime: str, count: int) -> tuple[list[tuple[str, float]], float]:
@@ -129,11 +177,16 @@ def heavy_loaded(importtime: str) -> dict[str, float]:
 
 
 def measure(cmd: Command, repeat: int, top: int) -> Measured:
-    run_once(cmd.argv)  # warm-up: page cache (and numba's cache, were it empty)
-    runs = [run_once(cmd.argv) for _ in range(repeat)]
-    stderr = run_once(cmd.argv, ("-X", "importtime"))[3]
+    run_once(cmd.argv, worker=cmd.worker)  # warm-up: page cache (numba's cache were it empty; the worker)
+    if cmd.worker:
+        await_worker()
+    runs = [run_once(cmd.argv, worker=cmd.worker) for _ in range(repeat)]
+    stderr = run_once(cmd.argv, ("-X", "importtime"), cmd.worker)[3]
     imports, total = top_imports(stderr, top)
-    return Measured(cmd.label, "fuseflow " + " ".join(f"'{a}'" if " " in a else a for a in cmd.argv),
+    line = "fuseflow " + " ".join(f"'{a}'" if " " in a else a for a in cmd.argv)
+    line = f"{line}, resident worker" if cmd.worker else \
+        f"{resident.ENV}=0 {line}" if resident.wanted(list(cmd.argv), {}) else line
+    return Measured(cmd.label, line,
                     statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
                     max(r[2] for r in runs), cmd.target_s, imports, total, heavy_loaded(stderr))
 
@@ -168,6 +221,11 @@ def main(argv=None) -> int:
             print(json.dumps({**asdict(r), "load_before": before, "load_after": after}))
     else:
         print_table(rows, (before, after))
+    pid = worker_pid()
+    if pid is not None:
+        with open(f"/proc/{pid}/status") as status:
+            rss = next(line.split()[1] for line in status if line.startswith("VmRSS"))
+        print(f"the resident worker (pid {pid}) holds {int(rss) / 1024:.0f} MB between commands")
     return 0
 
 

@@ -10,6 +10,10 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     """Buffers the fast engine reuses are filled with garbage when given back, so that a kernel
     reading a slot it did not write gives wrong results here instead of passing by luck."""
+    import os
+
     from fuseflow.sim.fast import pool
 
     pool.POISON = True
+    # commands the tests run as processes run in them, not in a resident worker (cmdline.resident)
+    os.environ["FUSEFLOW_WORKER"] = "0"

@@ -51,6 +51,7 @@ LAYERS = {
 LAYERS["cmdline"] = set(LAYERS)  # the commands sit on top of everything (the grammar reads fuseflow.__version__)
 LAYERS["cli"] = {"errors", "cmdline"}  # a thin router: the grammar parses, the command's module runs
 LAYERS["__main__"] = {"cli"}
+LAYERS["worker"] = {"errors", "cli", "cmdline", "sim"}  # the resident worker runs the router's commands
 
 # functions allowed past MAX_LINES: formula sheets (numba kernels are recognised by their decorator)
 FORMULA_SHEETS = {

@@ -89,11 +89,49 @@ def test_window_rows_are_checked_against_the_reference():
     setup = kernel_setup(compiled.kernels[0], values)
     run = run_window_of(setup, Window(((4, 9), (20, 22))), None, "fast")
     assert window_problem(setup, run, values) is None
-    y = np.asarray(run.outputs["Y"])
+    y = run.outputs["Y"].toarray()  # a window's 2-D output is kept as its entries (COO)
     assert not y[:4].any() and not y[9:20].any() and y[4:9].any()  # only the window's rows are written
     run.outputs["Y"] = y.copy()
     run.outputs["Y"][21, 0] += 1.0
     assert "differs" in window_problem(setup, run, values)
+
+
+def test_sparse_window_output_is_checked_on_its_rows_only():
+    """A large window output (stored sparse) is compared on the window's rows and must store
+    nothing elsewhere, without building the output's whole dense shape."""
+    import scipy.sparse as sp
+
+    program, data, compiled = _case("spmm_ikj", "full")
+    values = reference_values(program, data)
+    setup = kernel_setup(compiled.kernels[0], values)
+    run = run_window_of(setup, Window(((4, 9), (20, 22))), None, "fast")
+    good = sp.csr_array(run.outputs["Y"])
+    for change, expect in (((None, None), None), ((21, 0), "differs"), ((12, 0), "outside the window")):
+        y = good.tolil()
+        if change[0] is not None:
+            y[change] = y[change] + 1.0
+        run.outputs["Y"] = sp.csr_array(y)
+        problem = window_problem(setup, run, values)
+        assert (problem is None) if expect is None else expect in problem, (change, problem)
+
+
+def test_partitioned_reference_holds_only_what_later_kernels_need(monkeypatch):
+    """The partitioned run evaluates the reference kernel by kernel: once a kernel is done, a
+    value no later kernel or op needs is dropped (an unfused schedule's intermediates are not
+    all held at once), and the results equal the whole run's."""
+    from fuseflow.ir.reference import ReferenceRun
+
+    program, data, compiled = _case("matmul_chain", "unfused")
+    held, keep = [], ReferenceRun.keep
+
+    def spy(self, names):
+        keep(self, names)
+        held.append(self.held() - set(program.inputs))
+
+    monkeypatch.setattr(ReferenceRun, "keep", spy)
+    r = simulate_partitioned(program, compiled, data, shards=2)
+    assert r.verified and r.cycles == fuseflow.simulate(program, compiled, data).cycles
+    assert held[-1] == set() and all(len(h) <= 1 for h in held), held
 
 
 def test_multi_kernel_schedule_reads_intermediates_from_the_reference():

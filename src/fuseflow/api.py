@@ -99,8 +99,8 @@ def simulate(program, schedule=None, inputs: dict | None = None, *, seed: int = 
         schedule = check_schedule(program, schedule, known)  # parsed once (if a string), passed on as the record
     if shards is not None or sample is not None or error is not None:
         return _partitioned(program, schedule, data, seed=seed, density=density, hw=hw, engine=engine, check=check,
-                            shards=shards, sample=sample, error=error, scheduler=scheduler, workers=workers,
-                            sample_seed=sample_seed)
+                            budget=budget, shards=shards, sample=sample, error=error, scheduler=scheduler,
+                            workers=workers, sample_seed=sample_seed)
     return pipeline.simulate(program, schedule, data, seed=seed, density=density, hw=hw, engine=engine,
                              check=check, on_kernel=on_kernel, budget=budget, on_events=on_events)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from .cmdline import resident
 from .cmdline.grammar import build_parser, command_named
 from .cmdline.quiet import quiet
 from .errors import FuseflowError
@@ -23,6 +24,20 @@ def _internal(err: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line `argv` (default: the process's own, which a `simulate` first offers to
+    the resident worker, `cmdline.resident`, and after running itself leaves one started)."""
+    path = resident.socket_path() if argv is None and resident.wanted(sys.argv[1:]) else None
+    if path is None:
+        return run(argv)
+    status = resident.hand_over(sys.argv[1:], path)
+    if status is None:
+        status = run(argv)
+        resident.start(path)
+    return status
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Parse `argv` and run its command in this process; the exit status."""
     try:
         args = build_parser(command_named(sys.argv[1:] if argv is None else argv)).parse_args(argv)
     except SystemExit as done:  # --help, --version, or a one-line usage error (status 2)

@@ -18,20 +18,17 @@ so once, `progress.numba_notice`); it is cached from then on.
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
 import sys
 import time
 from dataclasses import dataclass
 
 from numba import types
-from numba.core.registry import CPUDispatcher
 
 from .frontend import from_mlir
 from .ir.generate import random_inputs
 from .models.registry import build
 from .pipeline import simulate
-from .sim import fast
+from .sim.fast.dispatchers import kernel_dispatchers
 
 MAX_ARITY = 16  # tuple lengths compiled ahead (GPT-3 wide's fused layer: a 13-output broadcast, a 12-way union)
 
@@ -72,16 +69,6 @@ class WarmReport:
     runs: int
     compiled: int
     seconds: float
-
-
-def kernel_dispatchers() -> list[CPUDispatcher]:
-    """The numba functions defined in `fuseflow.sim.fast`'s modules."""
-    found = []
-    for info in pkgutil.iter_modules(fast.__path__):
-        module = importlib.import_module(f"{fast.__name__}.{info.name}")
-        found += [obj for obj in vars(module).values()
-                  if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == module.__name__]
-    return found
 
 
 def compilations() -> int:

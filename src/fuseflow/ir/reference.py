@@ -79,23 +79,85 @@ def reference(program: Program, tensors: Mapping | None = None, dtype=np.float64
       program whose inputs are all constants.
     - `dtype`: the numpy float type computed in (default float64).
     """
-    env = bind_inputs(program, tensors, dtype, dense_limit)
-    shapes = infer_shapes(program, {name: shape_of(a) for name, a in env.items()})
-    last = {name: k for k, op in enumerate(program.ops) for name in op.tensors_read}
-    sparse = stored_sparse(program)
-    for k, op in enumerate(program.ops):
-        out = op_output(op)
+    run = ReferenceRun(program, tensors, dtype, dense_limit)
+    names = [op_output(op) for op in program.ops] if keep_intermediates else list(program.outputs)
+    return run.values(names)
+
+
+class ReferenceRun:
+    """The reference evaluated op by op as values are asked for (`values`), holding a result
+    only while a later op reads it or the caller keeps it (`keep`): a caller that needs the
+    intermediates one group at a time (a partitioned run, kernel by kernel) never holds them
+    all. `check(nbytes, what)`, if given, is asked before each dense result is computed (a
+    memory budget's check, which raises when it does not fit).
+
+        >>> from fuseflow.frontend import from_mlir
+        >>> p = from_mlir("tests/mlir/matmul_chain.mlir")
+        >>> import fuseflow; run = ReferenceRun(p, fuseflow.random_inputs(p, seed=1))
+        >>> first = p.ops[0].output.tensor; sorted(run.values([first])) == [first]
+        True
+        >>> run.keep([]); first in run.held()  # a later op reads it
+        True
+        >>> _ = run.values(p.outputs); run.keep([]); run.held() == set(p.inputs)
+        True
+    """
+
+    def __init__(self, program: Program, tensors: Mapping | None, dtype=np.float64,
+                 dense_limit: int = DENSE_LIMIT, check=None):
+        self.program, self.dtype, self.dense_limit, self.check = program, dtype, dense_limit, check
+        self.env = bind_inputs(program, tensors, dtype, dense_limit)
+        self.shapes = infer_shapes(program, {name: shape_of(a) for name, a in self.env.items()})
+        self.last_read = {name: k for k, op in enumerate(program.ops) for name in op.tensors_read}
+        self.producer = {op_output(op): k for k, op in enumerate(program.ops)}
+        self.sparse = stored_sparse(program)
+        self.done = 0  # ops evaluated
+        self.kept: set[str] = set()
+        self.returned: dict = {}  # results as returned (`_as_returned`), made once
+
+    def values(self, names) -> dict:
+        """{name: value} of `names` (inputs or op results; other names are left out),
+        evaluating ops up to the last one they need; they are kept until `keep` says otherwise."""
+        names = [n for n in names if n in self.env or n in self.producer]
+        self.kept |= set(names)
+        last = max((self.producer.get(n, -1) for n in names), default=-1)
+        while self.done <= last:
+            self._step()
+        out = {}
+        for name in names:
+            if name in self.producer and name not in self.returned:
+                self.returned[name] = _as_returned(self.env[name], self.dense_limit, self.dtype)
+            out[name] = self.returned.get(name, self.env[name])
+        return out
+
+    def keep(self, names) -> None:
+        """Hold only `names` (besides the inputs and what later ops read); the rest is dropped."""
+        self.kept = set(names)
+        for name in [n for n in self.env if not self._wanted(n)]:
+            self.env.pop(name)
+            self.returned.pop(name, None)
+
+    def held(self) -> set[str]:
+        return set(self.env)
+
+    def _wanted(self, name: str) -> bool:
+        return name in self.program.inputs or name in self.kept or self.last_read.get(name, -1) >= self.done
+
+    def _step(self) -> None:
+        op, k = self.program.ops[self.done], self.done
+        out, env, dtype = op_output(op), self.env, self.dtype
+        if self.check is not None and not any(is_sparse(env[n]) for n in op.tensors_read if n in env):
+            self.check(int(np.prod(self.shapes[out], dtype=np.float64)) * np.dtype(dtype).itemsize * 2,
+                       f"the reference's {out} {tuple(self.shapes[out])}")
         if isinstance(op, ReshapeOp):
             source = densify(env[op.input], f"input {op.input} of a reshape", dtype)
-            env[out] = np.reshape(source, shapes[out])
+            env[out] = np.reshape(source, self.shapes[out])
         else:
-            env[out] = _evaluate(op, _as_stored(op, env, sparse, dtype), shapes[out], dtype)
-        if not keep_intermediates:  # an intermediate no later op reads is dropped
-            for name in op.tensors_read:
-                if last[name] == k and name not in program.outputs and name not in program.inputs:
-                    env.pop(name, None)
-    names = [op_output(op) for op in program.ops] if keep_intermediates else program.outputs
-    return {name: _as_returned(env[name], dense_limit, dtype) for name in names}
+            env[out] = _evaluate(op, _as_stored(op, env, self.sparse, dtype), self.shapes[out], dtype)
+        self.done += 1
+        for name in op.tensors_read:  # an intermediate no later op reads and nobody keeps is dropped
+            if self.last_read[name] == k and not self._wanted(name):
+                env.pop(name, None)
+                self.returned.pop(name, None)
 
 
 def stored_sparse(program: Program) -> set[str]:
@@ -207,21 +269,19 @@ def _evaluate_general(op: IndexOp, env, dtype, out_shape=()) -> np.ndarray:
     if not vars_:
         return np.asarray(op.body.evaluate(views, dtype), dtype=dtype)
     rows = max(1, CHUNK_ELEMENTS // max(1, int(np.prod(full[1:]))))
-    pieces = []
-    for start in range(0, full[0], rows):
+    axis_is_reduced = vars_[0] in op.reduce_vars
+    result = None
+    for start in range(0, full[0], rows):  # pieces combined (reduced) or written into one result as they come
         part = [v[start:start + rows] if v.shape[0] != 1 else v for v in views]
         shape = [min(rows, full[0] - start)] + full[1:]
         value = np.broadcast_to(np.asarray(op.body.evaluate(part, dtype), dtype=dtype), shape)
         if reduce_axes:
             value = REDUCTIONS[op.reduce_kind].numpy.reduce(value, axis=reduce_axes)
-        pieces.append(value)
-    axis_is_reduced = vars_[0] in op.reduce_vars
-    if axis_is_reduced:
-        combine = REDUCTIONS[op.reduce_kind].numpy
-        result = pieces[0]
-        for piece in pieces[1:]:
-            result = combine(result, piece)
-    else:
-        result = np.concatenate(pieces, axis=0)
+        if axis_is_reduced:
+            result = value if result is None else REDUCTIONS[op.reduce_kind].numpy(result, value)
+            continue
+        if result is None:
+            result = np.empty((full[0],) + value.shape[1:], dtype=value.dtype)
+        result[start:start + value.shape[0]] = value
     kept = [v for v in vars_ if v not in op.reduce_vars]
     return np.transpose(result, [kept.index(v) for v in out_vars])

@@ -13,11 +13,13 @@ from __future__ import annotations
 import math
 import time
 
+from ..ir.reference import ReferenceRun
+from ..memory import Budget
 from ..pipeline import KernelResult, SimResult, VerificationError, compare, prepared
 from .heuristic import window_estimates
 from .sampled import KernelSample, SamplePlan, kernel_windows, sample_kernel, too_small
 from .sharded import KernelShards, shard_kernel
-from .windows import KernelSetup, kernel_setup, reference_values, window_problem
+from .windows import KernelSetup, kernel_setup, kernel_tensors, window_problem
 
 SHARDED_METHOD = ("{n} windows per kernel; cycles = sum of windows - each boundary's overlap (measured on its own "
                   "margins); max fifo: the largest of any window's")
@@ -48,19 +50,25 @@ def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, 
 def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *, seed: int = 0,
                          density: float = 0.1, hw=None, engine: str = "fast", shards: int | None = None,
                          sample: SamplePlan | None = None, client=None, check: bool = True,
-                         rtol: float = 1e-6, atol: float = 1e-9) -> SimResult:
+                         rtol: float = 1e-6, atol: float = 1e-9, budget: Budget | None = None) -> SimResult:
     """`pipeline.simulate`, with each kernel cut into `shards` windows (all simulated, cycles
     combined) or estimated from a `sample` of windows (cycles with a 95% interval); windows run
-    as tasks on a dask `client` when one is given."""
+    as tasks on a dask `client` when one is given. The reference is evaluated kernel by kernel,
+    holding only the values this and later kernels read or write, each dense result sized
+    against `budget` first (default: what is available)."""
     start = time.perf_counter()
     data, compiled = prepared(program, schedule, inputs, seed, density)
-    values = reference_values(program, data)
+    budget = budget or Budget()
+    needs = [set() if k.is_reshape else kernel_tensors(k) for k in compiled.kernels]
+    last_need = {name: i for i, names in enumerate(needs) for name in names}
+    ref = ReferenceRun(program, data, check=budget.check)
     kernels, parts, notes = [], [], []
-    for kernel in compiled.kernels:
+    for i, kernel in enumerate(compiled.kernels):
         if kernel.is_reshape:
             kernels.append(KernelResult(kernel.index, f"k{kernel.index}:reshape", kernel.group, kernel.order,
                                         0, 0, 0, 0, 0, 0))
             continue
+        values = ref.values(needs[i])
         setup = kernel_setup(kernel, values)
         part, note = _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client)
         if sample is None and setup.reduces:
@@ -68,8 +76,11 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
         notes += [note] if note else []
         if check:
             _verify(part, values, rtol, atol, str(compiled.schedule))
+        part.setup = setup.without_inputs()  # what later steps read of it: its graph
         parts.append(part)
         kernels.append(_kernel_result(kernel, part))
+        del values, setup
+        ref.keep(name for name, j in last_need.items() if j > i)
     result = SimResult(program.name, str(compiled.schedule), sum(k.cycles for k in kernels),
                        check and all(_verifiable(p) for p in parts), 0.0,
                        *(sum(getattr(k, a) for k in kernels) for a in ("flops", "mem_reads", "mem_writes", "tokens")),

@@ -65,9 +65,9 @@ def sample_plan(compiled, est, max_tokens: float) -> SamplePlan | None:
     return SamplePlan(error=SAMPLE_ERROR, windows=SAMPLE_WINDOWS, max_fraction=min(1.0, share))
 
 
-def _sampled_row(case, name: str, compiled, est, plan: SamplePlan, engine: str, start: float) -> dict:
+def _sampled_row(case, name: str, compiled, est, plan: SamplePlan, engine: str, start: float, budget=None) -> dict:
     """The row of a schedule estimated from a sample of its kernels' windows (`partition`)."""
-    result = simulate_partitioned(case.program, compiled, case.inputs, engine=engine, sample=plan)
+    result = simulate_partitioned(case.program, compiled, case.inputs, engine=engine, sample=plan, budget=budget)
     return _result_row(case, name, result, est, time.perf_counter() - start)
 
 
@@ -163,7 +163,7 @@ def study_schedule(case, name: str, model: CostModel, engine: str = "fast", max_
         if plan is not None:
             _note(progress, out, f"  sampling {case.name} on {case.dataset}: {name} "
                                  f"(estimated {_load(compiled, est):.2g} token events)")
-            return _sampled_row(case, name, compiled, est, plan, engine, start)
+            return _sampled_row(case, name, compiled, est, plan, engine, start, budget)
         _note(progress, out, f"  skipping {case.name} on {case.dataset}: {name} "
                              f"(estimated {_load(compiled, est):.2g} token events)")
         return _skipped_row(case, name, compiled, est, _too_long(compiled, est, max_tokens),
