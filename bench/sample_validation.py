@@ -8,8 +8,9 @@ and 10% of their windows with 20 seeds each, against the whole run's cycles.
 Per kernel: the whole run (the truth), then every window's value y once (a run from `margin`
 coordinates before the window, less the margin's own run: `partition.sampled.window_values`),
 the heuristic's estimate of each window (the auxiliary x) and of the whole kernel. A trial
-is what `sample_kernel` does with a seed: the same strata, the same draw, the same estimator,
-on those stored values, so 60 trials cost one pass over the windows. Reported per kernel: the
+is what `sample_kernel` does with a seed: the same strata, the same draw, the same margin
+settling (a drawn window's value at a longer margin is simulated when a trial first asks for it,
+then kept), the same estimator. Reported per kernel: the
 windows' decomposition error (sum of all y against the whole run: what the margins leave out),
 and per sampled fraction the share of windows actually simulated, how many of the 95% intervals
 cover the whole run's cycles, and the mean and worst relative error; beside them the heuristic's
@@ -32,7 +33,6 @@ import numpy as np
 
 from fuseflow.fusion.estimate import CostModel
 from fuseflow.models.registry import build
-from fuseflow.partition.estimate import regression_total
 from fuseflow.partition.heuristic import window_estimates
 from fuseflow.partition.sampled import (
     SAMPLE_FROM,
@@ -41,6 +41,7 @@ from fuseflow.partition.sampled import (
     draw_sample,
     kernel_windows,
     population,
+    settle_on_sample,
     strata_of,
     window_values,
 )
@@ -80,10 +81,34 @@ class KernelReport:
     decomposition_error: float  # (sum of every window's y - whole) / whole
     seconds_whole: float
     seconds_windows: float
-    growth: float = 0.0  # cycles the margin's last doubling added at a boundary (`Population.widened`)
+    growth: float = 0.0  # cycles the first margin's last doubling added at a probed boundary
     x: list[float] = field(default_factory=list)  # every window's heuristic estimate ...
-    y: list[float] = field(default_factory=list)  # ... and value: what the trials draw from
+    y: list[float] = field(default_factory=list)  # ... and value at the first margin
+    # longer margins (`settle_on_sample`): margin -> each window's value, NaN where no trial drew it
+    longer: dict[str, list[float]] = field(default_factory=dict)
+    settled_margins: list[float] = field(default_factory=list)  # mean margin the trials settled at, per fraction
     trials: list[Trials] = field(default_factory=list)
+
+
+class WindowValues:
+    """A kernel's window values per margin, simulated when a trial first asks for them (`simulate`:
+    margin, window indices -> their values; None replays a stored report and fails on a gap)."""
+
+    def __init__(self, report: KernelReport, simulate=None):
+        self.report, self.simulate = report, simulate
+        self.levels = {report.margin: np.array(report.y)}
+        self.levels.update({int(m): np.array(v, dtype=np.float64) for m, v in report.longer.items()})
+
+    def at(self, margin: int, picked: np.ndarray) -> np.ndarray:
+        level = self.levels.setdefault(margin, np.full(len(self.report.x), np.nan))
+        todo = [int(i) for i in picked if np.isnan(level[i])]
+        if todo and self.simulate is None:
+            raise SystemExit(f"{self.report.case} kernel {self.report.kernel}: margin {margin} of windows {todo} "
+                             "not stored; run without --again")
+        if todo:
+            level[todo] = self.simulate(margin, todo)
+            self.report.longer[str(margin)] = level.tolist()
+        return level[picked]
 
 
 def _case(text: str):
@@ -101,18 +126,24 @@ def _plan(extent: int, fraction: float) -> SamplePlan:
     return SamplePlan(fraction=fraction, min_width=width, whole_below=0)
 
 
-def _trials(x: np.ndarray, y: np.ndarray, truth: int, plan: SamplePlan, seeds: int, growth: float) -> Trials:
-    """`sample_kernel`'s draws and estimates for `seeds` seeds, on the stored window values."""
+def _trials(report: KernelReport, values: WindowValues, plan: SamplePlan, seeds: int) -> tuple[Trials, float]:
+    """`sample_kernel`'s draws, margins and estimates for `seeds` seeds, on the window values
+    (and the mean margin the trials settled at)."""
+    x, truth = np.array(report.x), report.cycles
     labels, strata = strata_of(x, plan)
-    pop = Population([None] * len(x), x, labels, 0, strata, growth)
-    covered, errors, shares = 0, [], []
+    windows = [Window(((0, report.width),))] * len(x)  # only the width matters here (the margin's cap)
+    pop = Population(windows, x, labels, report.margin, strata, report.growth)
+    covered, errors, shares, margins = 0, [], [], []
     for seed in range(seeds):
         picked = draw_sample(pop, pop.first_sample(plan), np.random.default_rng(seed))
-        est = pop.widened(regression_total(x, labels, picked, y[picked]))
+        settled = settle_on_sample(pop, picked, lambda m, picked=picked: values.at(m, picked))
+        est = pop.widened(settled.estimate, settled.move)
         covered += est.low <= truth <= est.high
         errors.append(abs(est.total - truth) / truth)
         shares.append(len(picked) / len(pop.windows))
-    return Trials(plan.fraction, float(np.mean(shares)), covered, seeds, float(np.mean(errors)), float(max(errors)))
+        margins.append(settled.margin)
+    return (Trials(plan.fraction, float(np.mean(shares)), covered, seeds, float(np.mean(errors)),
+                   float(max(errors))), float(np.mean(margins)))
 
 
 def run_case(text: str, seeds: int, min_extent: int, log) -> list[KernelReport]:
@@ -145,27 +176,36 @@ def run_case(text: str, seeds: int, min_extent: int, log) -> list[KernelReport]:
                               whole.cycles, whole.tokens, (est.cycles - whole.cycles) / whole.cycles,
                               (y.sum() - whole.cycles) / whole.cycles, seconds_whole, seconds_windows,
                               pop.growth, x.tolist(), y.tolist())
-        report.trials = trials(report, seeds)
+
+        def simulate(margin: int, todo: list[int], pop=pop, setup=setup) -> list[float]:
+            got = window_values(setup, pop, todo, None, "fast", None, margin)
+            return [got[i].value(lambda r: r.cycles) for i in todo]
+
+        start = time.perf_counter()
+        trials(report, seeds, WindowValues(report, simulate))
+        report.seconds_windows += time.perf_counter() - start
         reports.append(report)
         print(_line(report), file=log, flush=True)
     return reports
 
 
-def trials(report: KernelReport, seeds: int) -> list[Trials]:
-    x, y = np.array(report.x), np.array(report.y)
-    return [_trials(x, y, report.cycles, _plan(report.extent, f), seeds, report.growth) for f in FRACTIONS]
+def trials(report: KernelReport, seeds: int, values: WindowValues) -> None:
+    """The report's trials at every fraction (and the margins they settled at)."""
+    done = [_trials(report, values, _plan(report.extent, f), seeds) for f in FRACTIONS]
+    report.trials, report.settled_margins = [t for t, _ in done], [m for _, m in done]
 
 
 def _line(r: KernelReport) -> str:
     parts = " | ".join(f"{t.simulated:.1%} {t.covered}/{t.seeds} {t.mean_error:.2%} {t.worst_error:.2%}"
                        for t in r.trials)
-    return (f"| {r.case} k{r.kernel} | {r.cycles:.3g} | {r.windows} x {r.width} (m {r.margin}) | "
+    settled = "/".join(f"{m:.0f}" for m in r.settled_margins)
+    return (f"| {r.case} k{r.kernel} | {r.cycles:.3g} | {r.windows} x {r.width} (m {r.margin}; {settled}) | "
             f"{r.decomposition_error:+.2%} | {parts} | {r.heuristic_error:+.1%} | "
             f"{r.seconds_whole:.1f} / {r.seconds_windows:.1f} |")
 
 
 def table(reports: list[KernelReport]) -> str:
-    head = ("| kernel | cycles | windows x width (margin) | all windows | " +
+    head = ("| kernel | cycles | windows x width (margin; settled) | all windows | " +
             " | ".join(f"{f:.0%}: simulated, covered, mean, worst" for f in FRACTIONS) +
             " | heuristic | s whole / windows |")
     rows = [head, "|" + "---|" * (head.count("|") - 1)] + [_line(r) for r in reports]
@@ -183,13 +223,44 @@ def table(reports: list[KernelReport]) -> str:
     return "\n".join(rows + [""] + [f"- {s}" for s in summary])
 
 
+def _write(path: str, reports: list[KernelReport]) -> None:
+    with open(path, "w") as handle:
+        json.dump([asdict(r) for r in reports], handle)
+
+
+class _Resimulate:
+    """`--again`: a window value a trial asks for that the file lacks (a changed draw), simulated
+    on first need (the kernel is compiled and its reference computed then)."""
+
+    cases: dict = {}
+
+    def __init__(self, report: KernelReport):
+        self.report, self.setup = report, None
+
+    def __call__(self, margin: int, todo: list[int]) -> list[float]:
+        if self.setup is None:
+            if self.report.case not in self.cases:
+                case, schedule = _case(self.report.case)
+                data, compiled = prepared(case.program, schedule, case.inputs, 0, 0.1)
+                self.cases[self.report.case] = (compiled, reference_values(case.program, data))
+            compiled, values = self.cases[self.report.case]
+            self.setup = kernel_setup(compiled.kernels[self.report.kernel], values)
+            windows = kernel_windows(self.setup, _plan(self.setup.extent, FRACTIONS[0]))
+            self.pop = Population(windows, np.array(self.report.x), np.zeros(len(windows), np.int64), margin, 1)
+        print(f"  {self.report.case} k{self.report.kernel}: {len(todo)} windows at margin {margin} not stored: "
+              "simulated", file=sys.stderr, flush=True)
+        got = window_values(self.setup, self.pop, todo, None, "fast", None, margin)
+        return [got[i].value(lambda r: r.cycles) for i in todo]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", help="MODEL:DATASET[@BLOCK]:SCHEDULE (repeatable)")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--min-extent", type=int, default=512)
     parser.add_argument("--json", help="write the raw reports here (every window's x and y included)")
-    parser.add_argument("--again", help="recompute the trials from reports a run wrote with --json (no simulation)")
+    parser.add_argument("--again", help="recompute the trials from reports a run wrote with --json (simulating only "
+                        "window values the file lacks; --json writes them back)")
     args = parser.parse_args(argv)
     start, reports = time.perf_counter(), []
     print(f"load average at start: {os.getloadavg()[0]:.1f}", file=sys.stderr)
@@ -197,13 +268,14 @@ def main(argv=None) -> int:
         with open(args.again) as handle:
             for raw in json.load(handle):
                 report = KernelReport(**{**raw, "trials": []})
-                report.trials = trials(report, args.seeds)
+                trials(report, args.seeds, WindowValues(report, _Resimulate(report)))
                 reports.append(report)
+        if args.json:
+            _write(args.json, reports)
     for text in [] if args.again else args.case or CASES:
         reports += run_case(text, args.seeds, args.min_extent, sys.stderr)
         if args.json:  # after every case: a run stopped early keeps what it measured
-            with open(args.json, "w") as handle:
-                json.dump([asdict(r) for r in reports], handle)
+            _write(args.json, reports)
     print(table(reports))
     print(f"\n{len(reports)} kernels in {time.perf_counter() - start:.0f} s, load average at the end "
           f"{os.getloadavg()[0]:.1f}")

@@ -16,7 +16,7 @@ from fuseflow.execute import execute
 from fuseflow.partition.estimate import allocate, draw, regression_total, stratify
 from fuseflow.partition.lanes import lane_windows
 from fuseflow.partition.run import simulate_partitioned
-from fuseflow.partition.sampled import SamplePlan
+from fuseflow.partition.sampled import Population, SamplePlan, settle_on_sample
 from fuseflow.partition.sharded import shard_kernel
 from fuseflow.partition.timing import Timings
 from fuseflow.partition.windows import kernel_setup, reference_values, run_window_of, window_problem
@@ -219,6 +219,57 @@ def test_strata_and_a_whole_sample():
     assert sizes[heavy] < sizes.max()  # heavy windows sit in a small stratum of their own
     est = regression_total(x, labels, np.arange(300), y)
     assert est.low == est.high == pytest.approx(y.sum())
+
+
+def test_strata_of_one_draw_follow_a_curve_and_share_their_variance():
+    """y bends in x (a window's fixed cost weighs more in light windows), which one slope misses:
+    8 strata of one draw each (the variance from neighbours taken together) follow the curve and
+    their 95% intervals cover the truth; 4 strata of two draws each (the former design) miss often."""
+    x = np.sort(np.random.default_rng(5).uniform(1.6e5, 5.6e5, 61))
+    y = 0.93 * x + 4e8 / x
+
+    def trials(strata: int, per: int):
+        labels = stratify(x, strata)
+        assert len(np.unique(labels)) == strata
+        picked = (draw(labels, {h: per for h in range(strata)}, np.random.default_rng(s)) for s in range(400))
+        return [regression_total(x, labels, p, y[p]) for p in picked]
+
+    def coverage(estimates) -> float:
+        return float(np.mean([e.low <= y.sum() <= e.high for e in estimates]))
+
+    one_each, two_each = trials(8, 1), trials(4, 2)
+    assert all(e.low < e.total < e.high for e in one_each)  # each stratum's one draw shares a neighbour's spread
+    assert coverage(one_each) >= 0.93 and coverage(two_each) < 0.88
+    assert np.mean([abs(e.total - y.sum()) for e in one_each]) < np.mean([abs(e.total - y.sum()) for e in two_each])
+
+
+def _lagged(margin: int, x: np.ndarray, lag: float) -> np.ndarray:
+    """Window values whose margin misses a history of `lag` coordinates: each over-counts by its
+    work's share of what falls outside the margin (a heavy window's hidden work, shown again)."""
+    return x + 0.05 * x * np.exp(-margin / lag)
+
+
+def test_the_margin_is_doubled_on_the_sample_until_the_estimate_settles():
+    """A bias that a short margin leaves (values too high by what the margin's history misses) is
+    followed down by doubling the margin on the sampled windows; the interval, widened by the
+    last doubling's move on the side it moved to, covers the truth (the values at an endless margin)."""
+    x = np.random.default_rng(3).lognormal(3, 1, 200)
+    labels = np.concatenate([[0], stratify(x[1:-1], 4) + 1, [5]])
+    pop = Population([Window(((0, 64),))] * 200, x, labels, margin=4, strata=4)
+    truth, hits = x.sum(), 0
+    for seed in range(20):
+        picked = draw(labels, allocate(x, labels, 40), np.random.default_rng(seed))  # windows 0 and 199 included
+        asked: list[int] = []
+        settled = settle_on_sample(pop, picked, lambda m, p=picked, a=asked: a.append(m) or _lagged(m, x, 24)[p])
+        assert asked == sorted(asked) and settled.margin == asked[-1] > 16 and settled.move > 0
+        short = pop.widened(regression_total(x, labels, picked, _lagged(4, x, 24)[picked]))
+        est = pop.widened(settled.estimate, settled.move)
+        assert short.low > truth  # the first margin's interval misses: a bias, not variance
+        hits += est.low <= truth <= est.high
+        assert est.high - settled.estimate.high == pytest.approx(200)  # a cycle per window on the high side only
+    assert hits >= 19
+    unbiased = settle_on_sample(pop, np.arange(200), lambda m: x)  # every window: no spread, no move
+    assert (unbiased.margin, unbiased.move) == (8, 0.0)
 
 
 def test_sampled_mode_end_to_end():

@@ -9,7 +9,8 @@ with s_h^2 the sample variance of the residuals (at least their variance relativ
 stratum's mean x, pooled over the strata, times its mean x squared: two windows of a stratum can
 agree by chance); the 95% interval uses Student's t with
 Satterthwaite's degrees of freedom (less one for the slope). A stratum sampled whole contributes
-its exact total. (A ratio estimator, y through the origin, was biased where every window pays a
+its exact total; strata of one draw each share their variance with their neighbours in x
+(collapsed strata, `_collapsed`). (A ratio estimator, y through the origin, was biased where every window pays a
 constant and where x says little about y; the regression tends to the stratified mean there.)
 
     >>> import numpy as np
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MIN_PER_STRATUM = 2  # a stratum's variance needs two sampled windows
+MIN_PER_STRATUM = 2  # windows in a stratum at the least (a stratum of one would be a window taken whole)
 
 
 @dataclass
@@ -75,14 +76,15 @@ def stratify(x: np.ndarray, strata: int) -> np.ndarray:
 
 
 def allocate(x: np.ndarray, labels: np.ndarray, n: int) -> dict[int, int]:
-    """Windows to draw per stratum: `n` dealt in proportion to the strata's total x (at least
-    MIN_PER_STRATUM each, at most the stratum)."""
+    """Windows to draw per stratum: `n` dealt in proportion to the strata's total x (at least one
+    each, at most the stratum; a stratum of one draw shares its variance with a neighbour:
+    `regression_total`)."""
     x = np.asarray(x, dtype=np.float64)
     strata = np.unique(labels)
     sizes = {int(h): int((labels == h).sum()) for h in strata}
     weights = np.array([x[labels == h].sum() for h in strata]) + 1e-12
     share = n * weights / weights.sum()
-    return {int(h): int(min(sizes[int(h)], max(MIN_PER_STRATUM, round(s)))) for h, s in zip(strata, share)}
+    return {int(h): int(min(sizes[int(h)], max(1, round(s)))) for h, s in zip(strata, share)}
 
 
 def draw(labels: np.ndarray, counts: dict[int, int], rng: np.random.Generator) -> np.ndarray:
@@ -131,15 +133,16 @@ def regression_total(x: np.ndarray, labels: np.ndarray, picked: np.ndarray, y: n
     slope = _slope(np.concatenate([xs for _, _, xs, _ in partial] or [np.zeros(0)]),
                    np.concatenate([ys for _, _, _, ys in partial] or [np.zeros(0)]))
     total = sum(float(ys.sum()) for size, _, xs, ys in strata if len(xs) == size)
-    residuals = [(ys - ys.mean()) - slope * (xs - xs.mean()) for _, _, xs, ys in partial]
+    total += sum(size * ys.mean() + slope * (big_x - size * xs.mean()) for size, big_x, xs, ys in partial)
+    groups = _collapsed(partial)
+    residuals = [(ys - ys.mean()) - slope * (xs - xs.mean()) for _, _, xs, ys in groups]
     dfs = sum(len(r) - 1 for r in residuals)
-    scale = [max(float(xs.mean()), 1e-12) for _, _, xs, _ in partial]  # spread grows with the work: pooled relative
+    scale = [max(float(xs.mean()), 1e-12) for _, _, xs, _ in groups]  # spread grows with the work: pooled relative
     pooled = sum(float(((r / m) ** 2).sum()) for r, m in zip(residuals, scale)) / dfs if dfs > 0 else 0.0
     fitted = dfs / (dfs - 1) if slope != 0 and dfs > 1 else 1.0  # the slope took one of the residuals' degrees
     variance, df_terms = 0.0, []
-    for (size, big_x, xs, ys), r, m in zip(partial, residuals, scale):
+    for (size, _, xs, _), r, m in zip(groups, residuals, scale):
         n = len(xs)
-        total += size * ys.mean() + slope * (big_x - size * xs.mean())
         # a stratum of a few windows can show no spread by chance: at least the pooled spread
         own = float((r ** 2).sum()) / (n - 1) if n > 1 else 0.0
         term = size ** 2 * (1 - n / size) * max(own, pooled * m ** 2) * fitted / n
@@ -151,3 +154,27 @@ def regression_total(x: np.ndarray, labels: np.ndarray, picked: np.ndarray, y: n
     df = variance ** 2 / sum(v ** 2 / d for v, d in df_terms if d > 0 and v > 0)
     half = _t_quantile(max(1.0, df - (slope != 0)), confidence) * np.sqrt(variance)  # the slope costs a degree
     return RatioEstimate(total, total - half, total + half, len(picked), len(x), count)
+
+
+def _collapsed(partial: list) -> list:
+    """The sampled strata as the variance sees them: a stratum of one draw shows no spread, so
+    consecutive ones (neighbours in x) are taken together, two or more draws to a group (the
+    collapsed-strata estimate: the difference between neighbours counts as spread, which errs wide).
+    Each group: (windows, total x, sampled x, sampled y), as `_strata_sums` gives a stratum."""
+    groups, pending = [], []
+    for stratum in partial:
+        if len(stratum[2]) > 1:
+            groups.append(stratum)
+            continue
+        pending.append(stratum)
+        if len(pending) == 2:
+            groups.append(_merged(pending))
+            pending = []
+    if pending:  # a lone one left: it joins the group before it
+        groups[-1:] = [_merged([*groups[-1:], pending[0]])]
+    return groups
+
+
+def _merged(strata: list) -> tuple:
+    return (sum(s[0] for s in strata), sum(s[1] for s in strata), np.concatenate([s[2] for s in strata]),
+            np.concatenate([s[3] for s in strata]))

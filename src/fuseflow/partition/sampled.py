@@ -8,9 +8,12 @@ last one are simulated always; the others are stratified by x and sampled (`esti
 sampled window is simulated from `margin` coordinates before it (so it starts with the pipeline
 as full as inside a whole run), less a run of the margin alone: its y, what it adds to a whole
 run, so that the y of all windows sum to a whole run's cycles. The margin is settled on a few
-boundaries first (`sharded.settle_margin`). The kernel's cycles: the regression estimate of
-sum(y) with a 95% interval, widened by what a sample cannot show (`Population.widened`: a cycle
-per window, and per boundary what the margin's last doubling still added). Tokens and counters
+boundaries first (`sharded.settle_margin`), then doubled on the sampled windows themselves until
+the estimate stops moving (`settle_on_sample`: a whole run can hide a heavy window's extra work
+long after it, which a short margin shows again in every window's y). The kernel's cycles: the
+regression estimate of sum(y) with a 95% interval, widened by what a sample cannot show
+(`Population.widened`: a cycle per window, and on the side the estimate moved to, what the
+margin's last doubling still moved it). Tokens and counters
 are such estimates too (no interval). With `error`, windows are added (doubling the sample)
 until the interval's half-width is at most `error` of the estimate, every window was simulated
 (then the result is exact up to the margins), or the sample would pass `max_fraction`. A kernel
@@ -37,13 +40,15 @@ import numpy as np
 
 from ..errors import UserError
 from ..sim.window import Window, outer_scanners
-from .estimate import MIN_PER_STRATUM, RatioEstimate, allocate, draw, regression_total, stratify
+from .estimate import RatioEstimate, allocate, draw, regression_total, stratify
 from .sharded import map_windows, settle_margin
 from .windows import KernelSetup, WindowRun
 
 MAX_WINDOWS = 256  # windows per kernel (fewer when the outer loop is shorter) ...
 MIN_WIDTH = 64  # ... each at least this many outer coordinates (a boundary's overlap stays small beside it)
-MARGIN_SHARE = 2  # a window's margin: at most its width / this (a window then costs up to twice its width)
+MARGIN_SHARE = 2  # a window's first margin: at most its width / this (settled on a few boundaries) ...
+MARGIN_CAP = 4  # ... then doubled on the sample itself up to this many windows' width
+SETTLED = 1e-3  # the sample's margin is settled when doubling it moves the estimate by at most this share of it
 STRATA = 8
 LEAST_SAMPLED = 6  # windows drawn at the least besides windows 0 and last (fewer give no usable spread)
 FIRST_ERROR_SHARE = 0.03  # `error`: the first sample's share of the windows, doubled until the target is met
@@ -137,26 +142,39 @@ class Population:
     labels: np.ndarray
     margin: int
     strata: int  # strata the rest of the windows were cut into
-    growth: float = 0.0  # cycles the margin's last doubling still added at a boundary
+    growth: float = 0.0  # cycles the first margin's last doubling still added at a probed boundary
 
-    def widened(self, est: RatioEstimate) -> RatioEstimate:
-        """`est` with what the sample cannot show added to both sides of its interval: a cycle
-        per window (each starts and ends on a cycle of its own) and, per boundary, what the
-        margin's last doubling still added (what a margin may miss)."""
-        slack = len(self.windows) * (1.0 + self.growth)
-        return RatioEstimate(est.total, est.low - slack, est.high + slack, est.sampled, est.population, est.strata)
+    def widened(self, est: RatioEstimate, move: float = 0.0) -> RatioEstimate:
+        """`est` with what the sample cannot show added to its interval: a cycle per window on
+        both sides (each starts and ends on a cycle of its own) and, on the side the estimate
+        moved to, `move`: what the margin's last doubling on the sample still changed (a longer
+        margin would move it on, by about as much or less: `settle_on_sample`)."""
+        slack = len(self.windows)
+        return RatioEstimate(est.total, est.low - slack - max(move, 0.0), est.high + slack + max(-move, 0.0),
+                             est.sampled, est.population, est.strata)
+
+    def margins(self) -> list[int]:
+        """The margins a sample may be simulated with: the first, doubled up to MARGIN_CAP windows' width."""
+        levels = [self.margin]
+        while 0 < 2 * levels[-1] <= MARGIN_CAP * self.windows[0].width():
+            levels.append(2 * levels[-1])
+        return levels
 
     def first_sample(self, plan: SamplePlan) -> int:
-        return min(len(self.windows), max(plan.first_share(len(self.windows)),
-                                          2 + max(MIN_PER_STRATUM * self.strata, LEAST_SAMPLED)))
+        return min(len(self.windows), first_size(len(self.windows), plan))
+
+
+def first_size(windows: int, plan: SamplePlan) -> int:
+    """Windows the first sample simulates: windows 0 and last, and at least LEAST_SAMPLED more."""
+    return max(plan.first_share(windows), 2 + LEAST_SAMPLED)
 
 
 def strata_of(x: np.ndarray, plan: SamplePlan) -> tuple[np.ndarray, int]:
     """Each window's stratum (window 0 and the last window alone in strata of their own, simulated
-    always) and how many strata the rest were cut into: as many as the planned sample fills with
-    MIN_PER_STRATUM windows each, at most STRATA."""
-    wanted = plan.first_share(len(x))
-    strata = max(1, min(STRATA, (wanted - 2) // MIN_PER_STRATUM))
+    always) and how many strata the rest were cut into: one per window the first sample draws
+    from them, at most STRATA (deep strata follow y's curve in x, which one slope cannot; strata
+    of one draw share their variance with a neighbour: `estimate.regression_total`)."""
+    strata = max(1, min(STRATA, first_size(len(x), plan) - 2))
     labels = np.zeros(len(x), dtype=np.int64)
     if len(x) > 2:
         labels[1:-1] = stratify(x[1:-1], strata) + 1
@@ -191,12 +209,14 @@ class WindowValue:
 
 
 def window_values(setup: KernelSetup, pop: Population, indices: list[int], hw, engine: str,
-                  client) -> dict[int, WindowValue]:
-    """The values of the windows at `indices` (two runs each, one for window 0)."""
+                  client, margin: int | None = None) -> dict[int, WindowValue]:
+    """The values of the windows at `indices` (two runs each, one for window 0), simulated
+    `margin` coordinates early (`pop.margin` when None)."""
+    margin = pop.margin if margin is None else margin
     jobs, keys = [], []
     for i in indices:
         lo, hi = pop.windows[i].ranges[0]
-        start = max(0, lo - pop.margin)
+        start = max(0, lo - margin)
         jobs.append(Window(((start, hi),)))
         keys.append((i, "run"))
         if lo > 0:
@@ -204,6 +224,48 @@ def window_values(setup: KernelSetup, pop: Population, indices: list[int], hw, e
             keys.append((i, "prefix"))
     runs = dict(zip(keys, map_windows(setup, jobs, hw, engine, client)))
     return {i: WindowValue(runs[(i, "run")], runs.get((i, "prefix"))) for i in indices}
+
+
+@dataclass
+class Settled:
+    """A sample's estimate at the margin where doubling it stopped moving the estimate, and the
+    last doubling's move (the previous margin's estimate less this one's; 0 with one margin)."""
+
+    estimate: RatioEstimate
+    margin: int
+    move: float
+
+
+def _settled(before: RatioEstimate, after: RatioEstimate) -> bool:
+    return abs(before.total - after.total) <= SETTLED * abs(after.total)
+
+
+def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int | None = None) -> Settled:
+    """Double the margin on the sampled windows themselves (`cycles_at(margin)`: their values
+    simulated with that margin) from `start` (the first margin when None) until the estimate
+    moves by at most SETTLED of itself, at most up to MARGIN_CAP windows. A whole run can hide a
+    heavy window's extra work in the bottleneck's stream long after the window (a stage that is
+    not the bottleneck falls behind and catches up later): a margin shorter than that history
+    misses it and every window's value comes out high. The sample is stratified by work, so it
+    holds the heavy windows the probed boundaries may miss. (Measured, the bias does not halve
+    with each doubling: a move small beside the interval does not say the rest is small, so only
+    a settled estimate or the cap stops it.)
+
+    >>> pop = Population([Window(((0, 8),))] * 10, np.ones(10), np.arange(10), margin=2, strata=8)
+    >>> s = settle_on_sample(pop, np.arange(10), lambda m: np.full(10, 100.0 + 64 / m))
+    >>> pop.margins(), s.margin, s.move
+    ([2, 4, 8, 16, 32], 32, 20.0)
+    """
+    levels = pop.margins()
+    k = levels.index(pop.margin if start is None else start)
+
+    def at(level: int) -> RatioEstimate:
+        return regression_total(pop.x, pop.labels, picked, np.asarray(cycles_at(levels[level]), dtype=np.float64))
+
+    est, before = at(k), at(k - 1) if k > 0 else None
+    while (before is None or not _settled(before, est)) and k + 1 < len(levels):
+        before, est, k = est, at(k + 1), k + 1
+    return Settled(est, levels[k], before.total - est.total if before is not None else 0.0)
 
 
 def estimate_total(pop: Population, picked: np.ndarray, values: dict[int, WindowValue], of) -> RatioEstimate:
@@ -251,11 +313,20 @@ def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client,
     pop = population(setup, plan, x, hw, engine, client)
     rng = np.random.default_rng(plan.seed)
     picked = draw_sample(pop, pop.first_sample(plan), rng)
-    values: dict[int, WindowValue] = {}
+    known: dict[tuple[int, int], WindowValue] = {}  # (margin, window) -> its value; window 0 has no margin
+
+    def values_at(margin: int) -> dict[int, WindowValue]:
+        key = {int(i): (0 if pop.windows[int(i)].ranges[0][0] == 0 else margin, int(i)) for i in picked}
+        todo = [i for i, k in key.items() if k not in known]
+        known.update({key[i]: v for i, v in window_values(setup, pop, todo, hw, engine, client, margin).items()})
+        return {i: known[k] for i, k in key.items()}
+
+    margin = pop.margin
     while True:
-        todo = [int(i) for i in picked if int(i) not in values]
-        values.update(window_values(setup, pop, todo, hw, engine, client))
-        est = pop.widened(estimate_total(pop, picked, values, lambda r: r.cycles))
+        settled = settle_on_sample(pop, picked, lambda m: [v.value(lambda r: r.cycles) for v in values_at(m).values()],
+                                   margin)
+        margin, values = settled.margin, values_at(settled.margin)
+        est = pop.widened(settled.estimate, settled.move)
         if plan.error is None or est.half_width <= plan.error or len(picked) == len(pop.windows) or \
                 2 * len(picked) > plan.max_fraction * len(pop.windows):
             break
