@@ -327,3 +327,25 @@ def test_a_reducing_outer_loop_runs_whole_when_sampled_and_is_flagged_when_shard
     assert (r.mode, r.cycles, r.verified) == ("whole", whole.cycles, True) and "reduction" in r.method
     sharded = simulate_partitioned(program, compiled, data, shards=3)
     assert "kernel 0's outer loop is a reduction" in sharded.method and "+10.3%" in sharded.method
+
+
+def test_window_runs_are_held_to_the_partitioned_runs_budget(monkeypatch):
+    """A partitioned run's windows in this process get the run's budget (a suite task's share),
+    not all the memory the machine has left."""
+    import fuseflow.partition.windows as windows
+    from fuseflow.memory import Budget
+
+    seen, run = [], windows.run_window
+
+    def spy(graph, tensors, window, hw, fn, **options):
+        seen.append(options.get("budget"))
+        return run(graph, tensors, window, hw, fn, **options)
+
+    monkeypatch.setattr(windows, "run_window", spy)
+    program, data, compiled = _case("spmv", "full")
+    share = Budget(6 << 30)
+    assert simulate_partitioned(program, compiled, data, shards=2, budget=share).verified
+    assert seen and all(b is share for b in seen)
+    seen.clear()
+    run_window_of(kernel_setup(compiled.kernels[0], reference_values(program, data)), Window(((0, 4),)), None, "fast")
+    assert seen[0] is not share and seen[0].limit is None  # outside a run: what is available

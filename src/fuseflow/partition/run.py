@@ -21,7 +21,7 @@ from .heuristic import window_estimates
 from .sampled import KernelSample, SamplePlan, kernel_windows, sample_kernel, too_small
 from .sharded import KernelShards, shard_kernel
 from .timing import TaskTime, Timings
-from .windows import KernelSetup, kernel_setup, kernel_tensors, window_problem
+from .windows import KernelSetup, kernel_setup, kernel_tensors, local_budget, window_problem
 
 SHARDED_METHOD = ("{n} windows per kernel; cycles = sum of windows - each boundary's overlap (measured on its own "
                   "margins); max fifo: the largest of any window's")
@@ -79,7 +79,7 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
             values = ref.values(needs[i])
             setup = kernel_setup(kernel, values)
         client = _ready(client, clock)
-        with clock.phase(f"kernel {kernel.index}: windows and margins"):
+        with clock.phase(f"kernel {kernel.index}: windows and margins"), local_budget(budget):
             part, note = _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client)
         _record_tasks(clock, kernel.index, part)
         if sample is None and setup.reduces:

@@ -18,6 +18,7 @@ when it is a reduction, a window writes partial sums, checked once all windows a
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, replace
@@ -89,11 +90,31 @@ def kernel_setup(kernel, values: dict) -> KernelSetup:
                        outer_extent(graph))
 
 
+_LOCAL_BUDGET: list[Budget] = []  # the budget of the partitioned run going on in this process
+
+
+@contextlib.contextmanager
+def local_budget(budget: Budget):
+    """Window runs made in this process meanwhile are held to `budget` (a suite task's share of
+    the machine, not all it has left: another task may be running beside it).
+
+        >>> with local_budget(Budget(10**9)):
+        ...     _LOCAL_BUDGET[-1].limit
+        1000000000
+    """
+    _LOCAL_BUDGET.append(budget)
+    try:
+        yield
+    finally:
+        _LOCAL_BUDGET.pop()
+
+
 def run_window_of(setup: KernelSetup, window: Window, hw, engine: str) -> WindowRun:
     """Simulate `setup`'s kernel on `window` (a module-level function: dask pickles it); the
-    fast engine's buffers are held to the memory available where it runs."""
+    fast engine's buffers are held to the run's budget (`local_budget`) in the process that
+    started the run, to the memory available there on a dask worker."""
     start, wall, cpu = time.time(), time.perf_counter(), time.thread_time()
-    options = {"budget": Budget()} if engine == "fast" else {}
+    options = {"budget": _LOCAL_BUDGET[-1] if _LOCAL_BUDGET else Budget()} if engine == "fast" else {}
     run, windowed = run_window(setup.graph, setup.stored, window, hw, engine_function(engine), **options)
     outputs = {name: _compact(decode(run.written[name], windowed.written_meta(name)), meta.fill)
                for name, meta in setup.graph.tensors.items() if meta.role == "output"}
