@@ -349,3 +349,29 @@ def test_window_runs_are_held_to_the_partitioned_runs_budget(monkeypatch):
     seen.clear()
     run_window_of(kernel_setup(compiled.kernels[0], reference_values(program, data)), Window(((0, 4),)), None, "fast")
     assert seen[0] is not share and seen[0].limit is None  # outside a run: what is available
+
+
+def test_window_output_over_a_nonzero_background_keeps_only_its_entries():
+    """GCN's log-softmax output has background inf: a window keeps the entries it stored (not a
+    dense copy of the whole output), is checked on its rows, and the windows combine to the
+    whole output."""
+    from fuseflow.models.registry import build
+    from fuseflow.partition.windows import WindowEntries
+
+    case = build("gcn", "karate")
+    data, compiled = prepared(case.program, case.presets["full"], case.inputs, 0, 0.1)
+    values = reference_values(case.program, data)
+    setup = kernel_setup(compiled.kernels[-1], values)
+    name = next(iter(setup.dims))
+    run = run_window_of(setup, Window(((3, 9),)), None, "fast")
+    got = run.outputs[name]
+    assert isinstance(got, WindowEntries) and got.fill != 0 and len(got.vals) == 6 * setup.graph.tensors[name].shape[1]
+    assert window_problem(setup, run, values) is None
+    got.vals[0] += 1.0
+    assert "differs" in window_problem(setup, run, values)
+    got.vals[0] -= 1.0
+    got.coords[0][0] = 20
+    assert "outside the window" in window_problem(setup, run, values)
+    whole = fuseflow.simulate(case.program, compiled, data)
+    sharded = simulate_partitioned(case.program, compiled, data, shards=3)
+    assert sharded.verified and compare(name, sharded.outputs[name], whole.outputs[name], 1e-9, 1e-12)[1] is None
