@@ -45,7 +45,7 @@ def _key(suite, model_name: str, dataset_name: str) -> tuple[str, str, int | Non
 def _cell(text: str) -> dict | None:
     """A speedup cell: `1.67x`, `~0.33x` (estimated), `failed`; None for `-` or `not run`."""
     if text == "failed":
-        return {"error": "failed (as the results page records)", "speedup": None}
+        return {"error": "failed (as the results page records)", "speedup": None, "estimated_ratios": False}
     found = re.fullmatch(r"(~?)([\d.]+)x", text)
     return {"speedup": float(found.group(2)), "estimated_ratios": bool(found.group(1))} if found else None
 
