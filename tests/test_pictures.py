@@ -233,7 +233,8 @@ def test_figure12_rows_read_back_from_the_results_page():
     cases = {(r["model"], r["dataset"], r["block"]) for r in rows}
     assert cases <= {(t.model, t.dataset, t.block) for t in suite.tasks()} and len(cases) == 18
     assert all(r["speedup"] == 1.0 for r in rows if r["schedule"] == "unfused")
-    assert any(not r["estimated_ratios"] for r in rows if r["speedup"] is not None)  # estimated ones: only where sampling cannot reach
+    # estimated rows: only where sampling cannot reach
+    assert any(not r["estimated_ratios"] for r in rows if r["speedup"] is not None)
 
 
 @needs_dot
