@@ -208,9 +208,7 @@ def window_problem(setup: KernelSetup, run: WindowRun, values: dict, rtol=1e-6, 
         meta = setup.graph.tensors[name]
         want, got = values[meta.stores(name)], run.outputs[name]
         mask = _row_mask(run.window, meta.shape[dim])
-        if isinstance(got, WindowEntries):
-            problem = _entries_problem(name, got, want, dim, mask, rtol, atol)
-        elif is_sparse(got) and meta.fill == 0.0 and np.ndim(got) == 2:
+        if isinstance(got, WindowEntries) or (is_sparse(got) and meta.fill == 0.0 and np.ndim(got) == 2):
             problem = _rows_problem(name, got, want, dim, mask, rtol, atol)
         else:
             problem = compare(name, got, _masked(want, dim, mask, meta.fill), rtol, atol)[1]
@@ -219,32 +217,27 @@ def window_problem(setup: KernelSetup, run: WindowRun, values: dict, rtol=1e-6, 
     return None
 
 
+def _rows_of(value, dim: int, rows: np.ndarray):
+    """`value`'s rows (columns for `dim` 1) `rows`, sparse or dense as `value` is."""
+    if is_sparse(value):
+        return sp.csr_array(value)[rows] if dim == 0 else sp.csc_array(value)[:, rows]
+    return np.take(value, rows, axis=dim)
+
+
 def _rows_problem(name: str, got, want, dim: int, mask: np.ndarray, rtol, atol) -> str | None:
-    """`window_problem` for a large sparse window output over background 0: its rows (columns
-    for `dim` 1) inside the window against the reference's same rows, and nothing stored
-    outside; it never builds the whole output's dense shape (a window is a sliver of it)."""
+    """`window_problem` for a window output kept as its entries (sparse over background 0, or
+    `WindowEntries`): its rows (columns for `dim` 1) inside the window against the reference's
+    same rows, and nothing stored outside; it never builds the whole output's dense shape (a
+    window is a sliver of it)."""
     rows = np.flatnonzero(mask)
-    outside = _masked(got, dim, ~mask, 0.0)
-    if outside.nnz and np.any(outside.data != 0):
-        return f"simulated {name} stores values outside the window's rows"
-    got_rows = sp.csr_array(got)[rows] if dim == 0 else sp.csc_array(got)[:, rows]
-    if is_sparse(want):
-        want_rows = sp.csr_array(want)[rows] if dim == 0 else sp.csc_array(want)[:, rows]
+    if isinstance(got, WindowEntries):
+        outside, got_rows = got.stored_outside(dim, mask), got.rows(dim, rows)
     else:
-        want_rows = np.take(want, rows, axis=dim)
-    problem = compare(name, got_rows, want_rows, rtol, atol)[1]
-    return None if problem is None else f"{problem} (of the window's rows, counted from its first)"
-
-
-def _entries_problem(name: str, got: WindowEntries, want, dim: int, mask: np.ndarray, rtol, atol) -> str | None:
-    """`window_problem` for `WindowEntries`: the window's rows against the reference's, nothing
-    stored outside them."""
-    if got.stored_outside(dim, mask):
+        stray = _masked(got, dim, ~mask, 0.0)
+        outside, got_rows = bool(stray.nnz and np.any(stray.data != 0)), _rows_of(got, dim, rows)
+    if outside:
         return f"simulated {name} stores values outside the window's rows"
-    rows = np.flatnonzero(mask)
-    want_rows = (sp.csr_array(want)[rows] if dim == 0 else sp.csc_array(want)[:, rows]).toarray() \
-        if is_sparse(want) else np.take(want, rows, axis=dim)
-    problem = compare(name, got.rows(dim, rows), want_rows, rtol, atol)[1]
+    problem = compare(name, got_rows, _rows_of(want, dim, rows), rtol, atol)[1]
     return None if problem is None else f"{problem} (of the window's rows, counted from its first)"
 
 
