@@ -300,7 +300,9 @@ class KernelSample:
 
 
 def _grow(labels, x, picked: np.ndarray, n: int, rng) -> np.ndarray:
-    """`picked` with windows added per stratum up to an allocation of `n` in all."""
+    """`picked` with windows added per stratum up to an allocation of `n` in all; where the
+    allocation falls short of `n` (strata taken whole, or sampled beyond their share before),
+    the rest drawn from the windows not yet picked."""
     fresh = np.ones(len(x), dtype=bool)
     fresh[picked] = False
     extra = []
@@ -308,7 +310,11 @@ def _grow(labels, x, picked: np.ndarray, n: int, rng) -> np.ndarray:
         have = int((labels[picked] == h).sum())
         pool = np.flatnonzero((labels == h) & fresh)
         extra.append(rng.choice(pool, size=min(len(pool), max(0, k - have)), replace=False))
-    return np.sort(np.concatenate([picked, *extra])).astype(np.int64)
+    grown = np.concatenate([picked, *extra]).astype(np.int64)
+    fresh[grown] = False
+    rest = np.flatnonzero(fresh)
+    short = min(len(rest), n - len(grown))
+    return np.sort(np.concatenate([grown, rng.choice(rest, size=short, replace=False)] if short > 0 else [grown]))
 
 
 def draw_sample(pop: Population, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -362,7 +368,10 @@ def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client,
         if plan.error is None or est.half_width <= plan.error or len(picked) == len(pop.windows) or \
                 size <= len(picked):
             break
-        picked = _grow(pop.labels, pop.x, picked, size, rng)
+        grown_picked = _grow(pop.labels, pop.x, picked, size, rng)
+        if len(grown_picked) == len(picked):  # nothing left to add (not reached: size > picked < windows)
+            break
+        picked = grown_picked
         grown = regression_total(pop.x, pop.labels, picked, np.asarray(cycles_at(settled.margin)))
         settled = Settled(grown, settled.margin, move_share * grown.total)
     tokens = round(estimate_total(pop, picked, values, lambda r: r.tokens).total)

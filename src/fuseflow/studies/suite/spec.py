@@ -27,7 +27,7 @@ A suite file:
 
     >>> suite = load_suite("figure12")
     >>> len(suite.tasks()), suite.tasks()[0].key
-    (54, ('model:gpt3-bigbird', 'unfused', 'dataset=small2 block=32', 0))
+    (54, ('model:gcn', 'unfused', 'dataset=synthetic:mag', 0))
     >>> suite.published[("gcn", "cora", None)]["partial"]
     29997611
     >>> suite.notes[0].models, suite.notes[0].text[:24]
