@@ -142,10 +142,9 @@ def test_the_memory_model_always_replays():
     assert fast_run_graph(graph, stored, HwConfig(hbm=True, channel_depth=4)).channel_depth is None
 
 
-def test_occupancy_of_a_long_bounded_run_is_exact():
-    """A bounded run that never fills its FIFOs has the unbounded run's times, hence its
-    occupancy, over a stream long enough to compact the buffers several times while consume
-    times are merged into the count in batches."""
+def long_graph():
+    """A 7 x 9000 dense scan written out: streams long enough to compact the buffers several times
+    while consume times are merged into the occupancy count in batches."""
     from fuseflow.sam.graph import SamGraph
     g = SamGraph("long")
     r = g.add("root")
@@ -153,8 +152,49 @@ def test_occupancy_of_a_long_bounded_run_is_exact():
     cols = g.add("scan", {"tensor": "", "level": 1, "format": "dense", "dim": 9000}, ref=rows.out("ref"))
     g.add("level_write", {"tensor": "o", "level": 0, "format": "dense", "dim": 7}, crd=rows.out("crd"))
     g.add("level_write", {"tensor": "o", "level": 1, "format": "dense", "dim": 9000}, crd=cols.out("crd"))
+    return g
+
+
+def test_occupancy_of_a_long_bounded_run_is_exact():
+    """A bounded run that never fills its FIFOs has the unbounded run's times, hence its
+    occupancy, over a long stream (`long_graph`)."""
+    g = long_graph()
     plain = fast_run_graph(g, {}, HwConfig())
     most = max(plain.max_occupancy.values())
     bounded = fast_run_graph(g, {}, HwConfig(channel_depth=most), first_unbounded=False)
     assert bounded.channel_depth == most and bounded.cycles == plain.cycles
     assert bounded.max_occupancy == plain.max_occupancy
+
+
+def test_lean_visits_count_as_the_full_ones(monkeypatch):
+    """A lean visit (no positions noted; bounded consumes merged from the last merge's cursor) gives
+    the run a visit noting positions gives: cycles, occupancy, tokens and steps, on SpMV's and
+    softmax's kernels and a long stream (merged a quarter buffer at a time) at depths 4 and 1024
+    (softmax deadlocks at 4: the same report)."""
+    from fuseflow.sim.fast import engine as fast_engine
+    taken = []
+    lean = fast_engine.Engine._lean
+
+    def counted(self, r):
+        taken.append(lean(self, r))
+        return taken[-1]
+
+    def outcome(graph, stored, depth):
+        try:
+            run = fast_run_graph(graph, stored, HwConfig(channel_depth=depth), first_unbounded=False)
+        except Deadlock as err:
+            return ("deadlock", err.time, tuple(err.blocked), tuple(err.full), tuple(err.empty))
+        return run.cycles, run.max_occupancy, run.stream_tokens, run.node_steps
+
+    kernels = [(long_graph(), {})]
+    for name in ("spmv.mlir", "softmax_sparse.mlir"):
+        path = next(p for p in MLIR_FILES if p.endswith(name))
+        program, shapes, data, _ = with_gold(path, seed=1)
+        kernels += [(graph, stored) for graph, stored, _ in kernel_runs(program, "full", data, shapes)]
+    for graph, stored in kernels:
+        for depth in (4, 1024):
+            monkeypatch.setattr(fast_engine.Engine, "_lean", counted)
+            fast = outcome(graph, stored, depth)
+            monkeypatch.setattr(fast_engine.Engine, "_lean", lambda self, r: False)
+            assert outcome(graph, stored, depth) == fast, (graph.name, depth)
+    assert any(taken)

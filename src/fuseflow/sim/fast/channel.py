@@ -108,17 +108,31 @@ class Channel:
         self.depth = self.limit_depth = int(depth)
         self.tables.CH[self.index, DEPTH] = self.depth
         self.tables.CH[self.index, READER] = self.readers[0].index
+        self._set_compact_at()
 
     def unbound(self) -> None:
         """Lift the bound (a deadlock's report runs on unbounded); `limit_depth` keeps it."""
         self.depth = 0
         self.tables.CH[self.index, DEPTH] = 0
+        self._set_compact_at()
 
     def _alloc(self, capacity: int) -> None:
         self.kind = pool.take(capacity, np.int8)
         self.data = pool.take(capacity, self.dtype)
         self.sent = pool.take(capacity, np.int64)
         self.tiles = None if self.tile_shape is None else np.zeros((capacity,) + self.tile_shape)
+        self._set_compact_at()
+
+    def _set_compact_at(self) -> None:
+        """`compact_at`: the token count above which the engine compacts the window before its
+        producer's kernel call: half the buffer, and on a channel bounded to N tokens only once
+        less than 2N slots are left (a call emits at most N there, so the producer still has
+        room; compacting less often moves the same few kept tokens fewer times)."""
+        capacity = self.kind.shape[0]
+        room = (capacity + 1) // 2
+        if self.depth:
+            room = min(room, 2 * self.depth)
+        self.compact_at = capacity - room
 
     @property
     def capacity(self) -> int:

@@ -47,8 +47,8 @@ from ..storage import WrittenTensor
 from . import pool
 from .by_oracle import OracleRunner
 from .channel import BASE, BEST, COUNT, CURSOR, FINAL, Channel, Tables, sync
-from .core import DONE, FAIL, GROW, STEPS, WAIT_IN, WAIT_OUT, YIELD, NeedOracle, Runner, T
-from .runners import RUNNERS
+from .core import DONE, FAIL, GROW, STEPS, WAIT_IN, WAIT_OUT, YIELD, NeedOracle, Runner, T, compiled_entry
+from .runners import RUNNERS, TILES_ONLY_AFTER
 from .stream import token_list
 
 DEFAULT_CHUNK = 1 << 18  # tokens a channel buffers before its producer waits
@@ -118,6 +118,7 @@ class Engine:
         self.record_consumed = record_consumed
         self.consumed: dict = {}
         self.full_channels: set = set()  # bounded channels that were full when the graph deadlocked
+        self._sync = None  # `channel.sync`'s compiled function, once it ran (`core.compiled_entry`)
         cache: dict = {}
         nodes = graph.nodes
         sources = sources or {}
@@ -161,12 +162,37 @@ class Engine:
             r.out_chans = [ch.index for ch in r.out_ch]
         self.keeps = keep_streams
         self.depth = self.overflow = None
+        self.finished = 0  # nodes done
+        self._wire_neighbours()
         if depth is not None and self._boundable():
             if first_unbounded:
                 self._watch(depth)
             else:
                 self._bound(depth)
+                for r in self.runners:
+                    r.lean = self._lean(r)
+                    for _, x, _, reader in r.in_rows if r.lean else ():
+                        reader.unmerged = int(self.tables.RD[x, CURSOR])  # merged up to here
             self.depth = depth
+
+    def _wire_neighbours(self) -> None:
+        """`lean` off, `dirty` on, and `neighbours`: the runners a visit of each may make ready."""
+        producer = {ch.index: r for r in self.runners for ch in r.out_ch}
+        by_reader = {x: r for r in self.runners for x in r.readers}
+        for r in self.runners:
+            r.lean, r.dirty = False, True
+            near = [producer[ch.index] for ch in r.in_ch if ch.index in producer]
+            near += [by_reader[x.index] for ch in r.out_ch for x in ch.readers if x.index in by_reader]
+            r.neighbours = list({id(n): n for n in near if n is not r}.values())
+
+    def _lean(self, r: Runner) -> bool:
+        """Whether a visit of `r` may skip noting positions before its calls: every input is
+        bounded (merged from the cursor of its last merge, `_merge_bounded`) and its `after` has
+        nothing to do (no tiles), nor keeps or records anything."""
+        idle = type(r).after is Runner.after or (
+            type(r) in TILES_ONLY_AFTER and r.tile is None
+            and all(ch.tile_shape is None for ch in (*r.in_ch, *r.out_ch)))
+        return idle and not self.keeps and not self.record_consumed and all(ch.depth for ch in r.in_ch)
 
     def _boundable(self) -> bool:
         """Whether every node's kernel honours bounds and every stream has at most one reader."""
@@ -273,13 +299,16 @@ class Engine:
         while True:
             if not self.whole:
                 for ch in r.out_ch:
-                    capacity = ch.kind.shape[0]
-                    if capacity - CH(ch.index, COUNT) < (capacity + 1) // 2:
+                    if CH(ch.index, COUNT) > ch.compact_at:
                         ch.compact()
-            before_in = [RD(x, CURSOR) - CH(c, BASE) for c, x, _, _ in r.in_rows]
-            before_out = [CH(c, COUNT) for c in r.out_chans]
-            status = r.call()
-            self._after(r, status, before_in, before_out)
+            if r.lean:
+                status = r.call()
+                self._merge_bounded(r, status == DONE)
+            else:
+                before_in = [RD(x, CURSOR) - CH(c, BASE) for c, x, _, _ in r.in_rows]
+                before_out = [CH(c, COUNT) for c in r.out_chans]
+                status = r.call()
+                self._after(r, status, before_in, before_out)
             if status == GROW:
                 r.grow()
                 continue
@@ -289,8 +318,11 @@ class Engine:
                 continue
             break
         r.status = status
+        for n in r.neighbours:
+            n.dirty = True
         if status == DONE:
             r.done = True
+            self.finished += 1
             for ch in r.out_ch:
                 self.tables.CH[ch.index, FINAL] = 1
         elif status == FAIL or r.failed:
@@ -307,9 +339,12 @@ class Engine:
         """r waits for room: grow its full buffers that are below their chunk (or of a whole
         stream) at once, or note that a compaction frees room; True if r may go on."""
         CH = self.tables.CH.item
-        full = [ch for ch in r.out_ch if CH(ch.index, COUNT) == ch.kind.shape[0]]
-        if not full:
+        for ch in r.out_ch:
+            if CH(ch.index, COUNT) == ch.kind.shape[0]:
+                break
+        else:  # no buffer is full: a bound holds r back
             return False
+        full = [ch for ch in r.out_ch if CH(ch.index, COUNT) == ch.kind.shape[0]]
         growing = [ch for ch in full if self.whole or (ch.capacity < ch.limit and not ch.droppable()
                                                       and ch.produced >= GROW_AFTER * ch.capacity)]
         for ch in growing:
@@ -344,14 +379,39 @@ class Engine:
                     continue
                 b, reader.unmerged = reader.unmerged - base, -1
             reader.synced = produced
-            while True:
-                stop = sync(t.CH, t.RD, c, x, b, ch.sent, reader.cons, finished, reader.queue)
-                if stop < 0:
-                    break
-                self.reserve(reader.grow_queue(t.RD), r)
-                b = int(stop)
+            self._merge(r, c, x, ch, reader, b, finished)
             if self.overflow is not None and RD(x, BEST) > self.overflow[x]:
                 raise Overflow()
+
+    def _merge_bounded(self, r: Runner, finished: bool) -> None:
+        """`count_consumed` of a lean runner (`_lean`): each input's consumes since its last merge
+        (`Reader.unmerged`, the cursor then) are merged once they fill a quarter buffer."""
+        CH, RD = self.tables.CH.item, self.tables.RD.item
+        for c, x, ch, reader in r.in_rows:
+            cursor = RD(x, CURSOR)
+            start = reader.unmerged
+            if cursor - start < ch.kind.shape[0] // 4 and not finished:
+                continue
+            base = CH(c, BASE)
+            reader.synced = base + CH(c, COUNT)
+            self._merge(r, c, x, ch, reader, start - base, finished)
+            reader.unmerged = cursor
+
+    def _merge(self, r: Runner, c: int, x: int, ch: Channel, reader, b: int, finished: bool) -> None:
+        """Merge reader x's consumes from window position b (`channel.sync`), growing its queue
+        as it needs."""
+        t = self.tables
+        while True:
+            args = (t.CH, t.RD, c, x, b, ch.sent, reader.cons, finished, reader.queue)
+            if self._sync is None:  # the first merge goes through numba's dispatcher
+                stop = sync(*args)
+                self._sync = compiled_entry(sync, args)
+            else:
+                stop = self._sync(*args)
+            if stop < 0:
+                return
+            self.reserve(reader.grow_queue(t.RD), r)
+            b = int(stop)
 
     def _unstick(self) -> None:
         """No node moved in a whole round: grow the full buffers of the nodes waiting for room;
@@ -373,7 +433,13 @@ class Engine:
                     self._grow_channel(ch, r)
                     grown = True
             r.status = 0
+        self._touch_all()
         return grown
+
+    def _touch_all(self) -> None:
+        """Mark every node for a readiness check in the next round (`_round`)."""
+        for r in self.runners:
+            r.dirty = True
 
     def _deadlock(self) -> Exception:
         """The deadlock report, as `sim.bounded` words it: the time of the last step, each blocked
@@ -392,6 +458,11 @@ class Engine:
         if unknown:
             for ch in self.channels.values():
                 ch.unbound()
+            for r in self.runners:
+                for _, x, _, reader in r.in_rows if r.lean else ():
+                    if reader.unmerged == RD[x, CURSOR]:  # nothing consumed since the last merge
+                        reader.unmerged = -1
+                r.lean = False
             frozen = {r.id for r in unknown}
             for r in unknown:  # upstream first: what it waits on comes from nodes already known
                 steps[r.id] = self._advance(r, frozen)
@@ -423,6 +494,7 @@ class Engine:
             step = target.pending()
             if step is not None:
                 return step
+            self._touch_all()
             moved = self._round([r for r in self.runners if r.id not in frozen], 0)
             if not moved and not self._grow_waiting():
                 return None
@@ -439,10 +511,13 @@ class Engine:
             live = list(self.runners)
             batch = self._batch()
             while live:
+                finished = self.finished
                 moved = self._round(live, batch)
                 if not moved and batch:  # a round that visits every node that can move
+                    self._touch_all()
                     moved = self._round(live, 0)
-                live = [r for r in live if not r.done]
+                if self.finished != finished:
+                    live = [r for r in live if not r.done]
                 if live and not moved:
                     self._unstick()
                 if self.on_events is not None and time.monotonic() - last_report > 0.5:
@@ -459,13 +534,17 @@ class Engine:
 
     def _round(self, live: list, batch: int) -> bool:
         """Visit the nodes that have more than `batch` new tokens (or the end) to read, or whose
-        readers progressed by more than `batch`, since they stopped; True if any moved. (Large
-        graphs check many nodes a round: the tables are read directly.)"""
+        readers progressed by more than `batch`, since they stopped; True if any moved. Only the
+        nodes marked `dirty` are checked: a visit marks the nodes whose readiness it may change
+        (`Runner.neighbours`: the producers of its inputs, the readers of its outputs), so a node
+        is checked when, and only when, a check could find it ready (the tables are read
+        directly)."""
         item = self.tables.CH.item
         moved = False
         for r in live:
-            if r.done:
+            if not r.dirty or r.done:  # nothing it waits on changed since it was last checked
                 continue
+            r.dirty = False
             status = r.status
             if status == WAIT_IN:
                 c = r.wait_row

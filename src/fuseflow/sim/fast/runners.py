@@ -1,4 +1,6 @@
-"""The runner of every primitive (`RUNNERS`: kind -> a factory of `core.Runner`s), by family.
+"""The runner of every primitive (`RUNNERS`: kind -> a factory of `core.Runner`s), by family, and
+the runners whose `after` only moves tile values (`TILES_ONLY_AFTER`: on scalar streams a visit
+skips it).
 
     >>> sorted(RUNNERS) == sorted(__import__("fuseflow.sim.oracle", fromlist=["IMPLS"]).IMPLS)
     True
@@ -31,3 +33,6 @@ RUNNERS = {
     "spacc": Spacc, "spacc2": Spacc2, "crd_drop": CrdDrop, "level_write": LevelWrite,
     "value_write": ValueWrite, "broadcast": Copy, "fork": Copy, "join": Join,
 }
+
+# `after` of these handles tiles and nothing else (Joiner gathers payloads, the accumulators replay logs)
+TILES_ONLY_AFTER = (Alu, Copy, Join, Reduce, Repeat, Array, ValueWrite)
