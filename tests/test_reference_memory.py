@@ -4,11 +4,16 @@ one array instead of two; the values stay bit-identical."""
 from __future__ import annotations
 
 import os
+import tracemalloc
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import fuseflow
+from fuseflow.ir import sparse_eval
+from fuseflow.ir.expr import Binary, In
+from fuseflow.ir.program import Access, IndexOp
 from fuseflow.ir.reference import ReferenceRun, reference
 
 from lowering_cases import MLIR_FILES, fix_data, load
@@ -54,3 +59,22 @@ def test_a_kept_operand_is_not_written_over():
     h = run.values(["H"])["H"]
     assert not np.shares_memory(h, ax) and np.array_equal(ax, before)
     assert np.array_equal(h, reference(program, {n: run.env[n] for n in program.inputs})["H"])
+
+
+def test_a_product_with_a_sparse_matrix_read_transposed_holds_one_result(monkeypatch):
+    """Y(i,j) = sum_k D(i,k) W(j,k) with W sparse (a linear layer's weight): the result is made
+    in its own order, never as W @ D.T and then a transposed copy (a GraphSAGE layer over the MAG
+    twin: 2 GB each), and equals that product bit for bit."""
+    monkeypatch.setattr(sparse_eval, "CHUNK_ELEMENTS", 1 << 18)  # pieces of 1/20 of the result
+    rng = np.random.default_rng(0)
+    d, w = rng.standard_normal((20000, 8)), sp.random_array((300, 8), density=0.6, random_state=2, format="csr")
+    op = IndexOp(Access("Y", ("i", "j")), (Access("D", ("i", "k")), Access("W", ("j", "k"))),
+                 Binary("mul", In(0), In(1)), reduce_vars=("k",), reduce_kind="sum")
+    tracemalloc.start()
+    try:
+        y = sparse_eval.evaluate(op, {"D": d, "W": w}, (20000, 300))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert y.flags.c_contiguous and peak < 1.25 * y.nbytes, (peak, y.nbytes)
+    assert np.array_equal(y, np.ascontiguousarray((w @ d.T).T))
