@@ -145,12 +145,16 @@ class ReferenceRun:
     def _step(self) -> None:
         op, k = self.program.ops[self.done], self.done
         out, env, dtype = op_output(op), self.env, self.dtype
+        into = self._reusable(op, k)
         if self.check is not None and not any(is_sparse(env[n]) for n in op.tensors_read if n in env):
-            self.check(int(np.prod(self.shapes[out], dtype=np.float64)) * np.dtype(dtype).itemsize * 2,
+            size = int(np.prod(self.shapes[out], dtype=np.float64))  # in place: only a piece's temporaries
+            self.check((min(size, CHUNK_ELEMENTS) if into is not None else size) * np.dtype(dtype).itemsize * 2,
                        f"the reference's {out} {tuple(self.shapes[out])}")
         if isinstance(op, ReshapeOp):
             source = densify(env[op.input], f"input {op.input} of a reshape", dtype)
             env[out] = np.reshape(source, self.shapes[out])
+        elif into is not None:
+            env[out] = _evaluate_general(op, env, dtype, self.shapes[out], into=into)
         else:
             env[out] = _evaluate(op, _as_stored(op, env, self.sparse, dtype), self.shapes[out], dtype)
         self.done += 1
@@ -158,6 +162,56 @@ class ReferenceRun:
             if self.last_read[name] == k and not self._wanted(name):
                 env.pop(name, None)
                 self.returned.pop(name, None)
+
+    def _reusable(self, op, k: int):
+        """The array of an input whose memory op k's result can take (`in_place_operand`), when
+        nothing else holds it: an intermediate op k reads last, that no caller keeps or was
+        given, sharing memory with no other value; else None."""
+        name = in_place_operand(op, self.shapes)
+        if name is None or name in self.program.inputs or name in self.kept or name in self.returned or \
+                self.last_read.get(name) != k:
+            return None
+        array = self.env.get(name)
+        if any(is_sparse(self.env.get(a.tensor)) for a in op.inputs) or not isinstance(array, np.ndarray):
+            return None
+        if array.dtype != self.dtype or not array.flags.c_contiguous or not array.flags.writeable:
+            return None
+        if any(n != name and isinstance(v, np.ndarray) and np.may_share_memory(v, array) for n, v in self.env.items()):
+            return None
+        return array
+
+
+def in_place_operand(op, shapes: Mapping) -> str | None:
+    """The input an elementwise op can write its result over, piece by piece: the op reduces
+    nothing and starts from nothing, takes the general path (`_evaluate_dense`: not a product
+    einsum evaluates), and reads that input, of the result's shape, only at the result's own
+    coordinates (one access, its indices the op's loop order). Each piece of rows is computed
+    before it is written, from those rows only, so the values are the same as into a new array.
+
+        >>> from fuseflow.frontend import from_mlir
+        >>> p = from_mlir("tests/mlir/relu.mlir")
+        >>> [in_place_operand(op, {n: t.shape for n, t in p.tensors.items()}) for op in p.ops]
+        [None, 'AX']
+    """
+    if isinstance(op, ReshapeOp) or op.reduce_vars or op.init is not None or _takes_product_path(op):
+        return None
+    out = op_output(op)
+    if tuple(op.output.indices) != tuple(op.vars):
+        return None
+    for name in dict.fromkeys(a.tensor for a in op.inputs):
+        accesses = [a for a in op.inputs if a.tensor == name]
+        if len(accesses) == 1 and tuple(accesses[0].indices) == tuple(op.vars) and \
+                tuple(shapes.get(name, ())) == tuple(shapes.get(out, ())) and name != out:
+            return name
+    return None
+
+
+def _takes_product_path(op: IndexOp) -> bool:
+    """Whether `_evaluate_dense` evaluates `op` as a product (einsum)."""
+    factors = product_factors(op.body)
+    covered = {v for a in op.inputs for v in a.vars} >= set(op.output.vars)
+    return factors is not None and covered and op.reduce_kind in (None, "sum") and \
+        any(isinstance(f, In) for f in factors)
 
 
 def stored_sparse(program: Program) -> set[str]:
@@ -227,10 +281,8 @@ def _evaluate(op: IndexOp, env, out_shape, dtype):
 
 
 def _evaluate_dense(op: IndexOp, env, out_shape, dtype) -> np.ndarray:
-    factors = product_factors(op.body)
-    covered = {v for a in op.inputs for v in a.vars} >= set(op.output.vars)
-    if factors is not None and covered and op.reduce_kind in (None, "sum") and any(isinstance(f, In) for f in factors):
-        result = _evaluate_product(op, factors, env, dtype)
+    if _takes_product_path(op):
+        result = _evaluate_product(op, product_factors(op.body), env, dtype)
     else:
         result = _evaluate_general(op, env, dtype, out_shape)
     return result.reshape(out_shape) if result.size == int(np.prod(out_shape)) else \
@@ -251,7 +303,10 @@ def _evaluate_product(op: IndexOp, factors, env, dtype) -> np.ndarray:
     return result * scale if scale != 1 else result
 
 
-def _evaluate_general(op: IndexOp, env, dtype, out_shape=()) -> np.ndarray:
+def _evaluate_general(op: IndexOp, env, dtype, out_shape=(), into: np.ndarray | None = None) -> np.ndarray:
+    """`op` evaluated over pieces of rows of its loop space, each reduced or written into the
+    result as it comes; `into` (an operand, see `in_place_operand`) receives the result in
+    place of a new array."""
     vars_ = op.vars
     letter = _letters(vars_)
     extent: dict[str, int] = {v: d for v, d in zip(op.output.indices, out_shape) if isinstance(v, str)}
@@ -261,7 +316,8 @@ def _evaluate_general(op: IndexOp, env, dtype, out_shape=()) -> np.ndarray:
         for v, d in zip(access.vars, arr.shape):
             extent[v] = d
         present = [v for v in vars_ if v in access.vars]
-        arr = np.einsum("".join(letter[v] for v in access.vars) + "->" + "".join(letter[v] for v in present), arr)
+        if present != list(access.vars):
+            arr = np.einsum("".join(letter[v] for v in access.vars) + "->" + "".join(letter[v] for v in present), arr)
         views.append(arr.reshape([extent[v] if v in access.vars else 1 for v in vars_]))
     full = [extent[v] for v in vars_]
     reduce_axes = tuple(vars_.index(v) for v in op.reduce_vars)
@@ -281,7 +337,8 @@ def _evaluate_general(op: IndexOp, env, dtype, out_shape=()) -> np.ndarray:
             result = value if result is None else REDUCTIONS[op.reduce_kind].numpy(result, value)
             continue
         if result is None:
-            result = np.empty((full[0],) + value.shape[1:], dtype=value.dtype)
+            result = into.reshape(full) if into is not None else \
+                np.empty((full[0],) + value.shape[1:], dtype=value.dtype)
         result[start:start + value.shape[0]] = value
     kept = [v for v in vars_ if v not in op.reduce_vars]
     return np.transpose(result, [kept.index(v) for v in out_vars])

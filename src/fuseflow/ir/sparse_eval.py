@@ -132,9 +132,26 @@ def _matrix_product(S, x, y, dense_ops, out_vars):
         if len(rest) > 1 or set(out_vars) != {keep, *rest}:
             continue
         right = _arrange(D, dv, (red,) + rest)
-        got = np.asarray(sp.csr_array(mat) @ right)
-        return got if out_vars[0] == keep else np.ascontiguousarray(got.T)
+        if out_vars[0] == keep:
+            return np.asarray(sp.csr_array(mat) @ right)
+        return _product_transposed(sp.csr_array(mat), right)
     return None
+
+
+def _product_transposed(mat: sp.csr_array, right: np.ndarray) -> np.ndarray:
+    """`(mat @ right).T` as a C-ordered array, made a block of `right`'s columns at a time: the
+    product and its transpose are never both held (a GraphSAGE layer over the MAG twin, X @ W.T:
+    2 GB each). Each entry sums the same products in the same order as the whole product's.
+
+        >>> m = sp.csr_array(np.array([[1.0, 0.0], [2.0, 3.0]])); r = np.arange(6.0).reshape(2, 3)
+        >>> bool(np.array_equal(_product_transposed(m, r), (m @ r).T))
+        True
+    """
+    out = np.empty((right.shape[1], mat.shape[0]), dtype=np.result_type(mat.dtype, right.dtype))
+    step = max(1, CHUNK_ELEMENTS // max(1, mat.shape[0]))
+    for lo in range(0, right.shape[1], step):
+        out[lo:lo + step] = (mat @ right[:, lo:lo + step]).T
+    return out
 
 
 def _per_nonzero(S, x, y, dense_ops, out_vars, out_shape, dtype):
