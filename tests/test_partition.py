@@ -13,8 +13,8 @@ import pytest
 import fuseflow
 from fuseflow.errors import UserError
 from fuseflow.execute import execute
-from fuseflow.partition.estimate import allocate, draw, regression_total, stratify
 from fuseflow.partition.balance import equal_work_windows, prefix_work, spread
+from fuseflow.partition.estimate import allocate, draw, regression_total, stratify
 from fuseflow.partition.run import simulate_partitioned
 from fuseflow.partition.sampled import Population, SamplePlan, settle_on_sample
 from fuseflow.partition.sharded import shard_kernel
@@ -161,7 +161,10 @@ def test_sharded_on_a_dask_client():
         started = Future()
         started.set_result(client)  # a cluster that was still starting when the run began
         timed = simulate_partitioned(program, compiled, data, shards=2, client=started, timings=timings)
+        many = simulate_partitioned(program, compiled, data, shards=6, client=client)  # boundaries beyond the probes
     assert (r.mode, r.cycles, r.tokens, r.verified) == ("sharded", whole.cycles, whole.tokens, True)
+    assert (many.cycles, many.tokens, many.flops, many.mem_reads, many.mem_writes, many.verified) == \
+        (whole.cycles, whole.tokens, whole.flops, whole.mem_reads, whole.mem_writes, True)
     assert (timed.cycles, timed.tokens, timed.verified) == (whole.cycles, whole.tokens, True)
     phases = [p.name for p in timings.phases]
     assert phases[:2] == ["compile", "kernel 0: reference, inputs stored"]
@@ -183,7 +186,7 @@ def test_equal_work_windows_cover_the_loop_and_balance_the_work(extent, count):
     before = prefix_work(work)
     share = before[-1] / len(windows)
     if extent >= 100 * count:  # room to balance: each cut within one coordinate's work of its share
-        for k, (lo, hi) in enumerate(cuts[:-1]):
+        for k, (_, hi) in enumerate(cuts[:-1]):
             assert abs(before[hi] - share * (k + 1)) <= work.max(), (k, hi)
 
 
