@@ -93,7 +93,8 @@ def print_ceiling(args) -> float:
     pair = concurrent_wholes(args, 2)
     slowest = max(t.wall for t in pair)
     ceiling = 2 * alone.wall / slowest
-    print(f"ceiling: alone {alone.wall:.1f} s ({alone.cpu:.1f} s CPU); two at once "
+    print(f"ceiling ({alone.tokens:,} token events a run): alone {alone.wall:.1f} s ({alone.cpu:.1f} s CPU); "
+          "two at once "
           + " and ".join(f"{t.wall:.1f} s ({t.cpu:.1f} s CPU)" for t in pair)
           + f": 2 x {alone.wall:.1f} / {slowest:.1f} = {ceiling:.2f}x at best for 2 workers "
           f"(load average {os.getloadavg()[0]:.2f}); in CPU seconds (what it would be with a core "
