@@ -304,6 +304,18 @@ def test_sampled_mode_end_to_end():
     assert (target.cycles_high - target.cycles_low) / 2 <= 0.01 * target.cycles or target.sampled_fraction == 1
 
 
+def test_settling_with_a_tolerance_counts_the_doublings_left():
+    """An `error` plan's settling assumes each doubling up to the cap moves the estimate as much as
+    the last: it stops once that product is within the tolerance, and widens by it."""
+    pop = Population([Window(((0, 8),))] * 10, np.ones(10), np.arange(10), margin=2, strata=8)
+    assert pop.margins() == [2, 4, 8, 16, 32]
+    small = settle_on_sample(pop, np.arange(10), lambda m: np.full(10, 100.0 + 0.5 / m), tolerance=0.01)
+    assert (small.margin, small.move) == (4, pytest.approx(4 * 1.25))  # 1.25 moved, 3 doublings left
+    large = settle_on_sample(pop, np.arange(10), lambda m: np.full(10, 100.0 + 4 / m), tolerance=0.01)
+    assert (large.margin, large.move) == (16, pytest.approx(2 * 2.5))
+    assert settle_on_sample(pop, np.arange(10), lambda m: np.full(10, 100.0 + 4 / m)).margin == 32  # no tolerance
+
+
 def test_error_plan_grows_by_its_spread_at_the_settled_margin(monkeypatch):
     """An `error` plan starts from the least sample, settles the margin on it alone, and simulates
     the windows it adds at that margin only, as many as the spread asks (more than 1.5x at once)."""

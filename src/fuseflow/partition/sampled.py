@@ -244,7 +244,8 @@ def _settled(before: RatioEstimate, after: RatioEstimate) -> bool:
     return abs(before.total - after.total) <= SETTLED * abs(after.total)
 
 
-def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int | None = None) -> Settled:
+def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int | None = None,
+                     tolerance: float | None = None) -> Settled:
     """Double the margin on the sampled windows themselves (`cycles_at(margin)`: their values
     simulated with that margin) from `start` (the first margin when None) until the estimate
     moves by at most SETTLED of itself, at most up to MARGIN_CAP windows. A whole run can hide a
@@ -253,7 +254,10 @@ def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int 
     misses it and every window's value comes out high. The sample is stratified by work, so it
     holds the heavy windows the probed boundaries may miss. (Measured, the bias does not halve
     with each doubling: a move small beside the interval does not say the rest is small, so only
-    a settled estimate or the cap stops it.)
+    a settled estimate or the cap stops it.) With a `tolerance` (an `error` plan's: half its
+    target), each further doubling up to the cap is taken to move the estimate as much as the
+    last one did: it stops once the last move times the doublings left (and itself) is at most
+    `tolerance` of the estimate, and that product is the move the interval is widened by.
 
     >>> pop = Population([Window(((0, 8),))] * 10, np.ones(10), np.arange(10), margin=2, strata=8)
     >>> s = settle_on_sample(pop, np.arange(10), lambda m: np.full(10, 100.0 + 64 / m))
@@ -266,10 +270,14 @@ def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int 
     def at(level: int) -> RatioEstimate:
         return regression_total(pop.x, pop.labels, picked, np.asarray(cycles_at(levels[level]), dtype=np.float64))
 
+    def still(before: RatioEstimate, est: RatioEstimate) -> float:  # what doubling on would still move
+        return (before.total - est.total) * (len(levels) - k if tolerance is not None else 1)
+
     est, before = at(k), at(k - 1) if k > 0 else None
-    while (before is None or not _settled(before, est)) and k + 1 < len(levels):
+    while k + 1 < len(levels) and (before is None or (
+            not _settled(before, est) if tolerance is None else abs(still(before, est)) > tolerance * abs(est.total))):
         before, est, k = est, at(k + 1), k + 1
-    return Settled(est, levels[k], before.total - est.total if before is not None else 0.0)
+    return Settled(est, levels[k], still(before, est) if before is not None else 0.0)
 
 
 def estimate_total(pop: Population, picked: np.ndarray, values: dict[int, WindowValue], of) -> RatioEstimate:
@@ -344,7 +352,8 @@ def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client,
     def cycles_at(margin: int) -> list[float]:
         return [v.value(lambda r: r.cycles) for v in values_at(margin).values()]
 
-    settled = settle_on_sample(pop, picked, cycles_at)  # the margin: settled on the first sample alone
+    settled = settle_on_sample(pop, picked, cycles_at,  # the margin: settled on the first sample alone
+                               tolerance=plan.error / 2 if plan.error else None)
     move_share = settled.move / settled.estimate.total if settled.estimate.total else 0.0
     while True:
         values = values_at(settled.margin)
