@@ -14,8 +14,8 @@ import fuseflow
 from fuseflow.errors import UserError
 from fuseflow.execute import execute
 from fuseflow.partition import sampled
+from fuseflow.partition.balance import equal_work_windows, prefix_work, spread
 from fuseflow.partition.estimate import allocate, draw, regression_total, stratify
-from fuseflow.partition.lanes import lane_windows
 from fuseflow.partition.run import simulate_partitioned
 from fuseflow.partition.sampled import Population, SamplePlan, sample_kernel, settle_on_sample
 from fuseflow.partition.sharded import shard_kernel
@@ -150,7 +150,8 @@ def test_multi_kernel_schedule_reads_intermediates_from_the_reference():
 
 
 def test_sharded_on_a_dask_client():
-    """Two workers: the windows in lanes, the margins on the last window's worker beside them."""
+    """Two workers: windows cut to equal work, every batch of runs spread over both, cycles and
+    tokens as the whole run's."""
     distributed = pytest.importorskip("distributed")
     program, data, compiled = _case("spmv", "full")
     whole = fuseflow.simulate(program, compiled, data)
@@ -161,7 +162,10 @@ def test_sharded_on_a_dask_client():
         started = Future()
         started.set_result(client)  # a cluster that was still starting when the run began
         timed = simulate_partitioned(program, compiled, data, shards=2, client=started, timings=timings)
+        many = simulate_partitioned(program, compiled, data, shards=6, client=client)  # boundaries beyond the probes
     assert (r.mode, r.cycles, r.tokens, r.verified) == ("sharded", whole.cycles, whole.tokens, True)
+    assert (many.cycles, many.tokens, many.flops, many.mem_reads, many.mem_writes, many.verified) == \
+        (whole.cycles, whole.tokens, whole.flops, whole.mem_reads, whole.mem_writes, True)
     assert (timed.cycles, timed.tokens, timed.verified) == (whole.cycles, whole.tokens, True)
     phases = [p.name for p in timings.phases]
     assert phases[:2] == ["compile", "kernel 0: reference, inputs stored"]
@@ -171,19 +175,29 @@ def test_sharded_on_a_dask_client():
     assert len(windows) == 2 and settling and all(t.wall >= 0 for t in timings.tasks)
 
 
-@pytest.mark.parametrize("extent,shards,workers,extra", [(1000, 2, 2, 100), (3327, 4, 2, 300), (10, 3, 2, 100),
-                                                         (5, 5, 2, 3), (700, 3, 3, 0), (64, 8, 3, 20)])
-def test_lane_windows_cover_the_loop_and_balance_the_workers(extent, shards, workers, extra):
-    layout = lane_windows(extent, shards, workers, extra)
-    cuts = [w.ranges[0] for w, _ in layout]
+@pytest.mark.parametrize("extent,count", [(1000, 2), (3327, 4), (10, 3), (5, 5), (3, 8), (700, 3)])
+def test_equal_work_windows_cover_the_loop_and_balance_the_work(extent, count):
+    rng = np.random.default_rng(extent)
+    work = 1 + rng.pareto(1.5, extent)  # heavy-tailed, as a graph's degrees
+    windows = equal_work_windows(work, count)
+    cuts = [w.ranges[0] for w in windows]
+    assert len(windows) == min(count, extent)
     assert cuts[0][0] == 0 and cuts[-1][1] == extent and all(a[1] == b[0] for a, b in zip(cuts, cuts[1:]))
-    assert all(hi > lo for lo, hi in cuts) and [k for _, k in layout] == [i % workers for i in range(shards)]
-    load = [0.0] * workers
-    for w, k in layout:
-        load[k] += w.width()
-    load[layout[-1][1]] += extra
-    if extent >= 10 * shards:  # room to balance: within a coordinate per window
-        assert max(load) - min(load) <= shards
+    assert all(hi > lo for lo, hi in cuts)
+    before = prefix_work(work)
+    share = before[-1] / len(windows)
+    if extent >= 100 * count:  # room to balance: each cut within one coordinate's work of its share
+        for k, (_, hi) in enumerate(cuts[:-1]):
+            assert abs(before[hi] - share * (k + 1)) <= work.max(), (k, hi)
+
+
+def test_spread_deals_the_largest_runs_first_to_the_least_loaded_worker():
+    work = np.ones(100)
+    windows = [Window(((0, 40),)), Window(((40, 70),)), Window(((70, 80),)), Window(((80, 100),))]
+    placed = spread(windows, work, ["a", "b"])
+    assert placed == ["a", "b", "a", "b"]  # 40 -> a, 30 -> b, then 20 -> b (30 < 40), 10 -> a: 50 each
+    # a settling round: L and R to one worker, LR to the other
+    assert spread([Window(((10, 18),)), Window(((18, 26),)), Window(((10, 26),))], work, ["a", "b"]) == ["b", "b", "a"]
 
 
 # -- the estimator ------------------------------------------------------------------------------

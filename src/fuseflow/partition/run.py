@@ -18,7 +18,7 @@ from ..ir.reference import ReferenceRun
 from ..memory import Budget
 from ..pipeline import KernelResult, SimResult, VerificationError, compare, prepared
 from .heuristic import window_estimates
-from .sampled import KernelSample, SamplePlan, kernel_windows, sample_kernel, too_small
+from .sampled import KernelSample, SamplePlan, kernel_windows, sample_kernel, too_small, window_work
 from .sharded import KernelShards, shard_kernel
 from .timing import TaskTime, Timings
 from .windows import KernelSetup, kernel_setup, kernel_tensors, local_budget, window_problem
@@ -41,7 +41,7 @@ def _whole_reason(setup: KernelSetup, plan: SamplePlan) -> str | None:
 def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client):
     """A kernel's partitioned run, and why it ran whole where the sampled mode could not sample it."""
     if sample is None:
-        return shard_kernel(setup, shards, hw, engine, client), None
+        return shard_kernel(setup, shards, hw, engine, client, window_work(setup)), None
     why = _whole_reason(setup, sample)
     if why:
         return shard_kernel(setup, 1, hw, engine, client), f"kernel {kernel.index} whole: {why}"

@@ -11,7 +11,8 @@ sum(overlaps), and the same for tokens and counters (each run pays its own stops
 which the overlap counts too). Tokens and counters come out exact on the test programs, cycles
 exact or within a few cycles per boundary on most; a kernel whose accumulator reorders its
 output over the outer loop keeps a gap (`docs/partitioned.md` has the measured gaps). On a
-cluster of two or more workers the margins' runs go beside the windows (`partition.lanes`).
+cluster of two or more workers the windows are cut to equal work and every batch of runs is
+spread over the workers (`partition.balance`).
 
     >>> import fuseflow
     >>> from fuseflow.fusion.compile import compile_schedule
@@ -28,8 +29,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..sim.window import Window
-from .lanes import lane_windows, margin_cost
+from .balance import Spread, equal_work_windows
 from .windows import KernelSetup, WindowRun, combined_outputs, run_window_of
 
 
@@ -39,17 +42,21 @@ def share(setup: KernelSetup, client):
     return setup if client is None else client.scatter(setup, broadcast=True, hash=False)
 
 
-def submit_windows(shared, windows: list[Window], hw, engine: str, client, worker: str | None = None) -> list:
-    """Dask futures of each window's run from `share`'s copy, on `worker` when given (another
-    only if that one is gone: a worker its nanny restarted has a new address)."""
-    pin = {"workers": [worker], "allow_other_workers": True} if worker else {}
-    return [client.submit(run_window_of, shared, w, hw, engine, pure=False, **pin) for w in windows]
+def submit_windows(shared, windows: list[Window], hw, engine: str, client, worker: str | Spread | None = None) -> list:
+    """Dask futures of each window's run from `share`'s copy, on `worker` when given (an
+    address, or a `Spread` that deals the batch over the workers; another worker only if that
+    one is gone: a worker its nanny restarted has a new address)."""
+    pins = worker.pins(windows) if isinstance(worker, Spread) else [worker] * len(windows)
+    return [client.submit(run_window_of, shared, w, hw, engine, pure=False,
+                          **({"workers": [pin], "allow_other_workers": True} if pin else {}))
+            for w, pin in zip(windows, pins)]
 
 
-def map_windows(setup, windows: list[Window], hw, engine: str, client, worker: str | None = None) -> list[WindowRun]:
+def map_windows(setup, windows: list[Window], hw, engine: str, client,
+                worker: str | Spread | None = None) -> list[WindowRun]:
     """Simulate each window of `setup`'s kernel (a `KernelSetup`, or `share`'s copy of it on
-    `client`'s workers): dask tasks on `client`'s workers (`worker` alone when given), or one
-    after another here."""
+    `client`'s workers): dask tasks on `client`'s workers (placed by `worker` when given), or
+    one after another here."""
     if client is None:
         return [run_window_of(setup, w, hw, engine) for w in windows]
     shared = share(setup, client) if isinstance(setup, KernelSetup) else setup
@@ -81,7 +88,7 @@ def boundary_windows(extent: int, at: int, margin: int) -> list[Window]:
 
 
 def overlaps(setup: KernelSetup, edges: list[int], margin: int, hw, engine: str, client,
-             shared=None, worker: str | None = None) -> list[Boundary]:
+             shared=None, worker: str | Spread | None = None) -> list[Boundary]:
     """Each boundary at `edges` measured with `margin` coordinates on each side (the tasks take
     `shared`, `share`'s copy of `setup`, when given, and run on `worker` when given)."""
     runs = map_windows(setup if shared is None else shared,
@@ -117,7 +124,7 @@ class Settled:
 
 
 def settle_boundaries(setup: KernelSetup, edges: list[int], limit: int, hw, engine: str, client,
-                      shared=None, worker: str | None = None) -> Settled:
+                      shared=None, worker: str | Spread | None = None) -> Settled:
     """`settle_margin`, keeping the probes' boundaries at the settled margin (the last round
     measured them at it: no need to run them again); tasks as `overlaps`'."""
     probes = [edges[k * len(edges) // PROBES] for k in range(min(PROBES, len(edges)))]
@@ -164,48 +171,29 @@ class KernelShards:
         return combined_outputs(self.setup, self.runs)
 
 
-def shard_kernel(setup: KernelSetup, shards: int, hw, engine: str, client) -> KernelShards:
+def shard_kernel(setup: KernelSetup, shards: int, hw, engine: str, client,
+                 work: np.ndarray | None = None) -> KernelShards:
     """Run `setup`'s kernel as `shards` windows and the runs that measure each boundary's
-    overlap (the probes' from settling the margin, the others' at the settled margin): on a
-    cluster of two or more workers laid out in lanes (`partition.lanes`: the margins' runs beside
-    the windows), else windows of equal width (fewer when the outer loop is shorter), the
-    margin settled first."""
+    overlap (the probes' from settling the margin, the others' at the settled margin), the
+    margin settled first. On a cluster of two or more workers the windows are cut to equal
+    `work` (one value per outer coordinate, e.g. `sampled.window_work`; equal widths without it)
+    and every batch of runs is spread over the workers (`partition.balance`); else windows of
+    equal width (fewer when the outer loop is shorter) run one after another."""
     count = max(1, min(shards, setup.extent))
     limit = max(MIN_MARGIN, (setup.extent // count) // SHARD_MARGIN_SHARE)
     workers = sorted(client.scheduler_info()["workers"]) if client is not None else []
+    spread = None
     if len(workers) >= 2 and count >= 2:
-        return _shard_in_lanes(setup, count, limit, workers, hw, engine, client)
-    windows = Window.even(setup.extent, count)
+        work = np.ones(setup.extent) if work is None else np.asarray(work, dtype=np.float64)
+        windows, spread = equal_work_windows(work, count), Spread(workers, work)
+    else:
+        windows = Window.even(setup.extent, count)
     edges = [w.ranges[0][1] for w in windows[:-1]]
     shared = share(setup, client)
-    settled = settle_boundaries(setup, edges, limit, hw, engine, client, shared)
-    runs = map_windows(shared, windows, hw, engine, client)
-    return _with_boundaries(setup, runs, edges, settled, hw, engine, client, shared)
-
-
-def _with_boundaries(setup, runs: list[WindowRun], edges: list[int], settled: Settled, hw, engine, client, shared,
-                     worker: str | None = None) -> KernelShards:
-    """The windows' runs with every boundary measured: the probes' as settled, the rest now."""
+    settled = settle_boundaries(setup, edges, limit, hw, engine, client, shared, spread)
     rest = [at for at in edges if at not in settled.boundaries]
+    jobs = windows + [w for at in rest for w in boundary_windows(setup.extent, at, settled.margin)]
+    runs = map_windows(shared, jobs, hw, engine, client, spread)  # the windows and the other boundaries at once
     measured = dict(settled.boundaries)
-    if rest:
-        measured.update(zip(rest, overlaps(setup, rest, settled.margin, hw, engine, client, shared, worker)))
-    return KernelShards(setup, runs, [measured[at] for at in edges], settled.runs)
-
-
-def _shard_in_lanes(setup: KernelSetup, count: int, limit: int, workers: list[str], hw, engine: str,
-                    client) -> KernelShards:
-    """Windows pinned to their workers from the start; the lane settles the margin meanwhile
-    and measures the other boundaries, then runs its own windows (cut narrower by as much)."""
-    rest = max(0, count - 1 - PROBES)
-    layout = lane_windows(setup.extent, count, len(workers), margin_cost(limit, MIN_MARGIN, rest))
-    lane = workers[layout[-1][1]]
-    shared = share(setup, client)
-    others = [submit_windows(shared, [w], hw, engine, client, workers[k])[0] if workers[k] != lane else None
-              for w, k in layout]
-    edges = [w.ranges[0][1] for w, _ in layout[:-1]]
-    settled = settle_boundaries(setup, edges, limit, hw, engine, client, shared, lane)
-    shards = _with_boundaries(setup, [], edges, settled, hw, engine, client, shared, lane)
-    mine = iter(map_windows(shared, [w for w, k in layout if workers[k] == lane], hw, engine, client, lane))
-    shards.runs = [next(mine) if f is None else f.result() for f in others]
-    return shards
+    measured.update({at: Boundary(*runs[len(windows) + 3 * k:len(windows) + 3 * k + 3]) for k, at in enumerate(rest)})
+    return KernelShards(setup, runs[:len(windows)], [measured[at] for at in edges], settled.runs)
