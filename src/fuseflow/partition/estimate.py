@@ -44,6 +44,10 @@ class RatioEstimate:
     def __post_init__(self):
         self.total, self.low, self.high = float(self.total), float(self.low), float(self.high)
 
+    def shifted(self, by: float) -> RatioEstimate:
+        """This estimate and its interval moved by `by` (a known part of the total added)."""
+        return RatioEstimate(self.total + by, self.low + by, self.high + by, self.sampled, self.population, self.strata)
+
     @property
     def half_width(self) -> float:
         """Half the interval's width relative to the total (0.02 is +-2%)."""

@@ -323,7 +323,7 @@ def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client,
 
     margin = pop.margin
     while True:
-        settled = settle_on_sample(pop, picked, lambda m: [v.value(lambda r: r.cycles) for v in values_at(m).values()],
+        settled = settle_on_sample(pop, picked, lambda m: [v.value(setup.cycles_of) for v in values_at(m).values()],
                                    margin)
         margin, values = settled.margin, values_at(settled.margin)
         est = pop.widened(settled.estimate, settled.move)
