@@ -25,8 +25,8 @@ a margin of a few windows, against +4% to +17% uncorrected (measured on every wi
     >>> values = reference_values(p, data)
     >>> kernel = compiled.kernels[0]
     >>> d = measured_drain(kernel_setup(kernel, values), partial_sums(kernel, values), 3, None, "fast", None)
-    >>> d.whole, 0.5 < d.rate < 2
-    (512, True)
+    >>> d.whole, 0.5 < d.rate < 2, d.slack >= 0
+    (512, True, True)
 """
 from __future__ import annotations
 
@@ -43,10 +43,17 @@ DEFAULT_RATE = 1.0  # cycles per value written, where no excess shows (the loop 
 
 @dataclass(frozen=True)
 class Drain:
-    """Cycles a run spends per value its outputs write (`rate`), and the values a whole run writes."""
+    """Cycles a run spends per value its outputs write (`rate`, and how far the calibration
+    windows' own rates lie from it, `spread`), and the values a whole run writes (`whole`)."""
 
     rate: float
     whole: int
+    spread: float = 0.0
+
+    @property
+    def slack(self) -> float:
+        """Cycles the total may be off by for the rate's uncertainty: `spread` per value written once."""
+        return self.spread * self.whole
 
 
 def measured_drain(setup: KernelSetup, partials: PartialSums, width: int, hw, engine: str, client) -> Drain:
@@ -60,9 +67,13 @@ def measured_drain(setup: KernelSetup, partials: PartialSums, width: int, hw, en
         lo, hi = k * width, (k + 1) * width
         jobs += [Window(((lo - width, hi),)), Window(((lo - width, lo),)), Window(((0, hi),)), Window(((0, lo),))]
     runs = map_windows(setup, jobs, hw, engine, client)
-    cycles = values = 0
+    excess = []  # (cycles, values) written in excess of a whole run's, per calibration window
     for k in range(len(ks)):
         a, b, whole_hi, whole_lo = runs[4 * k:4 * k + 4]
-        cycles += (a.cycles - b.cycles) - (whole_hi.cycles - whole_lo.cycles)
-        values += (a.drained - b.drained) - (whole_hi.drained - whole_lo.drained)
-    return Drain(max(0.0, cycles / values) if values > 0 else DEFAULT_RATE, whole)
+        excess.append(((a.cycles - b.cycles) - (whole_hi.cycles - whole_lo.cycles),
+                       (a.drained - b.drained) - (whole_hi.drained - whole_lo.drained)))
+    cycles, values = (sum(e[i] for e in excess) for i in (0, 1))
+    if values <= 0:
+        return Drain(DEFAULT_RATE, whole)
+    rate = max(0.0, cycles / values)
+    return Drain(rate, whole, max(abs(c / v - rate) for c, v in excess if v > 0))
