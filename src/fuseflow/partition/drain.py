@@ -39,6 +39,9 @@ from .windows import KernelSetup
 
 CALIBRATION_WINDOWS = (2, 3)  # windows whose excess drain measures the rate (each from a one-window margin)
 DEFAULT_RATE = 1.0  # cycles per value written, where no excess shows (the loop too short, or no value touched twice)
+# the least uncertainty of a measured rate, relative: GCN Cora k,i,j sampled (5 seeds, 7% of 247 windows) came
+# out 0.007% to 0.023% below the whole run, 0.03% to 0.11% of the drain's cycles, with the two windows' rates equal
+RATE_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -52,8 +55,9 @@ class Drain:
 
     @property
     def slack(self) -> float:
-        """Cycles the total may be off by for the rate's uncertainty: `spread` per value written once."""
-        return self.spread * self.whole
+        """Cycles the total may be off by for the rate's uncertainty (`spread`, at least
+        RATE_TOLERANCE of the rate) per value written once."""
+        return max(self.spread, RATE_TOLERANCE * self.rate) * self.whole
 
 
 def measured_drain(setup: KernelSetup, partials: PartialSums, width: int, hw, engine: str, client) -> Drain:
