@@ -13,10 +13,11 @@ import pytest
 import fuseflow
 from fuseflow.errors import UserError
 from fuseflow.execute import execute
+from fuseflow.partition import sampled
 from fuseflow.partition.estimate import allocate, draw, regression_total, stratify
 from fuseflow.partition.lanes import lane_windows
 from fuseflow.partition.run import simulate_partitioned
-from fuseflow.partition.sampled import Population, SamplePlan, settle_on_sample
+from fuseflow.partition.sampled import Population, SamplePlan, sample_kernel, settle_on_sample
 from fuseflow.partition.sharded import shard_kernel
 from fuseflow.partition.timing import Timings
 from fuseflow.partition.windows import kernel_setup, reference_values, run_window_of, window_problem
@@ -287,6 +288,41 @@ def test_sampled_mode_end_to_end():
     target = simulate_partitioned(program, compiled, data, sample=SamplePlan(error=0.01, seed=1, min_width=4,
                                                                              whole_below=0))
     assert (target.cycles_high - target.cycles_low) / 2 <= 0.01 * target.cycles or target.sampled_fraction == 1
+
+
+def test_settling_with_a_tolerance_counts_the_doublings_left():
+    """An `error` plan's settling assumes each doubling up to the cap moves the estimate as much as
+    the last: it stops once that product is within the tolerance, and widens by it."""
+    pop = Population([Window(((0, 8),))] * 10, np.ones(10), np.arange(10), margin=2, strata=8)
+    assert pop.margins() == [2, 4, 8, 16, 32]
+    small = settle_on_sample(pop, np.arange(10), lambda m: np.full(10, 100.0 + 0.5 / m), tolerance=0.01)
+    assert (small.margin, small.move) == (4, pytest.approx(4 * 1.25))  # 1.25 moved, 3 doublings left
+    large = settle_on_sample(pop, np.arange(10), lambda m: np.full(10, 100.0 + 4 / m), tolerance=0.01)
+    assert (large.margin, large.move) == (16, pytest.approx(2 * 2.5))
+    assert settle_on_sample(pop, np.arange(10), lambda m: np.full(10, 100.0 + 4 / m)).margin == 32  # no tolerance
+
+
+def test_error_plan_grows_by_its_spread_at_the_settled_margin(monkeypatch):
+    """An `error` plan starts from the least sample, settles the margin on it alone, and simulates
+    the windows it adds at that margin only, as many as the spread asks (more than 1.5x at once)."""
+    program, data, compiled = _case("sddmm_masked", "full")
+    setup = kernel_setup(compiled.kernels[0], reference_values(program, data))
+    calls = []
+    real = sampled.window_values
+
+    def recorded(setup, pop, indices, hw, engine, client, margin=None):
+        calls.append((tuple(indices), pop.margin if margin is None else margin))
+        return real(setup, pop, indices, hw, engine, client, margin)
+
+    monkeypatch.setattr(sampled, "window_values", recorded)
+    est = sample_kernel(setup, SamplePlan(error=0.002, seed=3, min_width=1, whole_below=0), None, "fast", None)
+    first = {i for indices, _ in calls[:1] for i in indices}
+    assert len(first) == 8  # windows 0 and last, and the least sample's 6
+    settled = calls[-1][1]
+    later = [(indices, m) for indices, m in calls if not set(indices) <= first]
+    assert later and all(m == settled for _, m in later)  # added windows: the settled margin only
+    assert est.cycles.sampled > 1.5 * len(first)
+    assert est.cycles.half_width <= 0.002 or est.fraction == 1
 
 
 def test_sample_plan_and_api_errors():

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+NORMAL_95 = 1.959964  # the standard normal's 97.5% quantile
 MIN_PER_STRATUM = 2  # windows in a stratum at the least (a stratum of one would be a window taken whole)
 
 
@@ -40,6 +41,7 @@ class RatioEstimate:
     sampled: int  # windows simulated
     population: int  # windows in all
     strata: int
+    quantile: float = 0.0  # Student's t quantile the interval used (0: no spread, the interval is exact)
 
     def __post_init__(self):
         self.total, self.low, self.high = float(self.total), float(self.low), float(self.high)
@@ -54,6 +56,12 @@ class RatioEstimate:
     def half_width(self) -> float:
         """Half the interval's width relative to the total (0.02 is +-2%)."""
         return (self.high - self.low) / 2 / self.total if self.total else 0.0
+
+    @property
+    def normal_half_width(self) -> float:
+        """`half_width` as a large sample's normal quantile would make it: the spread alone, without
+        the small sample's wider t (what a larger sample of the same spread would reach)."""
+        return self.half_width * (NORMAL_95 / self.quantile) if self.quantile else self.half_width
 
 
 def stratify(x: np.ndarray, strata: int) -> np.ndarray:
@@ -158,8 +166,9 @@ def regression_total(x: np.ndarray, labels: np.ndarray, picked: np.ndarray, y: n
     if variance <= 0:
         return RatioEstimate(total, total, total, len(picked), len(x), count)
     df = variance ** 2 / sum(v ** 2 / d for v, d in df_terms if d > 0 and v > 0)
-    half = _t_quantile(max(1.0, df - (slope != 0)), confidence) * np.sqrt(variance)  # the slope costs a degree
-    return RatioEstimate(total, total - half, total + half, len(picked), len(x), count)
+    quantile = _t_quantile(max(1.0, df - (slope != 0)), confidence)  # the slope costs a degree
+    half = quantile * np.sqrt(variance)
+    return RatioEstimate(total, total - half, total + half, len(picked), len(x), count, quantile)
 
 
 def _collapsed(partial: list) -> list:

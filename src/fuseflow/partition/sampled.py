@@ -14,9 +14,12 @@ long after it, which a short margin shows again in every window's y). The kernel
 regression estimate of sum(y) with a 95% interval, widened by what a sample cannot show
 (`Population.widened`: a cycle per window, and on the side the estimate moved to, what the
 margin's last doubling still moved it). Tokens and counters
-are such estimates too (no interval). With `error`, windows are added (doubling the sample)
+are such estimates too (no interval). With `error`, the least sample comes first; then windows
+are added, as many as its spread says the target needs (`next_size`, at least half as many again),
 until the interval's half-width is at most `error` of the estimate, every window was simulated
-(then the result is exact up to the margins), or the sample would pass `max_fraction`. A kernel
+(then the result is exact up to the margins), or the sample would pass `max_fraction`. The margin
+is settled on the first sample only; the windows added later are simulated at the settled margin
+(and the interval widened by the settling's last move, scaled to the estimate). A kernel
 of fewer than `SAMPLE_FROM` windows runs whole instead (`too_small`): a sample of it would cost
 about as much.
 
@@ -51,7 +54,8 @@ MARGIN_CAP = 4  # ... then doubled on the sample itself up to this many windows'
 SETTLED = 1e-3  # the sample's margin is settled when doubling it moves the estimate by at most this share of it
 STRATA = 8
 LEAST_SAMPLED = 6  # windows drawn at the least besides windows 0 and last (fewer give no usable spread)
-FIRST_ERROR_SHARE = 0.03  # `error`: the first sample's share of the windows, doubled until the target is met
+GROWTH = 1.5  # `error`: a grown sample has at least this many times the last one's windows ...
+OVERSIZE = 1.2  # ... and this many times what the last one's spread says the target needs
 SAMPLE_FROM = 64  # windows: a kernel with fewer runs whole (its least sample would cost about as much)
 COUNTERS = ("flops", "mem_reads", "mem_writes")
 
@@ -78,9 +82,9 @@ class SamplePlan:
             raise UserError(f"target error {self.error} is outside (0, 1)", "--error", "e.g. --error 2%")
 
     def first_share(self, windows: int) -> int:
-        """Windows the first sample asks for: the fraction, or (`error`) FIRST_ERROR_SHARE of
-        them within `max_fraction`."""
-        return math.ceil((self.fraction or min(FIRST_ERROR_SHARE, self.max_fraction)) * windows)
+        """Windows the first sample asks for: the fraction, or none (`error`: the least sample,
+        grown as its spread asks)."""
+        return math.ceil(self.fraction * windows) if self.fraction is not None else 0
 
     @property
     def method(self) -> str:
@@ -151,7 +155,7 @@ class Population:
         margin would move it on, by about as much or less: `settle_on_sample`)."""
         slack = len(self.windows)
         return RatioEstimate(est.total, est.low - slack - max(move, 0.0), est.high + slack + max(-move, 0.0),
-                             est.sampled, est.population, est.strata)
+                             est.sampled, est.population, est.strata, est.quantile)
 
     def margins(self) -> list[int]:
         """The margins a sample may be simulated with: the first, doubled up to MARGIN_CAP windows' width."""
@@ -240,7 +244,8 @@ def _settled(before: RatioEstimate, after: RatioEstimate) -> bool:
     return abs(before.total - after.total) <= SETTLED * abs(after.total)
 
 
-def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int | None = None) -> Settled:
+def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int | None = None,
+                     tolerance: float | None = None) -> Settled:
     """Double the margin on the sampled windows themselves (`cycles_at(margin)`: their values
     simulated with that margin) from `start` (the first margin when None) until the estimate
     moves by at most SETTLED of itself, at most up to MARGIN_CAP windows. A whole run can hide a
@@ -249,7 +254,10 @@ def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int 
     misses it and every window's value comes out high. The sample is stratified by work, so it
     holds the heavy windows the probed boundaries may miss. (Measured, the bias does not halve
     with each doubling: a move small beside the interval does not say the rest is small, so only
-    a settled estimate or the cap stops it.)
+    a settled estimate or the cap stops it.) With a `tolerance` (an `error` plan's: half its
+    target), each further doubling up to the cap is taken to move the estimate as much as the
+    last one did: it stops once the last move times the doublings left (and itself) is at most
+    `tolerance` of the estimate, and that product is the move the interval is widened by.
 
     >>> pop = Population([Window(((0, 8),))] * 10, np.ones(10), np.arange(10), margin=2, strata=8)
     >>> s = settle_on_sample(pop, np.arange(10), lambda m: np.full(10, 100.0 + 64 / m))
@@ -262,10 +270,14 @@ def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int 
     def at(level: int) -> RatioEstimate:
         return regression_total(pop.x, pop.labels, picked, np.asarray(cycles_at(levels[level]), dtype=np.float64))
 
+    def still(before: RatioEstimate, est: RatioEstimate) -> float:  # what doubling on would still move
+        return (before.total - est.total) * (len(levels) - k if tolerance is not None else 1)
+
     est, before = at(k), at(k - 1) if k > 0 else None
-    while (before is None or not _settled(before, est)) and k + 1 < len(levels):
+    while k + 1 < len(levels) and (before is None or (
+            not _settled(before, est) if tolerance is None else abs(still(before, est)) > tolerance * abs(est.total))):
         before, est, k = est, at(k + 1), k + 1
-    return Settled(est, levels[k], before.total - est.total if before is not None else 0.0)
+    return Settled(est, levels[k], still(before, est) if before is not None else 0.0)
 
 
 def estimate_total(pop: Population, picked: np.ndarray, values: dict[int, WindowValue], of) -> RatioEstimate:
@@ -306,6 +318,22 @@ def draw_sample(pop: Population, n: int, rng: np.random.Generator) -> np.ndarray
     return draw(pop.labels, counts, rng)
 
 
+def next_size(picked: int, settled: RatioEstimate, widened: RatioEstimate, plan: SamplePlan, windows: int) -> int:
+    """Windows the next sample takes (`error` plans): the spread's half-width shrinks as one over
+    the root of the sample's size, so the target needs `picked` x (spread / room)^2, where the
+    spread is taken at the normal quantile (the small sample's t falls as it grows) and the room is
+    the target less what the margin's move added (at least half the target); at least GROWTH times
+    `picked`, at most `max_fraction` of the `windows`.
+
+    >>> est = RatioEstimate(100.0, 96.0, 104.0, 8, 1000, 6, quantile=1.96)
+    >>> next_size(8, est, est, SamplePlan(error=0.02), 1000)  # +-4% to +-2%: four times, and 20% more
+    39
+    """
+    room = max(plan.error - (widened.half_width - settled.half_width), plan.error / 2)
+    wanted = picked * (settled.normal_half_width / room) ** 2 * OVERSIZE
+    return int(min(math.floor(plan.max_fraction * windows), max(math.ceil(GROWTH * picked), math.ceil(wanted))))
+
+
 def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client,
                   x: np.ndarray | None = None) -> KernelSample:
     """Estimate `setup`'s kernel from a stratified sample of its windows (see the module doc);
@@ -321,16 +349,22 @@ def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client,
         known.update({key[i]: v for i, v in window_values(setup, pop, todo, hw, engine, client, margin).items()})
         return {i: known[k] for i, k in key.items()}
 
-    margin = pop.margin
+    def cycles_at(margin: int) -> list[float]:
+        return [v.value(setup.cycles_of) for v in values_at(margin).values()]
+
+    settled = settle_on_sample(pop, picked, cycles_at,  # the margin: settled on the first sample alone
+                               tolerance=plan.error / 2 if plan.error else None)
+    move_share = settled.move / settled.estimate.total if settled.estimate.total else 0.0
     while True:
-        settled = settle_on_sample(pop, picked, lambda m: [v.value(setup.cycles_of) for v in values_at(m).values()],
-                                   margin)
-        margin, values = settled.margin, values_at(settled.margin)
+        values = values_at(settled.margin)
         est = pop.widened(settled.estimate, settled.move)
+        size = next_size(len(picked), settled.estimate, est, plan, len(pop.windows)) if plan.error else 0
         if plan.error is None or est.half_width <= plan.error or len(picked) == len(pop.windows) or \
-                2 * len(picked) > plan.max_fraction * len(pop.windows):
+                size <= len(picked):
             break
-        picked = _grow(pop.labels, pop.x, picked, 2 * len(picked), rng)
+        picked = _grow(pop.labels, pop.x, picked, size, rng)
+        grown = regression_total(pop.x, pop.labels, picked, np.asarray(cycles_at(settled.margin)))
+        settled = Settled(grown, settled.margin, move_share * grown.total)
     tokens = round(estimate_total(pop, picked, values, lambda r: r.tokens).total)
     counters = {c: round(estimate_total(pop, picked, values, lambda r, c=c: r.counters.get(c, 0)).total)
                 for c in COUNTERS}

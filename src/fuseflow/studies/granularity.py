@@ -20,7 +20,7 @@ from ..fusion.search import NoValidOrder
 from ..memory import MemoryLimitError, release_freed
 from ..models.cycles import model_cycles
 from ..partition.run import simulate_partitioned
-from ..partition.sampled import SamplePlan
+from ..partition.sampled import LEAST_SAMPLED, SamplePlan
 from ..pipeline import simulate
 from ..progress import RunProgress, is_terminal, numba_notice
 from ..report.notebook import table_html
@@ -59,7 +59,7 @@ def sample_plan(compiled, est, max_tokens: float) -> SamplePlan | None:
     `max_tokens` token events (a window costs up to twice its share: its margin), or None when
     even its least sample would not fit (then the heuristic's estimate stands, as the last resort)."""
     share = SAMPLE_ALLOWANCE * max_tokens / max(_load(compiled, est), 1.0) / 2
-    least = 18 / SAMPLE_WINDOWS  # windows 0 and last, and 2 in each of 8 strata
+    least = (2 + LEAST_SAMPLED) / SAMPLE_WINDOWS  # windows 0 and last, and the least sample besides
     if share < least:
         return None
     return SamplePlan(error=SAMPLE_ERROR, windows=SAMPLE_WINDOWS, max_fraction=min(1.0, share))
