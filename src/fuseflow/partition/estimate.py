@@ -46,6 +46,12 @@ class RatioEstimate:
     def __post_init__(self):
         self.total, self.low, self.high = float(self.total), float(self.low), float(self.high)
 
+    def shifted(self, by: float, slack: float = 0.0) -> RatioEstimate:
+        """This estimate and its interval moved by `by` (a part of the total known up to
+        `slack`, which widens the interval on both sides)."""
+        return RatioEstimate(self.total + by, self.low + by - slack, self.high + by + slack, self.sampled,
+                             self.population, self.strata)
+
     @property
     def half_width(self) -> float:
         """Half the interval's width relative to the total (0.02 is +-2%)."""

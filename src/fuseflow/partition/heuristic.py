@@ -28,6 +28,7 @@ from ..ir.background import backgrounds
 from ..ir.stats import DataStats
 from ..ir.values import is_sparse
 from ..sim.window import Window
+from .partials import sliceable
 
 
 class _Overlay:
@@ -73,9 +74,10 @@ def window_estimates(compiled, kernel, program, values: dict, windows: list[Wind
     whole = DataStats({n: values[n] for n in names}, {n: fills.get(n, 0.0) for n in names})
     pars = compiled.schedule.pars.get(kernel.index, [])
     out = np.zeros(len(windows))
+    arrays = {n: sliceable(values[n], d) for n, (d, _) in dims.items() if n in values}  # converted once
     for k, window in enumerate(windows):
         (lo, hi), = window.ranges or ((0, 0),)
-        cut = DataStats({n: _cut(values[n], d, lo * b, hi * b) for n, (d, b) in dims.items() if n in values},
+        cut = DataStats({n: _cut(arrays[n], d, lo * b, hi * b) for n, (d, b) in dims.items() if n in arrays},
                         {n: fills.get(n, 0.0) for n in dims})
         out[k] = kernel_estimate(kernel, _Overlay(cut, whole), pars, {outer: hi - lo}).cycles
     return out

@@ -356,7 +356,7 @@ def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client,
         return {i: known[k] for i, k in key.items()}
 
     def cycles_at(margin: int) -> list[float]:
-        return [v.value(lambda r: r.cycles) for v in values_at(margin).values()]
+        return [v.value(setup.cycles_of) for v in values_at(margin).values()]
 
     settled = settle_on_sample(pop, picked, cycles_at,  # the margin: settled on the first sample alone
                                tolerance=plan.error / 2 if plan.error else None)

@@ -4,7 +4,9 @@ Each kernel is partitioned on its own: what it reads is stored from the referenc
 (an intermediate an earlier kernel wrote equals the reference, which verified parts do), so
 any window of any kernel runs without the kernels before it. A window's outputs are checked
 against the reference's same rows when the outer loop indexes the output (`outer_dims`);
-when it is a reduction, a window writes partial sums, checked once all windows are summed.
+when it is a reduction, a window writes partial sums: summed over all windows (sharded) they are
+checked against the reference, and each window on its own against the kernel's ops on its inputs
+cut to the window where the setup carries that check (`partition.partials`; the sampled mode).
 
     >>> import fuseflow
     >>> from fuseflow.fusion.compile import compile_schedule
@@ -35,6 +37,7 @@ from ..pipeline import compare, engine_function
 from ..sam.graph import SamGraph
 from ..sim.storage import level_entries
 from ..sim.window import Window, outer_dims, outer_extent, run_window
+from .partials import PartialSums, rows_of
 from .timing import TaskTime
 
 
@@ -47,10 +50,17 @@ class KernelSetup:
     stored: dict  # input name -> StoredTensor, from the reference's values
     dims: dict[str, int]  # output -> the dimension the outer loop indexes (absent: a reduction)
     extent: int  # coordinates of the outer loop
+    partials: PartialSums | None = None  # checks each window's partial sums as it runs (then drops them)
+    drain_rate: float = 0.0  # cycles a run's drain spends per value written, taken off (`partition.drain`)
 
     def without_inputs(self) -> KernelSetup:
         """This setup without its stored inputs (kept after the kernel's windows have run)."""
-        return replace(self, stored={})
+        return replace(self, stored={}, partials=None)
+
+    def cycles_of(self, run: WindowRun) -> float:
+        """A run's cycles less its drain's (`drain_rate` per value its outputs wrote): what the
+        sampled mode sums over windows (a reducing kernel's whole run drains only once)."""
+        return run.cycles - self.drain_rate * run.drained
 
     @property
     def reduces(self) -> bool:
@@ -67,8 +77,17 @@ class WindowRun:
     tokens: int
     counters: dict[str, int]
     max_occupancy: int
-    outputs: dict
+    outputs: dict  # partial sums checked as the window ran (`KernelSetup.partials`) are not kept
     time: TaskTime | None = None  # where and how long it ran (`partition.timing`)
+    partials: PartialCheck | None = None  # the check of its partial sums, where the setup asked for it
+    drained: int = 0  # values its outputs wrote (a reducing kernel writes all it touched at its end)
+
+
+@dataclass(frozen=True)
+class PartialCheck:
+    """A window's partial sums compared with the kernel's ops on its inputs cut to the window."""
+
+    problem: str | None  # None: equal
 
 
 def reference_values(program, data: dict) -> dict:
@@ -117,12 +136,14 @@ def run_window_of(setup: KernelSetup, window: Window, hw, engine: str) -> Window
     start, wall, cpu = time.time(), time.perf_counter(), time.thread_time()
     options = {"budget": _LOCAL_BUDGET[-1] if _LOCAL_BUDGET else Budget()} if engine == "fast" else {}
     run, windowed = run_window(setup.graph, setup.stored, window, hw, engine_function(engine), **options)
-    outputs = {name: _window_output(run.written[name], windowed.written_meta(name))
-               for name, meta in setup.graph.tensors.items() if meta.role == "output"}
+    names = [name for name, meta in setup.graph.tensors.items() if meta.role == "output"]
+    outputs = {name: _window_output(run.written[name], windowed.written_meta(name)) for name in names}
+    drained = sum(len(run.written[name].vals) for name in names)
+    checked = PartialCheck(setup.partials.problem(setup.index, outputs, window)) if setup.partials else None
     return WindowRun(window, int(run.cycles), int(sum(run.stream_tokens.values())), dict(run.counters),
                      max((run.max_occupancy or {}).values(), default=0), outputs,
                      TaskTime(str(window), f"pid {os.getpid()}", start, time.perf_counter() - wall,
-                              time.thread_time() - cpu))
+                              time.thread_time() - cpu), checked, drained)
 
 
 @dataclass
@@ -203,7 +224,10 @@ def _masked(value, dim: int, mask: np.ndarray, fill: float):
 
 def window_problem(setup: KernelSetup, run: WindowRun, values: dict, rtol=1e-6, atol=1e-9) -> str | None:
     """None when every output indexed by the outer loop equals the reference on the window's
-    rows and its background elsewhere; else what differs. (Partial sums are checked summed.)"""
+    rows and its background elsewhere, and its partial sums, where checked as it ran, equal
+    theirs; else what differs. (Unchecked partial sums are checked summed.)"""
+    if run.partials is not None and run.partials.problem:
+        return run.partials.problem
     for name, dim in setup.dims.items():
         meta = setup.graph.tensors[name]
         want, got = values[meta.stores(name)], run.outputs[name]
@@ -217,13 +241,6 @@ def window_problem(setup: KernelSetup, run: WindowRun, values: dict, rtol=1e-6, 
     return None
 
 
-def _rows_of(value, dim: int, rows: np.ndarray):
-    """`value`'s rows (columns for `dim` 1) `rows`, sparse or dense as `value` is."""
-    if is_sparse(value):
-        return sp.csr_array(value)[rows] if dim == 0 else sp.csc_array(value)[:, rows]
-    return np.take(value, rows, axis=dim)
-
-
 def _rows_problem(name: str, got, want, dim: int, mask: np.ndarray, rtol, atol) -> str | None:
     """`window_problem` for a window output kept as its entries (sparse over background 0, or
     `WindowEntries`): its rows (columns for `dim` 1) inside the window against the reference's
@@ -234,10 +251,10 @@ def _rows_problem(name: str, got, want, dim: int, mask: np.ndarray, rtol, atol) 
         outside, got_rows = got.stored_outside(dim, mask), got.rows(dim, rows)
     else:
         stray = _masked(got, dim, ~mask, 0.0)
-        outside, got_rows = bool(stray.nnz and np.any(stray.data != 0)), _rows_of(got, dim, rows)
+        outside, got_rows = bool(stray.nnz and np.any(stray.data != 0)), rows_of(got, dim, rows)
     if outside:
         return f"simulated {name} stores values outside the window's rows"
-    problem = compare(name, got_rows, _rows_of(want, dim, rows), rtol, atol)[1]
+    problem = compare(name, got_rows, rows_of(want, dim, rows), rtol, atol)[1]
     return None if problem is None else f"{problem} (of the window's rows, counted from its first)"
 
 
