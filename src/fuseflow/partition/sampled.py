@@ -368,10 +368,7 @@ def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client,
         if plan.error is None or est.half_width <= plan.error or len(picked) == len(pop.windows) or \
                 size <= len(picked):
             break
-        grown_picked = _grow(pop.labels, pop.x, picked, size, rng)
-        if len(grown_picked) == len(picked):  # nothing left to add (not reached: size > picked < windows)
-            break
-        picked = grown_picked
+        picked = _grow(pop.labels, pop.x, picked, size, rng)  # grows: size > picked, and windows are left
         grown = regression_total(pop.x, pop.labels, picked, np.asarray(cycles_at(settled.margin)))
         settled = Settled(grown, settled.margin, move_share * grown.total)
     tokens = round(estimate_total(pop, picked, values, lambda r: r.tokens).total)
