@@ -13,6 +13,7 @@ import pytest
 import fuseflow
 from fuseflow.errors import UserError
 from fuseflow.execute import execute
+from fuseflow.partition import run as partition_run
 from fuseflow.partition import sampled
 from fuseflow.partition.balance import equal_work_windows, prefix_work, spread
 from fuseflow.partition.estimate import allocate, draw, regression_total, stratify
@@ -447,3 +448,15 @@ def test_windows_over_their_cycle_budget_are_split_and_still_sampled_right(monke
     assert widths and max(widths) == sampled.NARROWEST  # split from 32 coordinates
     assert r.mode == "sampled" and r.verified and r.cycles_low <= r.cycles <= r.cycles_high
     assert abs(r.cycles - whole.cycles) <= 0.05 * whole.cycles
+
+
+def test_a_kernel_of_few_windows_is_sampled_when_its_whole_outputs_would_not_fit(monkeypatch):
+    """Too few windows to sample runs a kernel whole, unless `WHOLE_OUTPUT_COPIES` times its
+    outputs exceed the budget: then its windows run one by one, each checked on its rows."""
+    program, data, compiled = _case("sddmm_masked", "full")
+    plan = SamplePlan(fraction=0.4, seed=1, min_width=4)
+    assert "too few" in simulate_partitioned(program, compiled, data, sample=plan).method
+    monkeypatch.setattr(partition_run, "WHOLE_OUTPUT_COPIES", 1e30)
+    r = simulate_partitioned(program, compiled, data, sample=plan)
+    assert r.mode == "sampled" and r.verified and "too few" not in r.method
+    assert r.cycles_low <= r.cycles <= r.cycles_high
