@@ -427,3 +427,23 @@ def test_window_output_over_a_nonzero_background_keeps_only_its_entries():
     whole = fuseflow.simulate(case.program, compiled, data)
     sharded = simulate_partitioned(case.program, compiled, data, shards=3)
     assert sharded.verified and compare(name, sharded.outputs[name], whole.outputs[name], 1e-9, 1e-12)[1] is None
+
+
+def test_windows_over_their_cycle_budget_are_split_and_still_sampled_right(monkeypatch):
+    """A plan with `window_cycles` splits windows estimated above it into pieces of at least
+    `NARROWEST` coordinates: the runs are of those pieces and the estimate still holds."""
+    program, data, compiled = _case("sddmm_masked", "full")
+    whole = fuseflow.simulate(program, compiled, data)
+    widths = []
+    real = sampled.window_values
+
+    def recorded(setup, pop, indices, hw, engine, client, margin=None):
+        widths.extend(pop.windows[i].width() for i in indices)
+        return real(setup, pop, indices, hw, engine, client, margin)
+
+    monkeypatch.setattr(sampled, "window_values", recorded)
+    plan = SamplePlan(fraction=0.5, seed=1, min_width=32, whole_below=0, window_cycles=1.0)
+    r = simulate_partitioned(program, compiled, data, sample=plan)
+    assert widths and max(widths) == sampled.NARROWEST  # split from 32 coordinates
+    assert r.mode == "sampled" and r.verified and r.cycles_low <= r.cycles <= r.cycles_high
+    assert abs(r.cycles - whole.cycles) <= 0.05 * whole.cycles

@@ -20,7 +20,7 @@ from ..pipeline import KernelResult, SimResult, VerificationError, compare, prep
 from .drain import measured_drain
 from .heuristic import window_estimates
 from .partials import PartialSums, partial_sums
-from .sampled import KernelSample, SamplePlan, kernel_windows, sample_kernel, too_small, window_work
+from .sampled import KernelSample, SamplePlan, kernel_windows, narrowed, sample_kernel, too_small, window_work
 from .sharded import KernelShards, shard_kernel
 from .timing import TaskTime, Timings
 from .windows import KernelSetup, kernel_setup, kernel_tensors, local_budget, window_problem
@@ -54,13 +54,13 @@ def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, 
     if why:
         return shard_kernel(setup, 1, hw, engine, client), f"kernel {kernel.index} whole: {why}"
     windows = kernel_windows(setup, sample)
-    x = window_estimates(compiled, kernel, program, values, windows)
+    windows, x = narrowed(windows, window_estimates(compiled, kernel, program, values, windows), sample)
     if partials is None:
-        return sample_kernel(setup, sample, hw, engine, client, x), None
+        return sample_kernel(setup, sample, hw, engine, client, x, windows), None
     setup.partials = partials if check else None
     drain = measured_drain(setup, partials, windows[0].width(), hw, engine, client)
     setup.drain_rate = drain.rate
-    part = sample_kernel(setup, sample, hw, engine, client, x)
+    part = sample_kernel(setup, sample, hw, engine, client, x, windows)
     part.cycles = part.cycles.shifted(drain.rate * drain.whole, drain.slack)
     return part, DRAINED.format(k=kernel.index, rate=drain.rate, whole=drain.whole)
 
