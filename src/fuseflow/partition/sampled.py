@@ -302,14 +302,16 @@ def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int 
     def at(level: int) -> RatioEstimate:
         return regression_total(pop.x, pop.labels, picked, np.asarray(cycles_at(levels[level]), dtype=np.float64))
 
-    def still(before: RatioEstimate, est: RatioEstimate) -> float:  # what doubling on would still move
-        return (before.total - est.total) * (len(levels) - k if tolerance is not None else 1)
+    def still(before: RatioEstimate, est: RatioEstimate, level: int) -> float:
+        """What doubling on from `level` would still move the estimate."""
+        return (before.total - est.total) * (len(levels) - level if tolerance is not None else 1)
 
     est, before = at(k), at(k - 1) if k > 0 else None
     while k + 1 < len(levels) and (before is None or (
-            not _settled(before, est) if tolerance is None else abs(still(before, est)) > tolerance * abs(est.total))):
+            not _settled(before, est) if tolerance is None else
+            abs(still(before, est, k)) > tolerance * abs(est.total))):
         before, est, k = est, at(k + 1), k + 1
-    return Settled(est, levels[k], still(before, est) if before is not None else 0.0)
+    return Settled(est, levels[k], still(before, est, k) if before is not None else 0.0)
 
 
 def estimate_total(pop: Population, picked: np.ndarray, values: dict[int, WindowValue], of) -> RatioEstimate:
