@@ -338,6 +338,7 @@ def test_error_plan_grows_by_its_spread_at_the_settled_margin(monkeypatch):
     assert later and all(m == settled for _, m in later)  # added windows: the settled margin only
     assert est.cycles.sampled > 1.5 * len(first)
     assert est.cycles.half_width <= 0.01 or est.fraction == 1
+    assert est.runs and all(r.outputs for r in est.runs)  # runs at smaller margins dropped theirs, not these
 
 
 def test_sample_plan_and_api_errors():
