@@ -17,7 +17,6 @@ from concurrent.futures import Future
 import numpy as np
 
 from ..ir.reference import ReferenceRun
-from ..ir.values import shape_of
 from ..memory import Budget
 from ..pipeline import KernelResult, SimResult, VerificationError, compare, prepared
 from .drain import measured_drain
@@ -43,20 +42,27 @@ REDUCING_BOUND = ("kernel {k}'s outer loop is a reduction: each window writes th
                   "boundaries do not take back in full (measured: cycles +6.8% to +10.3% on spmm_jik, 3 and 8 shards)")
 
 
-def _whole_reason(setup: KernelSetup, plan: SamplePlan, partials: PartialSums | None, values: dict,
-                  budget: Budget) -> str | None:
+def _whole_reason(setup: KernelSetup, plan: SamplePlan, partials: PartialSums | None, budget: Budget) -> str | None:
     """Why the sampled mode runs this kernel whole, or None to sample it: a kernel of few windows
     is sampled all the same when a whole run's outputs would not fit in `budget`."""
     if setup.reduces and partials is None:
         return UNCUT
     few = too_small(kernel_windows(setup, plan), plan)
-    return few if few and WHOLE_OUTPUT_COPIES * _output_bytes(setup, values) <= budget.allowed() else None
+    return few if few and WHOLE_OUTPUT_COPIES * _output_bytes(setup) <= budget.allowed() else None
 
 
-def _output_bytes(setup: KernelSetup, values: dict) -> float:
-    """Bytes of the kernel's outputs, dense, in the reference's values."""
-    names = [meta.stores(n) for n, meta in setup.graph.tensors.items() if meta.role == "output"]
-    return sum(float(np.prod(shape_of(values[n]), dtype=np.float64)) * 8 for n in names if n in values)
+def _output_bytes(setup: KernelSetup) -> float:
+    """Bytes of the kernel's outputs, dense."""
+    return sum(float(np.prod(meta.shape, dtype=np.float64)) * 8
+               for meta in setup.graph.tensors.values() if meta.role == "output")
+
+
+def _written_only(kernel) -> set[str]:
+    """The program's tensors a kernel writes and does not also read."""
+    tensors = kernel.graph.tensors
+    read = {meta.stores(n) for n, meta in tensors.items() if meta.role != "output"}
+    return {meta.stores(n) for n, meta in tensors.items() if meta.role == "output"} - read - \
+        ({leaf.tensor for leaf in kernel.region.leaves} if kernel.region is not None else set())
 
 
 def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client, check, budget):
@@ -66,7 +72,7 @@ def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, 
     if sample is None:
         return shard_kernel(setup, shards, hw, engine, client, window_work(setup)), None
     partials = partial_sums(kernel, values, *(check or ())) if setup.reduces else None
-    why = _whole_reason(setup, sample, partials, values, budget)
+    why = _whole_reason(setup, sample, partials, budget)
     if why:
         return shard_kernel(setup, 1, hw, engine, client), f"kernel {kernel.index} whole: {why}"
     windows = kernel_windows(setup, sample)
@@ -99,6 +105,7 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
         data, compiled = prepared(program, schedule, inputs, seed, density)
     budget = budget or Budget()
     needs = [set() if k.is_reshape else kernel_tensors(k) for k in compiled.kernels]
+    written = [set() if k.is_reshape else _written_only(k) for k in compiled.kernels]
     last_need = {name: i for i, names in enumerate(needs) for name in names}
     ref = ReferenceRun(program, data, check=budget.check)
     kernels, parts, notes = [], [], []
@@ -108,7 +115,7 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
                                         0, 0, 0, 0, 0, 0))
             continue
         with clock.phase(f"kernel {kernel.index}: reference, inputs stored"):
-            values = ref.values(needs[i])
+            values = ref.values(needs[i] - written[i])  # its outputs once its inputs' stored copies are gone
             setup = kernel_setup(kernel, values)
         client = _ready(client, clock)
         with clock.phase(f"kernel {kernel.index}: windows and margins"), local_budget(budget):
@@ -118,13 +125,15 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
         if sample is None and setup.reduces:
             note = REDUCING_BOUND.format(k=kernel.index)
         notes += [note] if note else []
+        part.setup = setup.without_inputs()  # what later steps read of it: its graph
+        del setup
         if check:
             with clock.phase(f"kernel {kernel.index}: verified"):
+                values.update(ref.values(written[i]))
                 _verify(part, values, rtol, atol, str(compiled.schedule))
-        part.setup = setup.without_inputs()  # what later steps read of it: its graph
         parts.append(part)
         kernels.append(_kernel_result(kernel, part))
-        del values, setup
+        del values
         ref.keep(name for name, j in last_need.items() if j > i)
     result = SimResult(program.name, str(compiled.schedule), sum(k.cycles for k in kernels),
                        check and all(_verifiable(p) for p in parts), 0.0,
