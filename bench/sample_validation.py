@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from fuseflow.fusion.estimate import CostModel
+from fuseflow.ir.reference import ReferenceRun
 from fuseflow.models.registry import build
 from fuseflow.partition.drain import Drain, measured_drain
 from fuseflow.partition.heuristic import window_estimates
@@ -54,7 +55,7 @@ from fuseflow.partition.sampled import (
     strata_of,
     window_values,
 )
-from fuseflow.partition.windows import KernelSetup, kernel_setup, reference_values, run_window_of
+from fuseflow.partition.windows import KernelSetup, kernel_setup, kernel_tensors, reference_values, run_window_of
 from fuseflow.pipeline import prepared
 from fuseflow.sim.window import Window
 
@@ -229,10 +230,15 @@ def kernel_report(text: str, compiled, setup: KernelSetup, program, values: dict
 def run_case(text: str, seeds: int, min_extent: int, log, kernels: set[int] | None = None) -> list[KernelReport]:
     case, schedule = _case(text)
     data, compiled = prepared(case.program, schedule, case.inputs, 0, 0.1)
-    values = reference_values(case.program, data)
     heuristic = CostModel(case.program, data).estimate(compiled)
-    reports = []
-    for kernel, est in zip(compiled.kernels, heuristic.kernels):
+    # the reference kernel by kernel, holding only what this and later kernels read or write (as
+    # `partition.run` does: all of GPT-3 small2's intermediates at once took over 6 GB)
+    needs = [set() if k.is_reshape else kernel_tensors(k) for k in compiled.kernels]
+    last_need = {name: i for i, names in enumerate(needs) for name in names}
+    ref, reports = ReferenceRun(case.program, data), []
+    for i, (kernel, est) in enumerate(zip(compiled.kernels, heuristic.kernels)):
+        values = ref.values(needs[i])
+        ref.keep(name for name, j in last_need.items() if j > i)
         if kernel.is_reshape:
             continue
         setup = kernel_setup(kernel, values)
