@@ -227,7 +227,8 @@ def kernel_report(text: str, compiled, setup: KernelSetup, program, values: dict
     return report
 
 
-def run_case(text: str, seeds: int, min_extent: int, log, kernels: set[int] | None = None) -> list[KernelReport]:
+def run_case(text: str, seeds: int, min_extent: int, log, kernels: set[int] | None = None):
+    """The case's kernel reports, each yielded as soon as it is measured."""
     case, schedule = _case(text)
     data, compiled = prepared(case.program, schedule, case.inputs, 0, 0.1)
     heuristic = CostModel(case.program, data).estimate(compiled)
@@ -235,7 +236,7 @@ def run_case(text: str, seeds: int, min_extent: int, log, kernels: set[int] | No
     # `partition.run` does: all of GPT-3 small2's intermediates at once took over 6 GB)
     needs = [set() if k.is_reshape else kernel_tensors(k) for k in compiled.kernels]
     last_need = {name: i for i, names in enumerate(needs) for name in names}
-    ref, reports = ReferenceRun(case.program, data), []
+    ref = ReferenceRun(case.program, data)
     for i, (kernel, est) in enumerate(zip(compiled.kernels, heuristic.kernels)):
         values = ref.values(needs[i])
         ref.keep(name for name, j in last_need.items() if j > i)
@@ -248,9 +249,8 @@ def run_case(text: str, seeds: int, min_extent: int, log, kernels: set[int] | No
             continue
         report = kernel_report(text, compiled, setup, case.program, values, est.cycles, seeds, log)
         if report is not None:
-            reports.append(report)
             print(_line(report), file=log, flush=True)
-    return reports
+            yield report
 
 
 def trials(report: KernelReport, seeds: int, values: WindowValues) -> None:
@@ -343,9 +343,10 @@ def main(argv=None) -> int:
             _write(args.json, reports)
     kernels = {int(k) for k in args.kernels.split(",")} if args.kernels else None
     for text in [] if args.again else args.case or CASES:
-        reports += run_case(text, args.seeds, args.min_extent, sys.stderr, kernels)
-        if args.json:  # after every case: a run stopped early keeps what it measured
-            _write(args.json, reports)
+        for report in run_case(text, args.seeds, args.min_extent, sys.stderr, kernels):
+            reports.append(report)
+            if args.json:  # after every kernel: a run stopped early keeps what it measured
+                _write(args.json, reports)
     print(table(reports))
     print(f"\n{len(reports)} kernels in {time.perf_counter() - start:.0f} s, load average at the end "
           f"{os.getloadavg()[0]:.1f}")
