@@ -171,9 +171,9 @@ def test_lean_visits_count_as_the_full_ones(monkeypatch):
     the run a visit noting positions gives: cycles, occupancy, tokens and steps, on SpMV's and
     softmax's kernels and a long stream (merged a quarter buffer at a time) at depths 4 and 1024
     (softmax deadlocks at 4: the same report)."""
-    from fuseflow.sim.fast import engine as fast_engine
+    from fuseflow.sim.fast.engine import Engine
     taken = []
-    lean = fast_engine.Engine._lean
+    lean = Engine._lean
 
     def counted(self, r):
         taken.append(lean(self, r))
@@ -193,8 +193,8 @@ def test_lean_visits_count_as_the_full_ones(monkeypatch):
         kernels += [(graph, stored) for graph, stored, _ in kernel_runs(program, "full", data, shapes)]
     for graph, stored in kernels:
         for depth in (4, 1024):
-            monkeypatch.setattr(fast_engine.Engine, "_lean", counted)
+            monkeypatch.setattr(Engine, "_lean", counted)
             fast = outcome(graph, stored, depth)
-            monkeypatch.setattr(fast_engine.Engine, "_lean", lambda self, r: False)
+            monkeypatch.setattr(Engine, "_lean", lambda self, r: False)
             assert outcome(graph, stored, depth) == fast, (graph.name, depth)
     assert any(taken)

@@ -9,9 +9,12 @@ import pytest
 
 import fuseflow
 from fuseflow.cli import main
+from fuseflow.frontend import from_mlir
 from fuseflow.fusion.compile import compile_schedule
+from fuseflow.fusion.cost import ACCUMULATOR_CAPACITY, nest_cost, spilled_cost
 from fuseflow.fusion.nesting import Nesting, OrderWalk, count_orders, topological_orders, valid_orders
-from fuseflow.fusion.search import NoValidOrder
+from fuseflow.fusion.region import Region
+from fuseflow.fusion.search import NoValidOrder, default_order
 from fuseflow.ir.canonicalize import prepare
 from fuseflow.pipeline import simulate
 
@@ -167,3 +170,33 @@ def test_prefix_rejections_hold_for_every_extension():
                         assert not any(o[:len(prefix)] == prefix for o in valid), (seed, schedule, prefix)
                         checked += 1
     assert checked > 100
+
+
+MATMUL = """func.func @mm(%A: tensor<{n}x16xf32>, %W: tensor<16x349xf32>) -> tensor<{n}x349xf32> {{
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<{n}x349xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<{n}x349xf32>) -> tensor<{n}x349xf32>
+  %T = linalg.matmul ins(%A, %W : tensor<{n}x16xf32>, tensor<16x349xf32>)
+                     outs(%f : tensor<{n}x349xf32>) -> tensor<{n}x349xf32>
+  return %T : tensor<{n}x349xf32>
+}}"""
+
+
+@pytest.mark.parametrize("rows", [20, 736389])
+def test_an_order_2_accumulator_beyond_the_chip_is_not_the_default(tmp_path, rows):
+    """Dense T(i,j) = sum[k] A(i,k) W(k,j): in order k,i,j an order-2 accumulator holds all of T
+    as partial sums. Over 736,389 rows (257M partial sums, beyond `ACCUMULATOR_CAPACITY`) that
+    order costs them once more, so the default order is another; a small one has no such cost."""
+    path = tmp_path / "mm.mlir"
+    path.write_text(MATMUL.format(n=rows))
+    program = from_mlir(str(path))
+    region = Region.build(program, [op.output.tensor for op in program.ops])
+    (inst,) = region.instances
+    held = Nesting(region, ["k", "i", "j"])
+    assert str(held.plan[inst.id]).startswith("spacc2")
+    spilled = spilled_cost(held, inst)
+    assert spilled == (rows * 349 if rows * 349 > ACCUMULATOR_CAPACITY else 0.0)
+    assert nest_cost(held) == nest_cost(Nesting(region, ["i", "k", "j"])) + spilled
+    if spilled:
+        chosen = Nesting(region, default_order(region))
+        assert spilled_cost(chosen, inst) == 0.0 and chosen.plan[inst.id].kind != "spacc2"

@@ -13,6 +13,7 @@ import pytest
 import fuseflow
 from fuseflow.errors import UserError
 from fuseflow.execute import execute
+from fuseflow.partition import run as partition_run
 from fuseflow.partition import sampled
 from fuseflow.partition.balance import equal_work_windows, prefix_work, spread
 from fuseflow.partition.estimate import allocate, draw, regression_total, stratify
@@ -337,6 +338,7 @@ def test_error_plan_grows_by_its_spread_at_the_settled_margin(monkeypatch):
     assert later and all(m == settled for _, m in later)  # added windows: the settled margin only
     assert est.cycles.sampled > 1.5 * len(first)
     assert est.cycles.half_width <= 0.01 or est.fraction == 1
+    assert est.runs and all(r.outputs for r in est.runs)  # runs at smaller margins dropped theirs, not these
 
 
 def test_sample_plan_and_api_errors():
@@ -427,3 +429,35 @@ def test_window_output_over_a_nonzero_background_keeps_only_its_entries():
     whole = fuseflow.simulate(case.program, compiled, data)
     sharded = simulate_partitioned(case.program, compiled, data, shards=3)
     assert sharded.verified and compare(name, sharded.outputs[name], whole.outputs[name], 1e-9, 1e-12)[1] is None
+
+
+def test_windows_over_their_cycle_budget_are_split_and_still_sampled_right(monkeypatch):
+    """A plan with `window_cycles` splits windows estimated above it into pieces of at least
+    `NARROWEST` coordinates: the runs are of those pieces and the estimate still holds."""
+    program, data, compiled = _case("sddmm_masked", "full")
+    whole = fuseflow.simulate(program, compiled, data)
+    widths = []
+    real = sampled.window_values
+
+    def recorded(setup, pop, indices, hw, engine, client, margin=None):
+        widths.extend(pop.windows[i].width() for i in indices)
+        return real(setup, pop, indices, hw, engine, client, margin)
+
+    monkeypatch.setattr(sampled, "window_values", recorded)
+    plan = SamplePlan(fraction=0.5, seed=1, min_width=32, whole_below=0, window_cycles=1.0)
+    r = simulate_partitioned(program, compiled, data, sample=plan)
+    assert widths and max(widths) == sampled.NARROWEST  # split from 32 coordinates
+    assert r.mode == "sampled" and r.verified and r.cycles_low <= r.cycles <= r.cycles_high
+    assert abs(r.cycles - whole.cycles) <= 0.05 * whole.cycles
+
+
+def test_a_kernel_of_few_windows_is_sampled_when_its_whole_outputs_would_not_fit(monkeypatch):
+    """Too few windows to sample runs a kernel whole, unless `WHOLE_OUTPUT_COPIES` times its
+    outputs exceed the budget: then its windows run one by one, each checked on its rows."""
+    program, data, compiled = _case("sddmm_masked", "full")
+    plan = SamplePlan(fraction=0.4, seed=1, min_width=4)
+    assert "too few" in simulate_partitioned(program, compiled, data, sample=plan).method
+    monkeypatch.setattr(partition_run, "WHOLE_OUTPUT_COPIES", 1e30)
+    r = simulate_partitioned(program, compiled, data, sample=plan)
+    assert r.mode == "sampled" and r.verified and "too few" not in r.method
+    assert r.cycles_low <= r.cycles <= r.cycles_high

@@ -1,4 +1,5 @@
-"""A small suite on a dask LocalCluster of 2 workers gives the serial run's rows; a suite killed
+"""A small suite on a dask LocalCluster of 2 workers gives the serial run's rows (a large-memory
+case's tasks all on one worker); a suite killed
 with SIGKILL mid-run resumes to the same rows, none lost or written twice, and its workers end
 with it. `sweep --executor dask` starts a local cluster when no scheduler is given."""
 from __future__ import annotations
@@ -32,6 +33,7 @@ datasets = ["small"]
 [[case]]
 model = "gcn"
 datasets = ["karate"]
+large_memory = true
 [[case]]
 model = "gpt3-bigbird"
 datasets = ["tiny"]
@@ -67,6 +69,7 @@ def test_local_cluster_of_two_gives_the_serial_rows(serial, tmp_path):
     assert rows(path) == serial
     db = SweepDB(path, readonly=True)
     assert len({r["worker"] for r in db.rows()}) == 2  # both workers took tasks
+    assert len({r["worker"] for r in db.rows() if r["program_name"] == "gcn"}) == 1  # large memory: one lane
     db.close()
 
 

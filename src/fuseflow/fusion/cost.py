@@ -3,7 +3,9 @@
 `nest_cost` sums, over the instances, the iterations of each one's nest (an op recomputed inside
 a consumer's extra loop pays for every iteration of it): by sizes alone, or, where data statistics
 (`Region.stats`) show compressed inputs, the coordinates the nest streams. `loop_work` breaks
-ties between equal-size orders by assuming a fixed density for compressed levels.
+ties between equal-size orders by assuming a fixed density for compressed levels. An order-2
+accumulator holding more partial sums than fit on chip (`ACCUMULATOR_CAPACITY`) pays for each of
+them once more (`spilled_cost`): they go out to memory and come back.
 
 Why this is not `fusion.estimate.CostModel`: the search evaluates this cost on *prefixes* of
 orders, millions of times per region, and prunes with it, so it must be cheap and a lower bound
@@ -29,6 +31,7 @@ from .instances import LeafInput
 from .region import Region
 
 SPARSE_DENSITY = 0.1  # assumed share of a compressed level's coordinates that are stored
+ACCUMULATOR_CAPACITY = 1 << 20  # partial sums an accumulator holds on chip (4 MiB of 4-byte words)
 
 
 def loop_work(region: Region, inst, nest: list[str]) -> float:
@@ -104,15 +107,38 @@ def finished_cost(region: Region, inst, nest: list[str], pos: dict[str, int]) ->
 def nest_cost(nesting) -> float:
     """Iterations of every op instance in its nest, an estimate of the work an order implies (an
     op recomputed inside a consumer's extra loop pays for every iteration of it): by sizes alone,
-    or, where data statistics show compressed inputs, the coordinates streamed (`finished_cost`)."""
-    return sum(finished_cost(nesting.region, inst, nesting.nest[inst.id], nesting.pos)
-               for inst in nesting.region.instances)
+    or, where data statistics show compressed inputs, the coordinates streamed (`finished_cost`);
+    plus the partial sums an order-2 accumulator spills (`spilled_cost`)."""
+    return sum(finished_cost(nesting.region, inst, nesting.nest[inst.id], nesting.pos) +
+               spilled_cost(nesting, inst) for inst in nesting.region.instances)
+
+
+def spilled_cost(nesting, inst) -> float:
+    """Partial sums an order-2 sparse accumulator of `inst` holds at once (the extents of the two
+    loops inside its reduction variable multiplied) when they exceed `ACCUMULATOR_CAPACITY`, else
+    0 (an order-1 accumulator holds one fiber). For an instance of a prefix, a lower bound: once
+    its reduction variable is placed with two loops known to come inside it, it is order 2.
+    t(i,j) = sum[k] a(i,k) * w(j,k) over 736,389 rows i and 349 columns j holds the whole result
+    as partial sums in order k,j,i (257M: spilled), one row of them in order i,k,j."""
+    plan = nesting.plan.get(inst.id)
+    if plan is not None:
+        inner = plan.inner if plan.kind == "spacc2" else ()
+    else:
+        red = [v for v in inst.reduce_vars if v in nesting.pos]
+        if len(inst.reduce_vars) != 1 or not red:
+            return 0.0
+        first, own = nesting.pos[red[0]], set(inst.local_vars)
+        inner = [v for v in nesting.scope[inst.id] if v not in inst.reduce_vars and
+                 (nesting.pos[v] > first if v in nesting.pos else v in own)]
+    held = math.prod(nesting.region.extent[v] for v in inner) if len(inner) == 2 else 0
+    return float(held) if held > ACCUMULATOR_CAPACITY else 0.0
 
 
 def prefix_bound(nesting, instances: list, placed: set[str]) -> tuple[float, float]:
-    """Lower bounds of (`nest_cost`, `loop_work` summed over `instances`) of every order that
-    extends the prefix `nesting.order`: an unfinished instance will still iterate its own loops
-    and every placed loop of its consumers, and its nest starts with those placed loops."""
+    """Lower bounds of (`nest_cost` with `spilled_cost`, `loop_work`), each summed over
+    `instances`, of every order that extends the prefix `nesting.order`: an unfinished instance
+    will still iterate its own loops and every placed loop of its consumers, and its nest starts
+    with those placed loops."""
     region = nesting.region
     size = work = 0.0
     for inst in instances:
@@ -124,4 +150,5 @@ def prefix_bound(nesting, instances: list, placed: set[str]) -> tuple[float, flo
             size += loops_cost(region, inst, loops, nesting.pos)
         work += loop_work(region, inst, nest if nest is not None else
                           [v for v in nesting.order if v in nesting.scope[inst.id]])
+        size += spilled_cost(nesting, inst)
     return size, work

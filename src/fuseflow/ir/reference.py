@@ -147,8 +147,7 @@ class ReferenceRun:
         out, env, dtype = op_output(op), self.env, self.dtype
         into = self._reusable(op, k)
         if self.check is not None and not any(is_sparse(env[n]) for n in op.tensors_read if n in env):
-            size = int(np.prod(self.shapes[out], dtype=np.float64))  # in place: only a piece's temporaries
-            self.check((min(size, CHUNK_ELEMENTS) if into is not None else size) * np.dtype(dtype).itemsize * 2,
+            self.check(_step_bytes(op, int(np.prod(self.shapes[out], dtype=np.float64)), into is not None, dtype),
                        f"the reference's {out} {tuple(self.shapes[out])}")
         if isinstance(op, ReshapeOp):
             source = densify(env[op.input], f"input {op.input} of a reshape", dtype)
@@ -179,6 +178,32 @@ class ReferenceRun:
         if any(n != name and isinstance(v, np.ndarray) and np.may_share_memory(v, array) for n, v in self.env.items()):
             return None
         return array
+
+
+def _step_bytes(op, size: int, in_place: bool, dtype) -> int:
+    """Bytes evaluating a dense op of `size` result elements takes at most: written in place, a
+    piece's temporaries; a product einsum computes straight into its result (once more when it
+    is scaled or starts from an `init` other than the reduction's identity); the general path
+    writes pieces of `CHUNK_ELEMENTS` into one result (two pieces' temporaries beside it), but
+    combines a reduced first loop piece by piece and copies a transposed result once.
+
+        >>> from fuseflow.frontend import from_mlir
+        >>> mm, relu = from_mlir("tests/mlir/matmul_chain.mlir").ops[0], from_mlir("tests/mlir/relu.mlir").ops[1]
+        >>> [round(_step_bytes(op, 10**8, False, np.float64) / 8e8, 2) for op in (mm, relu)]  # x the result
+        [1.0, 1.67]
+    """
+    piece = min(size, CHUNK_ELEMENTS)
+    itemsize = np.dtype(dtype).itemsize
+    if in_place:
+        return 2 * piece * itemsize
+    if isinstance(op, ReshapeOp):
+        return 2 * size * itemsize
+    if _takes_product_path(op):
+        once = is_identity(op.init, op.reduce_kind) and all(not isinstance(f, Const) for f in product_factors(op.body))
+        return (size if once else 2 * size + piece) * itemsize
+    kept = [v for v in op.vars if v not in op.reduce_vars]
+    twice = list(op.vars[:1]) != kept[:1] or kept != list(op.output.vars) or not is_identity(op.init, op.reduce_kind)
+    return (2 * size + piece if twice else size + 2 * piece) * itemsize
 
 
 def in_place_operand(op, shapes: Mapping) -> str | None:
@@ -273,7 +298,7 @@ def _evaluate(op: IndexOp, env, out_shape, dtype):
         result = densify(result, f"the result of {op}", dtype)
     else:
         result = _evaluate_dense(op, env, out_shape, dtype)
-    if op.init is not None:
+    if op.init is not None and not is_identity(op.init, op.reduce_kind):  # 0 + x is x: no second array
         init = densify(env[op.init], f"the start of {op}", dtype) if isinstance(op.init, str) else dtype(op.init)
         combine = REDUCTIONS[op.reduce_kind or "sum"].numpy
         result = combine(init, result) if op.reduce_vars else result

@@ -14,13 +14,16 @@ import math
 import time
 from concurrent.futures import Future
 
+import numpy as np
+
 from ..ir.reference import ReferenceRun
+from ..ir.values import shape_of
 from ..memory import Budget
 from ..pipeline import KernelResult, SimResult, VerificationError, compare, prepared
 from .drain import measured_drain
 from .heuristic import window_estimates
 from .partials import PartialSums, partial_sums
-from .sampled import KernelSample, SamplePlan, kernel_windows, sample_kernel, too_small, window_work
+from .sampled import KernelSample, SamplePlan, kernel_windows, narrowed, sample_kernel, too_small, window_work
 from .sharded import KernelShards, shard_kernel
 from .timing import TaskTime, Timings
 from .windows import KernelSetup, kernel_setup, kernel_tensors, local_budget, window_problem
@@ -32,35 +35,48 @@ SHARDED_METHOD = ("{n} windows per kernel; cycles = sum of windows - each bounda
 UNCUT = "its outer loop is a reduction over inputs that no one cut along it fits (a window's partial sums uncheckable)"
 DRAINED = ("kernel {k}'s outer loop is a reduction: its windows' cycles less {rate:.4g} per value written, plus the "
            "{whole} values a whole run writes once (the rate's spread widens the interval)")
+# ... and a kernel of too few windows to sample runs whole unless this many times its outputs (dense)
+# would not fit: GraphSAGE's unfused t11*W over the MAG twin (2.06 GB of output, 5 windows) run whole
+# grew to 20.9 GB before the OS stopped it
+WHOLE_OUTPUT_COPIES = 10
 REDUCING_BOUND = ("kernel {k}'s outer loop is a reduction: each window writes the whole output again, which the "
                   "boundaries do not take back in full (measured: cycles +6.8% to +10.3% on spmm_jik, 3 and 8 shards)")
 
 
-def _whole_reason(setup: KernelSetup, plan: SamplePlan, partials: PartialSums | None) -> str | None:
-    """Why the sampled mode runs this kernel whole, or None to sample it."""
+def _whole_reason(setup: KernelSetup, plan: SamplePlan, partials: PartialSums | None, values: dict,
+                  budget: Budget) -> str | None:
+    """Why the sampled mode runs this kernel whole, or None to sample it: a kernel of few windows
+    is sampled all the same when a whole run's outputs would not fit in `budget`."""
     if setup.reduces and partials is None:
         return UNCUT
-    return too_small(kernel_windows(setup, plan), plan)
+    few = too_small(kernel_windows(setup, plan), plan)
+    return few if few and WHOLE_OUTPUT_COPIES * _output_bytes(setup, values) <= budget.allowed() else None
 
 
-def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client, check):
+def _output_bytes(setup: KernelSetup, values: dict) -> float:
+    """Bytes of the kernel's outputs, dense, in the reference's values."""
+    names = [meta.stores(n) for n, meta in setup.graph.tensors.items() if meta.role == "output"]
+    return sum(float(np.prod(shape_of(values[n]), dtype=np.float64)) * 8 for n in names if n in values)
+
+
+def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client, check, budget):
     """A kernel's partitioned run, and why it ran whole where the sampled mode could not sample it.
     Sampled, a reducing kernel's windows are checked as they run (`partition.partials`, where
     `check` gives the tolerances) and its drain is taken out of their cycles (`partition.drain`)."""
     if sample is None:
         return shard_kernel(setup, shards, hw, engine, client, window_work(setup)), None
     partials = partial_sums(kernel, values, *(check or ())) if setup.reduces else None
-    why = _whole_reason(setup, sample, partials)
+    why = _whole_reason(setup, sample, partials, values, budget)
     if why:
         return shard_kernel(setup, 1, hw, engine, client), f"kernel {kernel.index} whole: {why}"
     windows = kernel_windows(setup, sample)
-    x = window_estimates(compiled, kernel, program, values, windows)
+    windows, x = narrowed(windows, window_estimates(compiled, kernel, program, values, windows), sample)
     if partials is None:
-        return sample_kernel(setup, sample, hw, engine, client, x), None
+        return sample_kernel(setup, sample, hw, engine, client, x, windows), None
     setup.partials = partials if check else None
     drain = measured_drain(setup, partials, windows[0].width(), hw, engine, client)
     setup.drain_rate = drain.rate
-    part = sample_kernel(setup, sample, hw, engine, client, x)
+    part = sample_kernel(setup, sample, hw, engine, client, x, windows)
     part.cycles = part.cycles.shifted(drain.rate * drain.whole, drain.slack)
     return part, DRAINED.format(k=kernel.index, rate=drain.rate, whole=drain.whole)
 
@@ -97,7 +113,7 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
         client = _ready(client, clock)
         with clock.phase(f"kernel {kernel.index}: windows and margins"), local_budget(budget):
             part, note = _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client,
-                               (rtol, atol) if check else None)
+                               (rtol, atol) if check else None, budget)
         _record_tasks(clock, kernel.index, part)
         if sample is None and setup.reduces:
             note = REDUCING_BOUND.format(k=kernel.index)

@@ -37,7 +37,7 @@ about as much.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -57,6 +57,7 @@ LEAST_SAMPLED = 6  # windows drawn at the least besides windows 0 and last (fewe
 GROWTH = 1.5  # `error`: a grown sample has at least this many times the last one's windows ...
 OVERSIZE = 1.2  # ... and this many times what the last one's spread says the target needs
 SAMPLE_FROM = 64  # windows: a kernel with fewer runs whole (its least sample would cost about as much)
+NARROWEST = 8  # outer coordinates a window split for its cost (`narrowed`) keeps at least
 COUNTERS = ("flops", "mem_reads", "mem_writes")
 
 
@@ -72,6 +73,7 @@ class SamplePlan:
     min_width: int = MIN_WIDTH
     whole_below: int = SAMPLE_FROM  # windows; 0 samples any kernel (the validation benchmark does)
     max_fraction: float = 1.0  # `error`: the sample grows no further than this share of the windows
+    window_cycles: float | None = None  # windows estimated above this many cycles are split (`narrowed`)
 
     def __post_init__(self):
         if (self.fraction is None) == (self.error is None):
@@ -124,6 +126,35 @@ def kernel_windows(setup: KernelSetup, plan: SamplePlan) -> list[Window]:
     count = max(1, min(plan.windows, setup.extent // plan.min_width))
     width = -(-setup.extent // count)
     return [Window(((lo, min(setup.extent, lo + width)),)) for lo in range(0, setup.extent, width)]
+
+
+def narrowed(windows: list[Window], x: np.ndarray, plan: SamplePlan) -> tuple[list[Window], np.ndarray]:
+    """`windows` split into pieces (of a window, at most one coordinate apart in width; at least
+    `NARROWEST` coordinates) so that the average piece is estimated at about `plan.window_cycles`, each
+    piece's x its window's x by its share of the width; unchanged without `plan.window_cycles` or
+    where they are within it. A kernel whose rows each cost a scan of a whole dimension (fully
+    fused GCN over 736,389 nodes: 47M cycles a window of 64 rows) then samples rows, not blocks.
+
+        >>> plan = SamplePlan(error=0.02, window_cycles=100.0)
+        >>> pieces, x = narrowed([Window(((0, 32),)), Window(((32, 64),))], np.array([320.0, 320.0]), plan)
+        >>> [w.ranges[0] for w in pieces], x.tolist()
+        ([(0, 10), (10, 21), (21, 32), (32, 42), (42, 53), (53, 64)], [100.0, 110.0, 110.0, 100.0, 110.0, 110.0])
+    """
+    coordinates = sum(w.width() for w in windows)
+    if plan.window_cycles is None or not windows or not coordinates:
+        return windows, x
+    per_coordinate = float(np.sum(x)) / coordinates
+    width = max(NARROWEST, int(plan.window_cycles // max(per_coordinate, 1e-12)))
+    if width >= windows[0].width():
+        return windows, x
+    pieces, shares = [], []
+    for window, value in zip(windows, x):
+        (lo, hi), = window.ranges
+        count = max(1, (hi - lo) // width)  # pieces at least `width` wide, at most one coordinate apart
+        bounds = lo + (hi - lo) * np.arange(count + 1) // count
+        pieces += [Window(((int(a), int(b)),)) for a, b in zip(bounds[:-1], bounds[1:])]
+        shares += [value * (b - a) / (hi - lo) for a, b in zip(bounds[:-1], bounds[1:])]
+    return pieces, np.asarray(shares, dtype=np.float64)
 
 
 def too_small(windows: list[Window], plan: SamplePlan) -> str | None:
@@ -186,10 +217,11 @@ def strata_of(x: np.ndarray, plan: SamplePlan) -> tuple[np.ndarray, int]:
     return labels, strata
 
 
-def population(setup: KernelSetup, plan: SamplePlan, x: np.ndarray | None, hw, engine: str, client) -> Population:
-    """The kernel's windows stratified by `x` (one value per window of `kernel_windows`; the
-    stored work under each window when None), and the margin settled on a few boundaries."""
-    windows = kernel_windows(setup, plan)
+def population(setup: KernelSetup, plan: SamplePlan, x: np.ndarray | None, hw, engine: str, client,
+               windows: list[Window] | None = None) -> Population:
+    """The kernel's `windows` (default: `kernel_windows`) stratified by `x` (one value per window;
+    the stored work under each window when None), and the margin settled on a few boundaries."""
+    windows = windows if windows is not None else kernel_windows(setup, plan)
     if x is None:
         work = np.cumsum(np.concatenate([[0.0], window_work(setup)]))
         x = np.array([work[w.ranges[0][1]] - work[w.ranges[0][0]] for w in windows])
@@ -270,14 +302,27 @@ def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int 
     def at(level: int) -> RatioEstimate:
         return regression_total(pop.x, pop.labels, picked, np.asarray(cycles_at(levels[level]), dtype=np.float64))
 
-    def still(before: RatioEstimate, est: RatioEstimate) -> float:  # what doubling on would still move
-        return (before.total - est.total) * (len(levels) - k if tolerance is not None else 1)
+    def still(before: RatioEstimate, est: RatioEstimate, level: int) -> float:
+        """What doubling on from `level` would still move the estimate."""
+        return (before.total - est.total) * (len(levels) - level if tolerance is not None else 1)
 
     est, before = at(k), at(k - 1) if k > 0 else None
     while k + 1 < len(levels) and (before is None or (
-            not _settled(before, est) if tolerance is None else abs(still(before, est)) > tolerance * abs(est.total))):
+            not _settled(before, est) if tolerance is None else
+            abs(still(before, est, k)) > tolerance * abs(est.total))):
         before, est, k = est, at(k + 1), k + 1
-    return Settled(est, levels[k], still(before, est) if before is not None else 0.0)
+    return Settled(est, levels[k], still(before, est, k) if before is not None else 0.0)
+
+
+def _drop_outputs_below(known: dict[tuple[int, int], WindowValue], margin: int) -> None:
+    """Runs at a margin below `margin` (but window 0's, which has none) keep their cycles, tokens
+    and counters but not their outputs: the margin only grows, and only the runs at the margin
+    settled on are verified. (GraphSAGE's unfused t11*W over the MAG twin: 2 GB of outputs per
+    margin level, four levels.)"""
+    for key, value in known.items():
+        if 0 < key[0] < margin and value.run.outputs:
+            known[key] = WindowValue(replace(value.run, outputs={}),
+                                     replace(value.prefix, outputs={}) if value.prefix is not None else None)
 
 
 def estimate_total(pop: Population, picked: np.ndarray, values: dict[int, WindowValue], of) -> RatioEstimate:
@@ -341,10 +386,10 @@ def next_size(picked: int, settled: RatioEstimate, widened: RatioEstimate, plan:
 
 
 def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client,
-                  x: np.ndarray | None = None) -> KernelSample:
-    """Estimate `setup`'s kernel from a stratified sample of its windows (see the module doc);
-    `x`: the heuristic's estimate of each window of `kernel_windows`, if known."""
-    pop = population(setup, plan, x, hw, engine, client)
+                  x: np.ndarray | None = None, windows: list[Window] | None = None) -> KernelSample:
+    """Estimate `setup`'s kernel from a stratified sample of its `windows` (default:
+    `kernel_windows`; see the module doc); `x`: the heuristic's estimate of each, if known."""
+    pop = population(setup, plan, x, hw, engine, client, windows)
     rng = np.random.default_rng(plan.seed)
     picked = draw_sample(pop, pop.first_sample(plan), rng)
     known: dict[tuple[int, int], WindowValue] = {}  # (margin, window) -> its value; window 0 has no margin
@@ -353,6 +398,7 @@ def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client,
         key = {int(i): (0 if pop.windows[int(i)].ranges[0][0] == 0 else margin, int(i)) for i in picked}
         todo = [i for i, k in key.items() if k not in known]
         known.update({key[i]: v for i, v in window_values(setup, pop, todo, hw, engine, client, margin).items()})
+        _drop_outputs_below(known, max(m for m, _ in known))
         return {i: known[k] for i, k in key.items()}
 
     def cycles_at(margin: int) -> list[float]:

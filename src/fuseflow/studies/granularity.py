@@ -56,6 +56,9 @@ SAMPLE_ALLOWANCE = 4.0  # ... simulating at most this many times max_tokens (est
 # whole where the heuristic predicts windows poorly (GCN over DBLP, full: 276 windows, 22% of them
 # sampled gave +-18% in 1,716 s under load; the whole kernel is exact)
 SAMPLE_FROM_WINDOWS = 512
+# ... each window estimated at most at this many cycles, else split (`partition.sampled.narrowed`): a
+# fully fused GCN over the MAG twin costs a whole scan of the nodes per row (64 rows: 47M cycles)
+SAMPLE_WINDOW_CYCLES = 4e6
 
 
 def sample_plan(compiled, est, max_tokens: float) -> SamplePlan | None:
@@ -67,7 +70,7 @@ def sample_plan(compiled, est, max_tokens: float) -> SamplePlan | None:
     if share < least:
         return None
     return SamplePlan(error=SAMPLE_ERROR, windows=SAMPLE_WINDOWS, max_fraction=min(1.0, share),
-                      whole_below=SAMPLE_FROM_WINDOWS)
+                      whole_below=SAMPLE_FROM_WINDOWS, window_cycles=SAMPLE_WINDOW_CYCLES)
 
 
 def _sampled_row(case, name: str, compiled, est, plan: SamplePlan, engine: str, start: float, budget=None) -> dict:

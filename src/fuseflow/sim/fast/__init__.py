@@ -12,10 +12,10 @@ Kernels and runners live by primitive family, in modules named as the oracle's: 
 scan, locate, array), `repeat` (repsig, repeat), `join` (intersect, union), `alu`, `reduce`,
 `spacc` (spacc, spacc2; the order-2 tables in `spacc_tables`), `drop` (crd_drop), `write`
 (level_write, value_write) and `lanes` (broadcast, fork, join); `core` has what they share,
-`channel` the buffers, `engine` the graph driver, `tiles` the values of tile streams and
-`by_oracle` the way back to the oracle for what the kernels do not handle. Malformed input
-(which the kernels detect but do not describe) is run again on the oracle, which raises its
-exact exception.
+`channel` the buffers, `engine` the graph driver (`bounded_driver` its rounds and bounded
+channels), `tiles` the values of tile streams and `by_oracle` the way back to the oracle for
+what the kernels do not handle. Malformed input (which the kernels detect but do not describe)
+is run again on the oracle, which raises its exact exception.
 
     >>> from fuseflow.sim import oracle
     >>> run = apply("reduce", {"val": "1 2 S0 S0 4 S0 S1 D"}, chunk=1)
@@ -32,7 +32,8 @@ from ..oracle import GraphRun, MisalignedStreams, NodeRun
 from ..oracle import run_graph as oracle_run_graph
 from ..oracle.node import _run_node
 from .alu import ALU_CODES
-from .engine import Engine, KernelFailed, Overflow, times_of, tokens_of
+from .bounded_driver import Overflow
+from .engine import Engine, KernelFailed, times_of, tokens_of
 from .reduce import REDUCE_CODES
 from .runners import RUNNERS
 from .stream import DONE, EMPTY, REPEAT, STOP, VAL, Arr, from_tokens, to_tokens

@@ -5,7 +5,9 @@ killed at any moment resumes where it stopped with nothing lost or written twice
 A task (`run_suite_task`) builds its model on its dataset (kept for the next task of the same
 case on that worker), compiles the schedule once, and simulates and verifies it, or estimates it
 with the heuristic when it would exceed its `max_tokens` token events or its worker's memory
-(`granularity.study_schedule`, the study's own step).
+(`granularity.study_schedule`, the study's own step). On dask, the tasks of a large-memory case
+run one at a time on one worker (`large_memory_lane`) and are guarded by the memory the machine
+has free at each step, not by that worker's share.
 
     >>> row = run_suite_task(SuiteTask("gcn", "karate", "partial", engine="oracle").to_dict())
     >>> row["status"], row["verified"], row["label"], row["cycles"] > 0
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 
 from ...errors import FuseflowError
 from ...fusion.estimate import CostModel
+from ...memory import Budget
 from ...models.registry import build
 from ...progress import SuiteProgress
 from ..cluster import PROGRESS_TOPIC, dask_client, post_progress, worker_budget
@@ -31,6 +34,7 @@ from ..runner import _one_line, resolve_engine
 from .spec import Suite, SuiteTask
 
 EVENT_SECONDS = 1.0  # least time between two progress events of a task on a worker
+LARGE_MEMORY = "fuseflow-large-memory"  # the dask resource of the worker that runs large-memory tasks
 _CASE: dict = {}  # this process's last built case: {case key: (ModelCase, CostModel)}
 
 
@@ -125,7 +129,7 @@ def run_suite_task(task: dict, max_memory: int | None = None, post=None) -> dict
            "program_name": t.model, "dataset": t.dataset, "block": t.block, "status": "error", "verified": 0,
            "worker": f"{socket.gethostname()}:{os.getpid()}"}
     start = time.perf_counter()
-    budget = worker_budget(max_memory)
+    budget = Budget() if t.large_memory and max_memory is None else worker_budget(max_memory)
     reporter = _Reporter(t.label(), post or post_progress, [])
     reporter.send(0.0, note="building and estimating")
     try:
@@ -167,10 +171,13 @@ def _on_dask(client, tasks: list[SuiteTask], max_memory, post):
     from distributed import as_completed  # noqa: PLC0415 - dask is optional and slow to import
 
     client.subscribe_topic(PROGRESS_TOPIC, lambda event: post(event[1]))
+    if any(task.large_memory for task in tasks):
+        large_memory_lane(client)
     futures = {}
     for n, task in enumerate(tasks):  # in the suite's order: earlier tasks first
         future = client.submit(run_suite_task, task.to_dict(), max_memory, pure=False, priority=len(tasks) - n,
-                               key=f"suite-{n}-{task.label().replace(' ', '-')}-{os.getpid()}")
+                               key=f"suite-{n}-{task.label().replace(' ', '-')}-{os.getpid()}",
+                               resources={LARGE_MEMORY: 1} if task.large_memory else None)
         futures[future] = task
     for future in as_completed(futures):
         task = futures[future]
@@ -178,6 +185,23 @@ def _on_dask(client, tasks: list[SuiteTask], max_memory, post):
             yield task, future.result()
         except Exception as err:  # noqa: BLE001 - the worker died (e.g. killed at its memory limit)
             yield task, {**_lost_row(task), "error": "worker died: " + _one_line(err)}
+
+
+def large_memory_lane(client) -> str:
+    """The worker that runs the large-memory tasks (`SuiteTask.large_memory`), one at a time: the
+    one that has the `LARGE_MEMORY` resource, else the first by address, given it now (its other
+    tasks are any; the other workers never get a large one)."""
+    workers = client.scheduler_info()["workers"]
+    for address, info in sorted(workers.items()):
+        if info.get("resources", {}).get(LARGE_MEMORY):
+            return address
+    address = min(workers)
+    client.run(_give_large_memory, workers=[address])
+    return address
+
+
+async def _give_large_memory(dask_worker) -> None:
+    await dask_worker.set_resources(**{LARGE_MEMORY: 1})
 
 
 def _lost_row(task: SuiteTask) -> dict:

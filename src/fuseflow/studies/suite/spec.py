@@ -14,6 +14,8 @@ A suite file:
     model = "gcn"
     datasets = ["karate", "cora"]
     max_tokens = 1e9          # optional, per case
+    large_memory = true       # optional: on dask, its tasks run one at a time on one worker, guarded by
+                              # what the machine has free rather than the worker's share
 
     [[case]]
     model = "gpt3-bigbird"
@@ -49,7 +51,7 @@ BUILT_IN = ("figure12",)
 SUITE_KEYS = {"name": str, "description": str, "schedules": list, "seeds": list, "max_tokens": (int, float),
               "engine": str}
 CASE_KEYS = {"model": str, "datasets": list, "blocks": list, "max_tokens": (int, float), "scale": (int, float),
-             "seeds": list, "schedules": list, "label": str}
+             "seeds": list, "schedules": list, "label": str, "large_memory": bool}
 MODEL_NAMES = {"gcn": "GCN", "graphsage": "GraphSAGE", "sae": "SAE", "gpt3-bigbird": "GPT-3 + BigBird"}
 NOTE_KEYS = {"models": list, "datasets": list, "text": str}
 PUBLISHED_KEYS = {"model": str, "dataset": str, "block": int, "label": str, "unfused": int, "partial": int,
@@ -69,6 +71,7 @@ class SuiteTask:
     max_tokens: float = MAX_TOKENS
     engine: str = "fast"
     baseline: str = "unfused"  # the schedule its ratios are taken against
+    large_memory: bool = False  # on dask: one at a time on one worker, guarded by the machine's free memory
 
     @property
     def data(self) -> str:
@@ -92,7 +95,7 @@ class SuiteTask:
     def to_dict(self) -> dict:
         return dict(model=self.model, dataset=self.dataset, schedule=self.schedule, seed=self.seed,
                     block=self.block, scale=self.scale, max_tokens=self.max_tokens, engine=self.engine,
-                    baseline=self.baseline)
+                    baseline=self.baseline, large_memory=self.large_memory)
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,8 @@ class Suite:
                     for seed in case.get("seeds", self.seeds):
                         out += [SuiteTask(case["model"], str(dataset), str(s), int(seed), block,
                                           float(case.get("scale", 1.0)), float(case.get("max_tokens", self.max_tokens)),
-                                          self.engine, str(schedules[0])) for s in schedules]
+                                          self.engine, str(schedules[0]), bool(case.get("large_memory", False)))
+                                for s in schedules]
         return out
 
 
@@ -139,7 +143,7 @@ def _check(table: dict, keys: dict, where: str) -> None:
     for key, value in table.items():
         if key not in keys:
             raise UserError(f"unknown key {key!r} in {where}", where, f"known keys: {', '.join(sorted(keys))}")
-        if not isinstance(value, keys[key]) or isinstance(value, bool):
+        if not isinstance(value, keys[key]) or (isinstance(value, bool) and keys[key] is not bool):
             raise UserError(f"{key} in {where} has the wrong type ({type(value).__name__})", where)
 
 
