@@ -5,6 +5,8 @@ and 10% of their windows with 20 seeds each, against the whole run's cycles.
     nice -n 10 python bench/sample_validation.py --case gcn:cora:partial --seeds 5
     python bench/sample_validation.py --json out/validation.json        # also the raw numbers
     python bench/sample_validation.py --again out/a.json out/b.json     # the trials again, from stored runs
+    python bench/sample_validation.py --case "gcn:cora:unfused layout=induced order=k,i,j" --kernels 0
+                                                    # a kernel whose outer loop is a reduction (A read by columns)
 
 Per kernel: the whole run (the truth), then every window's value y once (a run from `margin`
 coordinates before the window, less the margin's own run: `partition.sampled.window_values`),
