@@ -183,10 +183,11 @@ MATMUL = """func.func @mm(%A: tensor<{n}x16xf32>, %W: tensor<16x349xf32>) -> ten
 
 
 @pytest.mark.parametrize("rows", [20, 736389])
-def test_an_order_2_accumulator_beyond_the_chip_is_not_the_default(tmp_path, rows):
+def test_an_accumulator_beyond_the_chip_is_not_the_default(tmp_path, rows):
     """Dense T(i,j) = sum[k] A(i,k) W(k,j): in order k,i,j an order-2 accumulator holds all of T
-    as partial sums. Over 736,389 rows (257M partial sums, beyond `ACCUMULATOR_CAPACITY`) that
-    order costs them once more, so the default order is another; a small one has no such cost."""
+    as partial sums, in j,k,i an order-1 one a column of it per j. Over 736,389 rows (beyond
+    `ACCUMULATOR_CAPACITY`) both orders cost every partial sum once more, so the default order
+    holds a row (i,k,j) or none; over 20 rows nothing spills."""
     path = tmp_path / "mm.mlir"
     path.write_text(MATMUL.format(n=rows))
     program = from_mlir(str(path))
@@ -197,6 +198,9 @@ def test_an_order_2_accumulator_beyond_the_chip_is_not_the_default(tmp_path, row
     spilled = spilled_cost(held, inst)
     assert spilled == (rows * 349 if rows * 349 > ACCUMULATOR_CAPACITY else 0.0)
     assert nest_cost(held) == nest_cost(Nesting(region, ["i", "k", "j"])) + spilled
+    column = Nesting(region, ["j", "k", "i"])
+    assert str(column.plan[inst.id]).startswith("spacc[")
+    assert spilled_cost(column, inst) == (rows * 349 if rows > ACCUMULATOR_CAPACITY else 0.0)
     if spilled:
         chosen = Nesting(region, default_order(region))
         assert spilled_cost(chosen, inst) == 0.0 and chosen.plan[inst.id].kind != "spacc2"

@@ -3,7 +3,7 @@
 `nest_cost` sums, over the instances, the iterations of each one's nest (an op recomputed inside
 a consumer's extra loop pays for every iteration of it): by sizes alone, or, where data statistics
 (`Region.stats`) show compressed inputs, the coordinates the nest streams. `loop_work` breaks
-ties between equal-size orders by assuming a fixed density for compressed levels. An order-2
+ties between equal-size orders by assuming a fixed density for compressed levels. An
 accumulator holding more partial sums than fit on chip (`ACCUMULATOR_CAPACITY`) pays for each of
 them once more (`spilled_cost`): they go out to memory and come back.
 
@@ -31,7 +31,7 @@ from .instances import LeafInput
 from .region import Region
 
 SPARSE_DENSITY = 0.1  # assumed share of a compressed level's coordinates that are stored
-ACCUMULATOR_CAPACITY = 1 << 20  # partial sums an accumulator holds on chip (4 MiB of 4-byte words)
+ACCUMULATOR_CAPACITY = 1 << 16  # partial sums an accumulator holds on chip (256 KiB of 4-byte words)
 
 
 def loop_work(region: Region, inst, nest: list[str]) -> float:
@@ -114,24 +114,27 @@ def nest_cost(nesting) -> float:
 
 
 def spilled_cost(nesting, inst) -> float:
-    """Partial sums an order-2 sparse accumulator of `inst` holds at once (the extents of the two
-    loops inside its reduction variable multiplied) when they exceed `ACCUMULATOR_CAPACITY`, else
-    0 (an order-1 accumulator holds one fiber). For an instance of a prefix, a lower bound: once
-    its reduction variable is placed with two loops known to come inside it, it is order 2.
-    t(i,j) = sum[k] a(i,k) * w(j,k) over 736,389 rows i and 349 columns j holds the whole result
-    as partial sums in order k,j,i (257M: spilled), one row of them in order i,k,j."""
+    """Partial sums an accumulator of `inst` sends out to memory and back: where the partial sums
+    it holds at once (the extents of the loops inside its reduction variable multiplied: a fiber
+    for order 1, a matrix for order 2) exceed `ACCUMULATOR_CAPACITY`, all of them, each time the
+    loops outside the reduction variable come round; else 0. For an instance of a prefix, a
+    lower bound: the loops known to come inside its placed reduction variable (its own unplaced
+    ones among them) and those placed outside it. t(i,j) = sum[k] a(i,k) * w(j,k) over 736,389
+    rows i and 349 columns j holds the whole result in order k,j,i and a column of it in j,k,i
+    (both spill all 257M), a row in i,k,j (349: none)."""
     plan = nesting.plan.get(inst.id)
-    if plan is not None:
-        inner = plan.inner if plan.kind == "spacc2" else ()
-    else:
-        red = [v for v in inst.reduce_vars if v in nesting.pos]
-        if len(inst.reduce_vars) != 1 or not red:
-            return 0.0
-        first, own = nesting.pos[red[0]], set(inst.local_vars)
-        inner = [v for v in nesting.scope[inst.id] if v not in inst.reduce_vars and
-                 (nesting.pos[v] > first if v in nesting.pos else v in own)]
-    held = math.prod(nesting.region.extent[v] for v in inner) if len(inner) == 2 else 0
-    return float(held) if held > ACCUMULATOR_CAPACITY else 0.0
+    red = [v for v in inst.reduce_vars if v in nesting.pos]
+    if (plan is not None and not plan.accumulates) or len(inst.reduce_vars) != 1 or not red:
+        return 0.0
+    first, own = nesting.pos[red[0]], set(inst.local_vars)
+    scope = nesting.nest[inst.id] if plan is not None else nesting.scope[inst.id]
+    inner = [v for v in scope if v not in inst.reduce_vars and
+             (nesting.pos[v] > first if v in nesting.pos else v in own)]
+    held = math.prod(nesting.region.extent[v] for v in inner)
+    if held <= ACCUMULATOR_CAPACITY:
+        return 0.0
+    outer = [v for v in scope if v in nesting.pos and nesting.pos[v] < first and v not in inst.reduce_vars]
+    return float(held * math.prod(nesting.region.extent[v] for v in outer))
 
 
 def prefix_bound(nesting, instances: list, placed: set[str]) -> tuple[float, float]:

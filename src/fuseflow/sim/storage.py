@@ -170,13 +170,44 @@ def storage_bytes(value, fmt: TensorFormat) -> int:
     return size * 8 * (np.ndim(value) + 3)
 
 
+DENSE_PIECE = 1 << 22  # elements of a dense matrix converted to compressed form at a time
+
+
+def _dense_compressed(matrix: np.ndarray) -> sp.csr_array:
+    """A dense matrix's entries other than 0 as a CSR matrix, converted a piece of rows at a time
+    into arrays sized once: about 12 bytes an entry at the peak, where scipy's conversion lists
+    every entry's coordinates first (a 736,389 x 349 result: 4 GB of them, 12 GB in all).
+
+        >>> m = np.array([[0.0, 2.0], [0.0, 0.0], [3.0, 4.0]])
+        >>> c = _dense_compressed(m); c.indptr.tolist(), c.indices.tolist(), c.data.tolist()
+        ([0, 1, 1, 3], [1, 0, 1], [2.0, 3.0, 4.0])
+    """
+    rows_at_once = max(1, DENSE_PIECE // max(1, matrix.shape[1]))
+    counts = np.zeros(matrix.shape[0] + 1, dtype=np.int64)
+    for lo in range(0, matrix.shape[0], rows_at_once):
+        counts[lo + 1:lo + 1 + rows_at_once] = np.count_nonzero(matrix[lo:lo + rows_at_once], axis=1)
+    indptr = np.cumsum(counts)
+    index_type = np.int32 if matrix.shape[1] < 2**31 and indptr[-1] < 2**31 else np.int64
+    indices, data = np.empty(indptr[-1], dtype=index_type), np.empty(indptr[-1], dtype=matrix.dtype)
+    for lo in range(0, matrix.shape[0], rows_at_once):
+        piece = matrix[lo:lo + rows_at_once]
+        rows, cols = np.nonzero(piece)
+        start, end = indptr[lo], indptr[min(lo + rows_at_once, matrix.shape[0])]
+        indices[start:end], data[start:end] = cols, piece[rows, cols]
+    return sp.csr_array((data, indices, indptr.astype(index_type)), shape=matrix.shape)
+
+
 def _from_compressed_matrix(value, fmt: TensorFormat) -> "StoredTensor":
     """Storage of a matrix (scipy or dense) whose inner level is compressed, straight from the
     index pointers of its CSR (mode order 0,1) or CSC (1,0) form: no sort and no coordinate
     copies, about 16 bytes an entry where `from_entries` takes 90."""
     if not is_sparse(value):  # a dense array: its entries other than 0 (as from_dense stores them)
         value = np.asarray(value, dtype=np.float64)
-    major = sp.csr_array(value) if tuple(fmt.mode_order) == (0, 1) else sp.csc_array(value)
+        major = _dense_compressed(value if tuple(fmt.mode_order) == (0, 1) else value.T)
+        if tuple(fmt.mode_order) != (0, 1):
+            major = sp.csc_array((major.data, major.indices, major.indptr), shape=value.shape)
+    else:
+        major = sp.csr_array(value) if tuple(fmt.mode_order) == (0, 1) else sp.csc_array(value)
     if not (major.has_canonical_format and np.all(major.data != 0)):
         major = major.copy()
         major.sum_duplicates()

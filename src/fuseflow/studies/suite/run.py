@@ -188,20 +188,31 @@ def _on_dask(client, tasks: list[SuiteTask], max_memory, post):
 
 
 def large_memory_lane(client) -> str:
-    """The worker that runs the large-memory tasks (`SuiteTask.large_memory`), one at a time: the
-    one that has the `LARGE_MEMORY` resource, else the first by address, given it now (its other
-    tasks are any; the other workers never get a large one)."""
-    workers = client.scheduler_info()["workers"]
-    for address, info in sorted(workers.items()):
+    """The name of the worker that runs the large-memory tasks (`SuiteTask.large_memory`), one at
+    a time: one that has the `LARGE_MEMORY` resource, else the first by name, given it now by a
+    worker plugin (so a worker restarted after its process died gets it again; its other tasks are
+    any, and the other workers never get a large one)."""
+    workers = client.scheduler_info()["workers"].values()
+    for info in sorted(workers, key=lambda info: str(info["name"])):
         if info.get("resources", {}).get(LARGE_MEMORY):
-            return address
-    address = min(workers)
-    client.run(_give_large_memory, workers=[address])
-    return address
+            return str(info["name"])
+    name = min(str(info["name"]) for info in workers)
+    client.register_plugin(_large_memory_plugin(name))
+    return name
 
 
-async def _give_large_memory(dask_worker) -> None:
-    await dask_worker.set_resources(**{LARGE_MEMORY: 1})
+def _large_memory_plugin(name: str):
+    from distributed.diagnostics.plugin import WorkerPlugin  # noqa: PLC0415 - dask is optional and slow
+
+    class LargeMemoryLane(WorkerPlugin):
+        def setup(self, worker):
+            if str(worker.name) == name:
+                return worker.set_resources(**{LARGE_MEMORY: 1})
+            return None
+
+    plugin = LargeMemoryLane()
+    plugin.name = "fuseflow-large-memory-lane"
+    return plugin
 
 
 def _lost_row(task: SuiteTask) -> dict:
