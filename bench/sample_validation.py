@@ -4,6 +4,9 @@ and 10% of their windows with 20 seeds each, against the whole run's cycles.
     nice -n 10 python bench/sample_validation.py                       # the built-in cases
     nice -n 10 python bench/sample_validation.py --case gcn:cora:partial --seeds 5
     python bench/sample_validation.py --json out/validation.json        # also the raw numbers
+    python bench/sample_validation.py --again out/a.json out/b.json     # the trials again, from stored runs
+    python bench/sample_validation.py --case "gcn:cora:unfused layout=induced order=k,i,j" --kernels 0
+                                                    # a kernel whose outer loop is a reduction (A read by columns)
 
 Per kernel: the whole run (the truth), then every window's value y once (a run from `margin`
 coordinates before the window, less the margin's own run: `partition.sampled.window_values`),
@@ -17,7 +20,12 @@ cover the whole run's cycles, and the mean and worst relative error; beside them
 relative error on the same kernel. Kernels shorter than `--min-extent` outer coordinates are left
 out; the windows are `SamplePlan`'s (at most 256, at least 64 coordinates), narrower (down to 8)
 where a kernel has fewer than 64 of them, and such kernels are sampled though the
-sampled mode would run them whole (`whole_below=0`).
+sampled mode would run them whole (`whole_below=0`). A kernel whose outer loop is a reduction is
+sampled as the sampled mode does it (`partition.run`): each window's partial sums checked as it
+runs (`partition.partials`), the drain rate measured on two calibration windows
+(`partition.drain`), every value y a run's cycles less that rate per value written, the estimate
+shifted by the rate times the values a whole run writes and its interval widened by the rate's
+slack; a reducing kernel whose inputs no cut fits is left out (the sampled mode runs it whole).
 Not a test: pytest does not collect this directory.
 """
 from __future__ import annotations
@@ -32,8 +40,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from fuseflow.fusion.estimate import CostModel
+from fuseflow.ir.reference import ReferenceRun
 from fuseflow.models.registry import build
+from fuseflow.partition.drain import Drain, measured_drain
 from fuseflow.partition.heuristic import window_estimates
+from fuseflow.partition.partials import partial_sums
+from fuseflow.partition.run import UNCUT
 from fuseflow.partition.sampled import (
     SAMPLE_FROM,
     Population,
@@ -45,7 +57,7 @@ from fuseflow.partition.sampled import (
     strata_of,
     window_values,
 )
-from fuseflow.partition.windows import kernel_setup, reference_values, run_window_of
+from fuseflow.partition.windows import KernelSetup, kernel_setup, kernel_tensors, reference_values, run_window_of
 from fuseflow.pipeline import prepared
 from fuseflow.sim.window import Window
 
@@ -88,6 +100,19 @@ class KernelReport:
     longer: dict[str, list[float]] = field(default_factory=dict)
     settled_margins: list[float] = field(default_factory=list)  # mean margin the trials settled at, per fraction
     trials: list[Trials] = field(default_factory=list)
+    # a reducing kernel's drain (`partition.drain`): y is each run's cycles less `drain_rate` per
+    # value written; an estimate adds `drain_rate * drain_whole`, its interval widened by `drain_slack`
+    drain_rate: float = 0.0
+    drain_whole: int = 0
+    drain_slack: float = 0.0
+
+    @property
+    def reduces(self) -> bool:
+        return self.drain_whole > 0
+
+    def with_drain(self, total: float) -> float:
+        """A sum of window values with the drain a whole run pays once added back."""
+        return total + self.drain_rate * self.drain_whole
 
 
 class WindowValues:
@@ -137,7 +162,8 @@ def _trials(report: KernelReport, values: WindowValues, plan: SamplePlan, seeds:
     for seed in range(seeds):
         picked = draw_sample(pop, pop.first_sample(plan), np.random.default_rng(seed))
         settled = settle_on_sample(pop, picked, lambda m, picked=picked: values.at(m, picked))
-        est = pop.widened(settled.estimate, settled.move)
+        est = pop.widened(settled.estimate, settled.move).shifted(report.drain_rate * report.drain_whole,
+                                                                  report.drain_slack)
         covered += est.low <= truth <= est.high
         errors.append(abs(est.total - truth) / truth)
         shares.append(len(picked) / len(pop.windows))
@@ -146,47 +172,87 @@ def _trials(report: KernelReport, values: WindowValues, plan: SamplePlan, seeds:
                    float(max(errors))), float(np.mean(margins)))
 
 
-def run_case(text: str, seeds: int, min_extent: int, log) -> list[KernelReport]:
+def _left_out(setup: KernelSetup, min_extent: int, kernels: set[int] | None) -> str | None:
+    """Why a kernel is left out of the validation, or None."""
+    if kernels is not None and setup.index not in kernels:
+        return "not among --kernels"
+    return f"{setup.extent} outer coordinates" if setup.extent < min_extent else None
+
+
+def _drain(kernel, values: dict, setup: KernelSetup, width: int) -> Drain | None:
+    """A reducing kernel's drain as the sampled mode measures it, its windows' partial sums
+    checked as they run from now on (`partition.run`); None where no cut fits its inputs."""
+    partials = partial_sums(kernel, values)
+    if partials is None:
+        return None
+    setup.partials = partials
+    drain = measured_drain(setup, partials, width, None, "fast", None)
+    setup.drain_rate = drain.rate
+    return drain
+
+
+def _simulator(setup: KernelSetup, pop: Population):
+    """Window indices at a margin -> their values (`setup.cycles_of`: less a reducing kernel's
+    drain), one window at a time: a run keeps its outputs, dense where they are not 2-D (GPT-3
+    small2's attention kernels: all 64 windows' runs at once took 7.6 GB)."""
+    def simulate(margin: int, todo: list[int]) -> list[float]:
+        return [window_values(setup, pop, [i], None, "fast", None, margin)[i].value(setup.cycles_of) for i in todo]
+    return simulate
+
+
+def kernel_report(text: str, compiled, setup: KernelSetup, program, values: dict, heuristic_cycles: float,
+                  seeds: int, log) -> KernelReport | None:
+    """One kernel's whole run, every window's value and the trials (None: a reducing kernel no
+    cut fits, which the sampled mode runs whole)."""
+    kernel = compiled.kernels[setup.index]
+    start = time.perf_counter()
+    whole = run_window_of(setup, Window(((0, setup.extent),)), None, "fast")
+    seconds_whole = time.perf_counter() - start
+    plan = _plan(setup.extent, FRACTIONS[0])
+    windows = kernel_windows(setup, plan)
+    x = window_estimates(compiled, kernel, program, values, windows)
+    start = time.perf_counter()
+    drain = _drain(kernel, values, setup, windows[0].width()) if setup.reduces else Drain(0.0, 0)
+    if drain is None:
+        print(f"  {text} kernel {kernel.index}: left out ({UNCUT})", file=log, flush=True)
+        return None
+    pop = population(setup, plan, x, None, "fast", None)
+    y = np.array(_simulator(setup, pop)(pop.margin, list(range(len(windows)))), dtype=np.float64)
+    report = KernelReport(text, kernel.index, setup.extent, len(windows), windows[0].width(), pop.margin,
+                          whole.cycles, whole.tokens, (heuristic_cycles - whole.cycles) / whole.cycles,
+                          0.0, seconds_whole, time.perf_counter() - start, pop.growth, x.tolist(), y.tolist(),
+                          drain_rate=drain.rate, drain_whole=drain.whole, drain_slack=drain.slack)
+    report.decomposition_error = (report.with_drain(y.sum()) - whole.cycles) / whole.cycles
+    start = time.perf_counter()
+    trials(report, seeds, WindowValues(report, _simulator(setup, pop)))
+    report.seconds_windows += time.perf_counter() - start
+    return report
+
+
+def run_case(text: str, seeds: int, min_extent: int, log, kernels: set[int] | None = None):
+    """The case's kernel reports, each yielded as soon as it is measured."""
     case, schedule = _case(text)
     data, compiled = prepared(case.program, schedule, case.inputs, 0, 0.1)
-    values = reference_values(case.program, data)
     heuristic = CostModel(case.program, data).estimate(compiled)
-    reports = []
-    for kernel, est in zip(compiled.kernels, heuristic.kernels):
+    # the reference kernel by kernel, holding only what this and later kernels read or write (as
+    # `partition.run` does: all of GPT-3 small2's intermediates at once took over 6 GB)
+    needs = [set() if k.is_reshape else kernel_tensors(k) for k in compiled.kernels]
+    last_need = {name: i for i, names in enumerate(needs) for name in names}
+    ref = ReferenceRun(case.program, data)
+    for i, (kernel, est) in enumerate(zip(compiled.kernels, heuristic.kernels)):
+        values = ref.values(needs[i])
+        ref.keep(name for name, j in last_need.items() if j > i)
         if kernel.is_reshape:
             continue
         setup = kernel_setup(kernel, values)
-        if setup.extent < min_extent or setup.reduces:
-            print(f"  {text} kernel {kernel.index}: left out ("
-                  + ("outer loop is a reduction" if setup.reduces else f"{setup.extent} outer coordinates") + ")",
-                  file=log, flush=True)
+        why = _left_out(setup, min_extent, kernels)
+        if why:
+            print(f"  {text} kernel {kernel.index}: left out ({why})", file=log, flush=True)
             continue
-        start = time.perf_counter()
-        whole = run_window_of(setup, Window(((0, setup.extent),)), None, "fast")
-        seconds_whole = time.perf_counter() - start
-        plan = _plan(setup.extent, FRACTIONS[0])
-        windows = kernel_windows(setup, plan)
-        x = window_estimates(compiled, kernel, case.program, values, windows)
-        start = time.perf_counter()
-        pop = population(setup, plan, x, None, "fast", None)
-        stored = window_values(setup, pop, list(range(len(windows))), None, "fast", None)
-        seconds_windows = time.perf_counter() - start
-        y = np.array([stored[i].value(lambda r: r.cycles) for i in range(len(windows))], dtype=np.float64)
-        report = KernelReport(text, kernel.index, setup.extent, len(windows), windows[0].width(), pop.margin,
-                              whole.cycles, whole.tokens, (est.cycles - whole.cycles) / whole.cycles,
-                              (y.sum() - whole.cycles) / whole.cycles, seconds_whole, seconds_windows,
-                              pop.growth, x.tolist(), y.tolist())
-
-        def simulate(margin: int, todo: list[int], pop=pop, setup=setup) -> list[float]:
-            got = window_values(setup, pop, todo, None, "fast", None, margin)
-            return [got[i].value(lambda r: r.cycles) for i in todo]
-
-        start = time.perf_counter()
-        trials(report, seeds, WindowValues(report, simulate))
-        report.seconds_windows += time.perf_counter() - start
-        reports.append(report)
-        print(_line(report), file=log, flush=True)
-    return reports
+        report = kernel_report(text, compiled, setup, case.program, values, est.cycles, seeds, log)
+        if report is not None:
+            print(_line(report), file=log, flush=True)
+            yield report
 
 
 def trials(report: KernelReport, seeds: int, values: WindowValues) -> None:
@@ -199,7 +265,8 @@ def _line(r: KernelReport) -> str:
     parts = " | ".join(f"{t.simulated:.1%} {t.covered}/{t.seeds} {t.mean_error:.2%} {t.worst_error:.2%}"
                        for t in r.trials)
     settled = "/".join(f"{m:.0f}" for m in r.settled_margins)
-    return (f"| {r.case} k{r.kernel} | {r.cycles:.3g} | {r.windows} x {r.width} (m {r.margin}; {settled}) | "
+    reduces = f" (reduces; drain {r.drain_rate:.3g}/value)" if r.reduces else ""
+    return (f"| {r.case} k{r.kernel}{reduces} | {r.cycles:.3g} | {r.windows} x {r.width} (m {r.margin}; {settled}) | "
             f"{r.decomposition_error:+.2%} | {parts} | {r.heuristic_error:+.1%} | "
             f"{r.seconds_whole:.1f} / {r.seconds_windows:.1f} |")
 
@@ -244,38 +311,44 @@ class _Resimulate:
                 data, compiled = prepared(case.program, schedule, case.inputs, 0, 0.1)
                 self.cases[self.report.case] = (compiled, reference_values(case.program, data))
             compiled, values = self.cases[self.report.case]
-            self.setup = kernel_setup(compiled.kernels[self.report.kernel], values)
+            kernel = compiled.kernels[self.report.kernel]
+            self.setup = kernel_setup(kernel, values)
+            if self.report.reduces:  # its partial sums checked and dropped, its drain taken out as measured
+                self.setup.partials, self.setup.drain_rate = partial_sums(kernel, values), self.report.drain_rate
             windows = kernel_windows(self.setup, _plan(self.setup.extent, FRACTIONS[0]))
             self.pop = Population(windows, np.array(self.report.x), np.zeros(len(windows), np.int64), margin, 1)
         print(f"  {self.report.case} k{self.report.kernel}: {len(todo)} windows at margin {margin} not stored: "
               "simulated", file=sys.stderr, flush=True)
-        got = window_values(self.setup, self.pop, todo, None, "fast", None, margin)
-        return [got[i].value(lambda r: r.cycles) for i in todo]
+        return _simulator(self.setup, self.pop)(margin, todo)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", help="MODEL:DATASET[@BLOCK]:SCHEDULE (repeatable)")
     parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--min-extent", type=int, default=512)
+    parser.add_argument("--min-extent", type=int, default=512, help="leave out kernels of fewer outer coordinates")
+    parser.add_argument("--kernels", help="only these kernels of each case (indices, comma-separated)")
     parser.add_argument("--json", help="write the raw reports here (every window's x and y included)")
-    parser.add_argument("--again", help="recompute the trials from reports a run wrote with --json (simulating only "
-                        "window values the file lacks; --json writes them back)")
+    parser.add_argument("--again", nargs="+", metavar="FILE",
+                        help="recompute the trials from reports runs wrote with --json, merged in the order given "
+                        "(simulating only window values the files lack; --json writes them back)")
     args = parser.parse_args(argv)
     start, reports = time.perf_counter(), []
     print(f"load average at start: {os.getloadavg()[0]:.1f}", file=sys.stderr)
-    if args.again:
-        with open(args.again) as handle:
+    for path in args.again or []:
+        with open(path) as handle:
             for raw in json.load(handle):
                 report = KernelReport(**{**raw, "trials": []})
                 trials(report, args.seeds, WindowValues(report, _Resimulate(report)))
                 reports.append(report)
         if args.json:
             _write(args.json, reports)
+    kernels = {int(k) for k in args.kernels.split(",")} if args.kernels else None
     for text in [] if args.again else args.case or CASES:
-        reports += run_case(text, args.seeds, args.min_extent, sys.stderr)
-        if args.json:  # after every case: a run stopped early keeps what it measured
-            _write(args.json, reports)
+        for report in run_case(text, args.seeds, args.min_extent, sys.stderr, kernels):
+            reports.append(report)
+            if args.json:  # after every kernel: a run stopped early keeps what it measured
+                _write(args.json, reports)
     print(table(reports))
     print(f"\n{len(reports)} kernels in {time.perf_counter() - start:.0f} s, load average at the end "
           f"{os.getloadavg()[0]:.1f}")
