@@ -108,7 +108,7 @@ def nest_cost(nesting) -> float:
     """Iterations of every op instance in its nest, an estimate of the work an order implies (an
     op recomputed inside a consumer's extra loop pays for every iteration of it): by sizes alone,
     or, where data statistics show compressed inputs, the coordinates streamed (`finished_cost`);
-    plus the partial sums an order-2 accumulator spills (`spilled_cost`)."""
+    plus the partial sums an accumulator beyond the chip spills (`spilled_cost`)."""
     return sum(finished_cost(nesting.region, inst, nesting.nest[inst.id], nesting.pos) +
                spilled_cost(nesting, inst) for inst in nesting.region.instances)
 
