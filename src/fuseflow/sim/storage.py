@@ -348,6 +348,56 @@ class StoredTensor:
         block = self.fmt.block if self.fmt is not None else None
         return _decode(self.levels, self.vals, shape, order, self.fill, block)
 
+    def __getstate__(self) -> dict:
+        """Pickled (to a dask worker, a process) with `vals` packed when mostly `fill` (`packed`)."""
+        state = dict(self.__dict__)
+        state["vals"] = packed(self.vals, self.fill)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        vals = state["vals"]
+        self.__dict__.update(state, vals=vals.unpacked() if isinstance(vals, PackedValues) else vals)
+
+
+PACK_LEAST = 1 << 20  # values arrays of at least this many entries ...
+PACK_SHARE = 0.25  # ... travel as their entries other than fill when those are at most this share
+
+
+@dataclass
+class PackedValues:
+    """A values array as it travels: the flat positions (and values) of its entries whose bits
+    differ from `fill`'s; the others are `fill` (exactly: -0.0 and NaNs kept as they are)."""
+
+    shape: tuple[int, ...]
+    fill: float
+    at: np.ndarray
+    values: np.ndarray
+
+    def unpacked(self) -> np.ndarray:
+        out = np.full(int(np.prod(self.shape, dtype=np.int64)), self.fill, dtype=np.float64)
+        out[self.at] = self.values
+        return out.reshape(self.shape)
+
+
+def packed(vals: np.ndarray, fill: float) -> np.ndarray | PackedValues:
+    """`vals` itself, or as `PackedValues` when it is large and mostly `fill` (a dense level over
+    sparse data: GCN CiteSeer's features stored dense are 99 MB, 0.85% of them non-zero, and cost a
+    sharded run 0.3 s to send to its workers).
+
+        >>> v = np.zeros(PACK_LEAST); v[[3, 7]] = [1.0, -0.0]
+        >>> p = packed(v, 0.0)
+        >>> p.at.tolist(), bool(np.array_equal(p.unpacked(), v)), bool(np.signbit(p.unpacked()[7]))
+        ([3, 7], True, True)
+    """
+    if vals.size < PACK_LEAST or vals.dtype != np.float64:
+        return vals
+    bits = np.ascontiguousarray(vals).reshape(-1).view(np.uint64)
+    at = np.flatnonzero(bits != np.float64(fill).view(np.uint64))
+    if len(at) > PACK_SHARE * vals.size:
+        return vals
+    at = at.astype(np.int32) if vals.size < 2**31 else at
+    return PackedValues(vals.shape, float(fill), at, vals.reshape(-1)[at])
+
 
 @dataclass
 class WrittenTensor:

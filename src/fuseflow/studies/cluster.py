@@ -26,6 +26,13 @@ GUARD_SHARE = 0.9  # a task's memory guard: this much of its worker's memory lim
 PROGRESS_TOPIC = "fuseflow-progress"  # workers' progress events (Worker.log_event), read by the client
 SIMULATION_MODULES = ("fuseflow.partition.windows", "fuseflow.sim.fast")  # what a window task imports
 PARENT_POLL_SECONDS = 1.0  # how often a worker checks that its sweep is still alive
+# A local cluster's own upkeep, cut to what fuseflow needs (no dashboard, tasks placed by the
+# driver): dask's statistical profiler (a thread in every worker waking every 10 ms), the event
+# loops' 20 ms ticks and the scheduler's work stealing took the cores from the window tasks
+# (GCN CiteSeer full sharded on 2 cores: each window's wall 5-7% above its CPU, and 1.3 s of
+# the driver's CPU while they ran; with these, 1%, and 0.4 s).
+QUIET_CLUSTER = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+                 "distributed.admin.system-monitor.interval": "5s", "distributed.scheduler.work-stealing": False}
 
 
 def exit_with_parent(parent: int) -> None:
@@ -139,7 +146,7 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, max_me
     n = local_workers(workers)
     settings = {"distributed.scheduler.allowed-failures": 1, "distributed.worker.memory.target": False,
                 "distributed.worker.memory.spill": False, "distributed.worker.memory.pause": False,
-                "distributed.worker.memory.terminate": False}
+                "distributed.worker.memory.terminate": False, **QUIET_CLUSTER}
     with dask.config.set(settings):
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                            memory_limit=local_memory_share(n, max_memory),
