@@ -15,11 +15,11 @@ from fuseflow.errors import UserError
 from fuseflow.execute import execute
 from fuseflow.partition import run as partition_run
 from fuseflow.partition import sampled
-from fuseflow.partition.balance import equal_work_windows, prefix_work, spread
+from fuseflow.partition.balance import Spread, equal_work_windows, prefix_work
 from fuseflow.partition.estimate import allocate, draw, regression_total, stratify
 from fuseflow.partition.run import simulate_partitioned
 from fuseflow.partition.sampled import Population, SamplePlan, sample_kernel, settle_on_sample
-from fuseflow.partition.sharded import shard_kernel
+from fuseflow.partition.sharded import map_windows, shard_kernel
 from fuseflow.partition.timing import Timings
 from fuseflow.partition.windows import kernel_setup, reference_values, run_window_of, window_problem
 from fuseflow.pipeline import compare, prepared
@@ -192,13 +192,31 @@ def test_equal_work_windows_cover_the_loop_and_balance_the_work(extent, count):
             assert abs(before[hi] - share * (k + 1)) <= work.max(), (k, hi)
 
 
-def test_spread_deals_the_largest_runs_first_to_the_least_loaded_worker():
-    work = np.ones(100)
-    windows = [Window(((0, 40),)), Window(((40, 70),)), Window(((70, 80),)), Window(((80, 100),))]
-    placed = spread(windows, work, ["a", "b"])
-    assert placed == ["a", "b", "a", "b"]  # 40 -> a, 30 -> b, then 20 -> b (30 < 40), 10 -> a: 50 each
-    # a settling round: L and R to one worker, LR to the other
-    assert spread([Window(((10, 18),)), Window(((18, 26),)), Window(((10, 26),))], work, ["a", "b"]) == ["b", "b", "a"]
+def test_runs_are_dealt_costliest_first_to_the_worker_done_first(monkeypatch):
+    """One run per worker at once, the costliest first; each later one to the worker whose run
+    just ended; the runs come back in the windows' order, as run one after another."""
+    distributed = pytest.importorskip("distributed")
+    from fuseflow.partition import sharded  # noqa: PLC0415 - only this test
+
+    program, data, compiled = _case("spmv", "full")
+    setup = kernel_setup(compiled.kernels[0], reference_values(program, data))
+    windows = [Window(((0, 3),)), Window(((3, 20),)), Window(((20, 24),)), Window(((24, setup.extent),))]
+    calls, real = [], sharded.submit_window
+
+    def recorded(shared, window, hw, engine, client, worker=None):
+        calls.append((str(window), worker))
+        return real(shared, window, hw, engine, client, worker)
+
+    monkeypatch.setattr(sharded, "submit_window", recorded)
+    with distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        workers = sorted(client.scheduler_info()["workers"])
+        runs = map_windows(setup, windows, None, "fast", client, Spread(workers, np.ones(setup.extent)))
+    alone = [run_window_of(setup, w, None, "fast") for w in windows]
+    assert [(r.window, r.cycles, r.tokens) for r in runs] == [(r.window, r.cycles, r.tokens) for r in alone]
+    widths = sorted(windows, key=lambda w: -w.width())
+    assert calls[:2] == [(str(widths[0]), workers[0]), (str(widths[1]), workers[1])]
+    assert sorted(c[0] for c in calls) == sorted(str(w) for w in windows) and {c[1] for c in calls} <= set(workers)
 
 
 # -- the estimator ------------------------------------------------------------------------------
@@ -461,3 +479,23 @@ def test_a_kernel_of_few_windows_is_sampled_when_its_whole_outputs_would_not_fit
     r = simulate_partitioned(program, compiled, data, sample=plan)
     assert r.mode == "sampled" and r.verified and "too few" not in r.method
     assert r.cycles_low <= r.cycles <= r.cycles_high
+
+
+def test_early_reference_outputs_only_where_they_fit_with_room_to_spare(monkeypatch):
+    """While the cluster starts the driver computes the kernel's reference outputs, unless a
+    result on the way would not fit EARLY_HEADROOM times over; then nothing, and the reference
+    goes on later as before."""
+    from fuseflow.ir.reference import ReferenceRun  # noqa: PLC0415 - only this test
+    from fuseflow.memory import Budget  # noqa: PLC0415 - only this test
+
+    program, data, _ = _case("matmul_chain", "full")
+    out = program.outputs[0]
+    roomy = ReferenceRun(program, data, check=Budget().check)
+    assert set(partition_run._early_values(roomy, {out}, Budget())) == {out}
+    tight = Budget()
+    ref = ReferenceRun(program, data, check=tight.check)
+    monkeypatch.setattr(Budget, "allowed", lambda self: 1000)  # far less than 4x any result
+    assert partition_run._early_values(ref, {out}, tight) == {}
+    assert ref.check == tight.check and ref.done == 0  # nothing made, the budget's own check back
+    monkeypatch.undo()
+    assert np.allclose(ref.values([out])[out], roomy.values([out])[out])

@@ -1,4 +1,5 @@
-"""Sharded windows cut to equal work, and each batch of runs spread over a cluster's workers.
+"""Sharded windows cut to equal work, and what each run costs when a batch is dealt over a
+cluster's workers.
 
 A kernel's outer coordinates do not cost the same: a row of a graph's adjacency with more
 neighbours carries more token events. Windows of equal width leave one worker busy after the
@@ -6,15 +7,15 @@ other is done (GCN CiteSeer `full`, 2 windows: 9% more work per coordinate in th
 So the windows are cut where the work under the outer loop reaches equal shares
 (`equal_work_windows`; the work is `sampled.window_work`, the stored positions under each outer
 coordinate, which follows the simulation's CPU seconds within about 2% of the total at any cut
-on GCN CiteSeer `full`), and every batch of runs (a settling round's L, R and LR runs, then the
-windows and the other boundaries' runs) is dealt to the workers largest first, each run to the
-worker with the least work so far (`spread`): the margin is settled on all workers at once,
-before the windows, so no worker's share is a guess.
+on GCN CiteSeer `full`). What is left (that 2%, and two workers' cores running 1-4% apart) is
+taken up as the runs go: every batch (the windows with the first settling rounds, later rounds,
+the other boundaries' runs) is dealt costliest first, one run to each worker, then the next to
+whichever worker is done first (`sharded.dealt_as_freed`, costs from `Spread`).
 
     >>> [str(w) for w in equal_work_windows(np.array([1, 1, 1, 1, 4, 4]), 2)]
     ['0:5', '5:6']
-    >>> spread([Window(((0, 2),)), Window(((2, 5),)), Window(((5, 6),))], np.array([1, 1, 1, 1, 4, 4]), ["a", "b"])
-    ['b', 'a', 'b']
+    >>> Spread(["a", "b"], np.array([1, 1, 1, 1, 4, 4])).cost(Window(((3, 5),)))
+    5.0
 """
 from __future__ import annotations
 
@@ -53,26 +54,13 @@ def window_cost(window: Window, before: np.ndarray) -> float:
     return float(sum(before[hi] - before[lo] for lo, hi in window.ranges))
 
 
-def spread(windows: list[Window], work: np.ndarray, workers: list[str]) -> list[str]:
-    """The worker each of `windows` runs on: largest first, each to the worker with the least
-    work so far (ties to the earlier worker), so the batch ends as evenly as its runs allow."""
-    before = prefix_work(work)
-    costs = [window_cost(w, before) for w in windows]
-    load = [0.0] * len(workers)
-    placed = [""] * len(windows)
-    for k in sorted(range(len(windows)), key=lambda k: -costs[k]):
-        least = min(range(len(workers)), key=lambda j: load[j])
-        placed[k] = workers[least]
-        load[least] += costs[k]
-    return placed
-
-
 @dataclass(frozen=True)
 class Spread:
-    """Where each batch of runs goes: dealt over `workers` by `work` (`spread`)."""
+    """Where a batch of runs goes: over `workers`, the costliest by `work` (one value per outer
+    coordinate) first (`sharded.dealt_as_freed`)."""
 
     workers: list[str]
     work: np.ndarray
 
-    def pins(self, windows: list[Window]) -> list[str]:
-        return spread(windows, self.work, self.workers)
+    def cost(self, window: Window) -> float:
+        return window_cost(window, prefix_work(self.work))
