@@ -499,3 +499,39 @@ def test_early_reference_outputs_only_where_they_fit_with_room_to_spare(monkeypa
     assert ref.check == tight.check and ref.done == 0  # nothing made, the budget's own check back
     monkeypatch.undo()
     assert np.allclose(ref.values([out])[out], roomy.values([out])[out])
+
+
+def test_stored_inputs_and_the_heuristics_masks_ask_the_budget_first(monkeypatch):
+    """A partitioned run's kernel inputs, stored for its windows, and the heuristic's masks of
+    large inputs are asked of the memory budget before they are made (a clear error, not the OS)."""
+    from fuseflow.ir import stats  # noqa: PLC0415 - only this test
+    from fuseflow.memory import Budget, MemoryLimitError  # noqa: PLC0415 - only this test
+    from fuseflow.partition.heuristic import window_estimates  # noqa: PLC0415 - only this test
+
+    program, data, compiled = _case("spmv", "full")
+    kernel, values = compiled.kernels[0], reference_values(program, data)
+    with pytest.raises(MemoryLimitError, match="inputs, stored for its windows"):
+        kernel_setup(kernel, values, Budget(1))
+    assert kernel_setup(kernel, values, Budget()).extent == kernel_setup(kernel, values).extent
+    monkeypatch.setattr(stats, "ASKED_FROM", 0)
+    with pytest.raises(MemoryLimitError, match="the heuristic's statistics"):
+        window_estimates(compiled, kernel, program, values, [Window(((0, 4),))], Budget(1))
+
+
+def test_the_reference_asks_before_a_sparse_operands_dense_result():
+    """An op reading a sparse operand whose result is kept dense asks the budget for it (the
+    reference skipped the check whenever an operand was sparse)."""
+    import scipy.sparse as sp  # noqa: PLC0415 - only this test
+
+    from fuseflow.ir.reference import ReferenceRun  # noqa: PLC0415 - only this test
+    from fuseflow.memory import Budget, MemoryLimitError  # noqa: PLC0415 - only this test
+
+    program = fuseflow.from_mlir("tests/mlir/spmv.mlir")
+    data = {"A": sp.random_array((64, 48), density=0.2, format="csr", rng=1), "x": np.ones(48)}
+    asked = []
+    run = ReferenceRun(program, data, dense_limit=1, check=lambda nbytes, what: asked.append((nbytes, what)))
+    y = run.values(program.outputs)[program.outputs[0]]
+    assert np.allclose(y, data["A"] @ data["x"])
+    assert any(nbytes >= 64 * 8 and "(64,)" in what for nbytes, what in asked)
+    with pytest.raises(MemoryLimitError):
+        ReferenceRun(program, data, dense_limit=1, check=Budget(1).check).values(program.outputs)

@@ -155,7 +155,7 @@ def stored_inputs(kernel, values: dict, written: dict) -> dict:
     return stored
 
 
-def _storing_bytes(kernel, values: dict, written: dict) -> int:
+def storing_bytes(kernel, values: dict, written: dict) -> int:
     """What storing the kernel's inputs will allocate (those read as written take nothing; a
     written one read in another layout is decoded first, at about 40 bytes an entry)."""
     total = 0
@@ -239,7 +239,7 @@ def _run_kernel(kernel, values, written, hw, run_graph_fn, options, budget, on_r
     """Store the kernel's inputs, run its graph, and keep what it wrote."""
     graph = kernel.graph
     if budget is not None:  # before storing the inputs: storing a large one takes memory too
-        needs = footprint(graph) + _storing_bytes(kernel, values, written)
+        needs = footprint(graph) + storing_bytes(kernel, values, written)
         budget.check(needs, f"kernel k{kernel.index} ({graph.name})")
     stored = stored_inputs(kernel, values, written)
     try:

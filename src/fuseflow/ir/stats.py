@@ -25,12 +25,17 @@ import scipy.sparse as sp
 from .formats import TensorFormat
 from .values import densify, is_sparse, nnz, shape_of
 
+ASKED_FROM = 1 << 24  # masks of this many bytes or more are asked of a budget first
+
 
 class DataStats:
     """Level densities of named arrays (the inputs of one data point): dense arrays, or scipy
     sparse matrices (whose background is 0), read as they are."""
 
-    def __init__(self, arrays: dict, fills: dict[str, float] | None = None):
+    def __init__(self, arrays: dict, fills: dict[str, float] | None = None, budget=None):
+        """`budget` (`memory.Budget`), when given, is asked before each mask of `ASKED_FROM`
+        bytes or more (a byte per entry, and 8 more where a sparse array over another background
+        is made dense first; smaller ones, a sampled window's by the thousand, are not asked)."""
         self.shapes = {name: shape_of(a) for name, a in arrays.items()}
         self._masks: dict[str, np.ndarray] = {}
         self._sparse: dict = {}
@@ -40,6 +45,9 @@ class DataStats:
             if is_sparse(array) and fill == 0.0:
                 self._sparse[name] = array
                 continue
+            nbytes = float(np.prod(self.shapes[name], dtype=np.float64)) * (9 if is_sparse(array) else 1)
+            if budget is not None and nbytes >= ASKED_FROM:
+                budget.check(nbytes, f"the heuristic's statistics of {name}")
             array = densify(array, f"input {name}")
             if fill is None:  # stored everywhere
                 mask = np.ones(array.shape, dtype=bool)

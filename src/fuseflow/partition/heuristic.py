@@ -65,19 +65,20 @@ def _cut(array, dim: int, lo: int, hi: int):
     return np.asarray(array)[tuple(index)]
 
 
-def window_estimates(compiled, kernel, program, values: dict, windows: list[Window]) -> np.ndarray:
-    """The heuristic's cycles of `kernel` restricted to each of `windows` (see the module doc)."""
+def window_estimates(compiled, kernel, program, values: dict, windows: list[Window], budget=None) -> np.ndarray:
+    """The heuristic's cycles of `kernel` restricted to each of `windows` (see the module doc);
+    the statistics' masks asked of `budget` (`memory.Budget`) first, when given."""
     outer = kernel.order[0]
     fills = backgrounds(program)
     dims = _cut_dims(kernel, outer)
     names = {leaf.tensor for leaf in kernel.region.leaves if leaf.tensor in values}
-    whole = DataStats({n: values[n] for n in names}, {n: fills.get(n, 0.0) for n in names})
+    whole = DataStats({n: values[n] for n in names}, {n: fills.get(n, 0.0) for n in names}, budget)
     pars = compiled.schedule.pars.get(kernel.index, [])
     out = np.zeros(len(windows))
     arrays = {n: sliceable(values[n], d) for n, (d, _) in dims.items() if n in values}  # converted once
     for k, window in enumerate(windows):
         (lo, hi), = window.ranges or ((0, 0),)
         cut = DataStats({n: _cut(arrays[n], d, lo * b, hi * b) for n, (d, b) in dims.items() if n in arrays},
-                        {n: fills.get(n, 0.0) for n in dims})
+                        {n: fills.get(n, 0.0) for n in dims}, budget)
         out[k] = kernel_estimate(kernel, _Overlay(cut, whole), pars, {outer: hi - lo}).cycles
     return out

@@ -76,7 +76,7 @@ def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, 
     if why:
         return shard_kernel(setup, 1, hw, engine, client), f"kernel {kernel.index} whole: {why}"
     windows = kernel_windows(setup, sample)
-    windows, x = narrowed(windows, window_estimates(compiled, kernel, program, values, windows), sample)
+    windows, x = narrowed(windows, window_estimates(compiled, kernel, program, values, windows, budget), sample)
     if partials is None:
         return sample_kernel(setup, sample, hw, engine, client, x, windows), None
     setup.partials = partials if check else None
@@ -116,7 +116,7 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
             continue
         with clock.phase(f"kernel {kernel.index}: reference, inputs stored"):
             values = ref.values(needs[i] - written[i])  # its outputs once its inputs' stored copies are gone
-            setup = kernel_setup(kernel, values)
+            setup = kernel_setup(kernel, values, budget)
         if check and isinstance(client, Future) and not client.done():
             with clock.phase(f"kernel {kernel.index}: reference outputs, while the cluster starts"):
                 values.update(_early_values(ref, written[i], budget))

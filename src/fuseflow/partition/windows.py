@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import NotSupported
-from ..execute import decode, stored_inputs
+from ..execute import decode, stored_inputs, storing_bytes
 from ..ir.reference import bind_inputs, reference
 from ..ir.values import DENSE_LIMIT, is_sparse
 from ..memory import Budget
@@ -103,9 +103,12 @@ def kernel_tensors(kernel) -> set[str]:
     return names | ({leaf.tensor for leaf in kernel.region.leaves} if kernel.region is not None else set())
 
 
-def kernel_setup(kernel, values: dict) -> KernelSetup:
-    """A kernel's inputs stored as its graph reads them, from `values` (`reference_values`)."""
+def kernel_setup(kernel, values: dict, budget: Budget | None = None) -> KernelSetup:
+    """A kernel's inputs stored as its graph reads them, from `values` (`reference_values`);
+    what storing them allocates asked of `budget` first, when given."""
     graph = kernel.graph
+    if budget is not None:
+        budget.check(storing_bytes(kernel, values, {}), f"kernel k{kernel.index}'s inputs, stored for its windows")
     return KernelSetup(kernel.index, graph, stored_inputs(kernel, values, {}), outer_dims(graph),
                        outer_extent(graph))
 
