@@ -26,13 +26,13 @@ GUARD_SHARE = 0.9  # a task's memory guard: this much of its worker's memory lim
 PROGRESS_TOPIC = "fuseflow-progress"  # workers' progress events (Worker.log_event), read by the client
 SIMULATION_MODULES = ("fuseflow.partition.windows", "fuseflow.sim.fast")  # what a window task imports
 PARENT_POLL_SECONDS = 1.0  # how often a worker checks that its sweep is still alive
-# A local cluster's own upkeep, cut to what fuseflow needs (no dashboard, tasks placed by the
-# driver): dask's statistical profiler (a thread in every worker waking every 10 ms), the event
-# loops' 20 ms ticks and the scheduler's work stealing took the cores from the window tasks
-# (GCN CiteSeer full sharded on 2 cores: each window's wall 5-7% above its CPU, and 1.3 s of
-# the driver's CPU while they ran; with these, 1%, and 0.4 s).
+# A local cluster's own upkeep, cut to what fuseflow needs (no dashboard): dask's statistical
+# profiler (a thread in every worker waking every 10 ms) and the event loops' 20 ms ticks took
+# the cores from the window tasks (GCN CiteSeer full sharded on 2 cores: each window's wall 5-7%
+# above its CPU, and 1.3 s of the driver's CPU while they ran; with these, 1%, and 0.4 s). Work
+# stealing stays: a suite's queued task may wait on a busy worker while the other is free.
 QUIET_CLUSTER = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
-                 "distributed.admin.system-monitor.interval": "5s", "distributed.scheduler.work-stealing": False}
+                 "distributed.admin.system-monitor.interval": "5s"}
 
 
 def exit_with_parent(parent: int) -> None:
