@@ -535,3 +535,21 @@ def test_the_reference_asks_before_a_sparse_operands_dense_result():
     assert any(nbytes >= 64 * 8 and "(64,)" in what for nbytes, what in asked)
     with pytest.raises(MemoryLimitError):
         ReferenceRun(program, data, dense_limit=1, check=Budget(1).check).values(program.outputs)
+
+
+def test_sharded_windows_are_cut_by_the_heuristics_pieces():
+    """One work value per outer coordinate, constant within each of the heuristic's pieces and
+    summing to the pieces' estimates."""
+    from fuseflow.partition.heuristic import window_estimates  # noqa: PLC0415 - only this test
+
+    program, data, compiled = _case("spmm_ikj", "full")
+    kernel, values = compiled.kernels[0], reference_values(program, data)
+    setup = kernel_setup(kernel, values)
+    work = partition_run.shard_work(compiled, kernel, program, values, setup)
+    pieces = Window.even(setup.extent, min(partition_run.BALANCE_PIECES, setup.extent))
+    x = window_estimates(compiled, kernel, program, values, pieces)
+    assert work.shape == (setup.extent,) and (work >= 0).all()
+    assert np.isclose(work.sum(), x.sum())
+    for w, xi in zip(pieces, x):
+        lo, hi = w.ranges[0]
+        assert np.allclose(work[lo:hi], xi / (hi - lo))

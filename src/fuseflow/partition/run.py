@@ -19,6 +19,7 @@ import numpy as np
 from ..ir.reference import ReferenceRun
 from ..memory import Budget, MemoryLimitError
 from ..pipeline import KernelResult, SimResult, VerificationError, compare, prepared
+from ..sim.window import Window
 from .drain import measured_drain
 from .heuristic import window_estimates
 from .partials import PartialSums, partial_sums
@@ -70,7 +71,8 @@ def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, 
     Sampled, a reducing kernel's windows are checked as they run (`partition.partials`, where
     `check` gives the tolerances) and its drain is taken out of their cycles (`partition.drain`)."""
     if sample is None:
-        return shard_kernel(setup, shards, hw, engine, client, window_work(setup)), None
+        work = shard_work(compiled, kernel, program, values, setup, budget) if client is not None else None
+        return shard_kernel(setup, shards, hw, engine, client, work), None
     partials = partial_sums(kernel, values, *(check or ())) if setup.reduces else None
     why = _whole_reason(setup, sample, partials, budget)
     if why:
@@ -85,6 +87,27 @@ def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, 
     part = sample_kernel(setup, sample, hw, engine, client, x, windows)
     part.cycles = part.cycles.shifted(drain.rate * drain.whole, drain.slack)
     return part, DRAINED.format(k=kernel.index, rate=drain.rate, whole=drain.whole)
+
+
+BALANCE_PIECES = 64  # sharded windows are cut by the heuristic's estimate of this many pieces of the outer loop
+
+
+def shard_work(compiled, kernel, program, values: dict, setup: KernelSetup, budget: Budget | None = None) -> np.ndarray:
+    """Each outer coordinate's work, which sharded windows are cut to equal shares of: the
+    heuristic's estimate of BALANCE_PIECES pieces of the loop (`window_estimates`), each spread
+    evenly over its coordinates; the stored work under each coordinate (`window_work`) where the
+    kernel has no fused region to estimate or the estimates are all 0. At the middle cut,
+    simulated piece by piece (64-row pieces' CPU seconds): GCN CiteSeer `full` 50.1% of the work
+    left of the cut by the estimates, 50.6% by the stored work; GraphSAGE CiteSeer `full` 50.6%
+    and 51.6% (its stored work is the same in every row: equal widths)."""
+    if kernel.region is None:  # no fused region to estimate
+        return window_work(setup)
+    pieces = Window.even(setup.extent, min(BALANCE_PIECES, setup.extent))
+    x = np.maximum(window_estimates(compiled, kernel, program, values, pieces, budget), 0.0)
+    if not x.sum() > 0:
+        return window_work(setup)
+    widths = np.array([w.width() for w in pieces])
+    return np.repeat(x / np.maximum(widths, 1), widths)
 
 
 def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *, seed: int = 0,
