@@ -280,6 +280,8 @@ def table(reports: list[KernelReport]) -> str:
     reports = [r for r in reports if r.cycles >= TINY * r.windows]
     summary = [f"over {len(reports)} kernels; {len(tiny)} of under {TINY} cycles per window left out of these lines "
                "(a window of them is its fill and drain)"]
+    if not reports:  # every kernel left out (too few outer coordinates, or tiny)
+        return "\n".join(rows + [""] + [f"- {s}" for s in summary])
     for k, f in enumerate(FRACTIONS):
         trials = [r.trials[k] for r in reports]
         covered, seeds = sum(t.covered for t in trials), sum(t.seeds for t in trials)
