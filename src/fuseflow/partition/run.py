@@ -66,12 +66,12 @@ def _written_only(kernel) -> set[str]:
         ({leaf.tensor for leaf in kernel.region.leaves} if kernel.region is not None else set())
 
 
-def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client, check, budget):
+def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client, check, budget, work=None):
     """A kernel's partitioned run, and why it ran whole where the sampled mode could not sample it.
-    Sampled, a reducing kernel's windows are checked as they run (`partition.partials`, where
-    `check` gives the tolerances) and its drain is taken out of their cycles (`partition.drain`)."""
+    Sharded on a cluster, its windows are cut to equal `work` (`shard_work`). Sampled, a reducing
+    kernel's windows are checked as they run (`partition.partials`, where `check` gives the
+    tolerances) and its drain is taken out of their cycles (`partition.drain`)."""
     if sample is None:
-        work = shard_work(compiled, kernel, program, values, setup, budget) if client is not None else None
         return shard_kernel(setup, shards, hw, engine, client, work), None
     partials = partial_sums(kernel, values, *(check or ())) if setup.reduces else None
     why = _whole_reason(setup, sample, partials, budget)
@@ -140,13 +140,17 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
         with clock.phase(f"kernel {kernel.index}: reference, inputs stored"):
             values = ref.values(needs[i] - written[i])  # its outputs once its inputs' stored copies are gone
             setup = kernel_setup(kernel, values, budget)
+        work = None
+        if sample is None and client is not None and (shards or 1) > 1:
+            with clock.phase(f"kernel {kernel.index}: work estimated for the cut"):
+                work = shard_work(compiled, kernel, program, values, setup, budget)
         if check and isinstance(client, Future) and not client.done():
             with clock.phase(f"kernel {kernel.index}: reference outputs, while the cluster starts"):
                 values.update(_early_values(ref, written[i], budget))
         client = _ready(client, clock)
         with clock.phase(f"kernel {kernel.index}: windows and margins"), local_budget(budget):
             part, note = _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client,
-                               (rtol, atol) if check else None, budget)
+                               (rtol, atol) if check else None, budget, work)
         _record_tasks(clock, kernel.index, part)
         if sample is None and setup.reduces:
             note = REDUCING_BOUND.format(k=kernel.index)
