@@ -6,6 +6,7 @@ window tasks on the workers, and whether cycles, tokens and counters agree (issu
 least 1.8x with 2 workers).
 
     python bench/sharded_speed.py                                   # GCN CiteSeer full, 2 shards, 2 workers
+    python bench/sharded_speed.py --model graphsage                 # GraphSAGE CiteSeer full (twice the work)
     python bench/sharded_speed.py --dataset cora --schedule partial  # a smaller case
     python bench/sharded_speed.py --sharded-only                     # skip the whole run
     python bench/sharded_speed.py --ceiling                          # only the machine's 2-core ceiling
