@@ -114,14 +114,16 @@ class ReferenceRun:
         self.kept: set[str] = set()
         self.returned: dict = {}  # results as returned (`_as_returned`), made once
 
-    def values(self, names) -> dict:
+    def values(self, names, check=None) -> dict:
         """{name: value} of `names` (inputs or op results; other names are left out),
-        evaluating ops up to the last one they need; they are kept until `keep` says otherwise."""
+        evaluating ops up to the last one they need; they are kept until `keep` says otherwise.
+        `check`, if given, is asked in place of the run's own for the ops this call evaluates;
+        when it raises, the op it was asked for is not evaluated, and a later call goes on from it."""
         names = [n for n in names if n in self.env or n in self.producer]
         self.kept |= set(names)
         last = max((self.producer.get(n, -1) for n in names), default=-1)
         while self.done <= last:
-            self._step()
+            self._step(self.check if check is None else check)
         out = {}
         for name in names:
             if name in self.producer and name not in self.returned:
@@ -142,17 +144,17 @@ class ReferenceRun:
     def _wanted(self, name: str) -> bool:
         return name in self.program.inputs or name in self.kept or self.last_read.get(name, -1) >= self.done
 
-    def _step(self) -> None:
+    def _step(self, check) -> None:
         op, k = self.program.ops[self.done], self.done
         out, env, dtype = op_output(op), self.env, self.dtype
         into = self._reusable(op, k)
-        if self.check is not None:
+        if check is not None:
             size = int(np.prod(self.shapes[out], dtype=np.float64))
             what = f"the reference's {out} {tuple(self.shapes[out])}"
             if not any(is_sparse(env[n]) for n in op.tensors_read if n in env):
-                self.check(_step_bytes(op, size, into is not None, dtype), what)
+                check(_step_bytes(op, size, into is not None, dtype), what)
             elif out not in self.sparse:  # a sparse operand's product, kept dense: its result at least
-                self.check(size * np.dtype(dtype).itemsize, what)
+                check(size * np.dtype(dtype).itemsize, what)
         if isinstance(op, ReshapeOp):
             source = densify(env[op.input], f"input {op.input} of a reshape", dtype)
             env[out] = np.reshape(source, self.shapes[out])

@@ -20,6 +20,7 @@ whichever worker is done first (`sharded.dealt_as_freed`, costs from `Spread`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -62,5 +63,10 @@ class Spread:
     workers: list[str]
     work: np.ndarray
 
+    @cached_property
+    def before(self) -> np.ndarray:
+        """`prefix_work` of `work`, made once."""
+        return prefix_work(self.work)
+
     def cost(self, window: Window) -> float:
-        return window_cost(window, prefix_work(self.work))
+        return window_cost(window, self.before)

@@ -188,18 +188,13 @@ def _early_values(ref: ReferenceRun, names: set[str], budget: Budget) -> dict:
     after the windows: GCN CiteSeer full, 0.46 s off a 30 s sharded run) where each dense result
     on the way fits `EARLY_HEADROOM` times over beside the kernel's stored inputs; else nothing
     (they are computed after the windows, once the stored inputs are gone)."""
-    held = ref.check
-
     def strict(nbytes: float, what: str) -> None:
         budget.check(EARLY_HEADROOM * nbytes, what)
 
-    ref.check = strict
     try:
-        return ref.values(names)
-    except MemoryLimitError:  # raised before the result was made: the reference can go on later
+        return ref.values(names, check=strict)
+    except MemoryLimitError:  # raised before the result was made: the reference goes on later
         return {}
-    finally:
-        ref.check = held
 
 
 def _ready(client, clock: Timings):
