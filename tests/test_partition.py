@@ -311,7 +311,8 @@ def test_sampled_mode_end_to_end():
     whole = fuseflow.simulate(program, compiled, data)
     small = simulate_partitioned(program, compiled, data, sample=SamplePlan(fraction=0.4, seed=1))
     assert (small.mode, small.cycles, small.cycles_low, small.sampled_fraction) == \
-        ("whole", whole.cycles, whole.cycles, 1.0) and "too few" in small.method  # 1 window: runs whole
+        ("sharded", whole.cycles, whole.cycles, 1.0) and "too few" in small.method  # 1 window: runs whole
+    assert small.kernels[0].mode == "whole"
     r = simulate_partitioned(program, compiled, data, sample=SamplePlan(fraction=0.4, seed=1, min_width=4,
                                                                         whole_below=0))
     assert r.mode == "sampled" and r.verified and 0 < r.sampled_fraction <= 1
@@ -383,22 +384,24 @@ def test_cli_sharded_and_sampled_json():
                                         check=True).stdout)
     assert sharded["mode"] == "sharded" and sharded["cycles"] == whole["cycles"]
     sampled = json.loads(subprocess.run(base + ["--error", "2%"], capture_output=True, text=True, check=True).stdout)
-    assert sampled["mode"] == "whole" and sampled["cycles"] == whole["cycles"]  # 64 rows: too few to sample
+    assert sampled["mode"] == "sharded" and sampled["cycles"] == whole["cycles"]  # 64 rows: too few to sample
     assert "too few for a sample" in sampled["method"]
     bad = subprocess.run(base + ["--error", "200%"], capture_output=True, text=True)
     assert bad.returncode == 2
 
 
-def test_a_reducing_outer_loop_is_sampled_drain_taken_out_and_is_flagged_when_sharded():
+def test_a_reducing_outer_loop_is_sampled_drain_taken_out_and_runs_whole_when_sharded():
     """spmm_jik's outer loop is its reduction: each window writes all it touched again. Sampled,
-    the drain is taken out of each window and added once (`partition.drain`); sharded, flagged."""
+    the drain is taken out of each window and added once (`partition.drain`); sharded, it runs as
+    one window (the whole run's work, said so)."""
     program, data, compiled = _case("spmm_jik", "full")
     whole = fuseflow.simulate(program, compiled, data)
     r = simulate_partitioned(program, compiled, data, sample=SamplePlan(fraction=0.25, min_width=1, whole_below=0))
     assert (r.mode, r.verified) == ("sampled", True) and "per value written" in r.method
     assert r.cycles_low <= whole.cycles <= r.cycles_high
     sharded = simulate_partitioned(program, compiled, data, shards=3)
-    assert "kernel 0's outer loop is a reduction" in sharded.method and "+10.3%" in sharded.method
+    assert "kernel 0 whole: its outer loop is a reduction" in sharded.method
+    assert (sharded.cycles, sharded.tokens, sharded.mem_writes) == (whole.cycles, whole.tokens, whole.mem_writes)
 
 
 def test_window_runs_are_held_to_the_partitioned_runs_budget(monkeypatch):

@@ -149,7 +149,7 @@ def test_serial_suite_rows_are_the_studys(karate_db):
     db.close()
     whole = by_label[("graphsage", "partial")]  # beyond max_tokens, sampled: a kernel of 34 rows runs whole
     assert (whole["mode"], whole["cycles_low"], whole["cycles_high"], whole["sampled_fraction"]) == \
-        ("whole", whole["cycles"], whole["cycles"], 1.0) and "too few for a sample" in whole["method"]
+        ("sharded", whole["cycles"], whole["cycles"], 1.0) and "too few for a sample" in whole["method"]
     last = by_label[("graphsage", "full")]
     assert last["mode"] == "heuristic" and last["method"].startswith("the heuristic's estimate (last resort)")
 

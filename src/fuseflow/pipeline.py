@@ -45,6 +45,7 @@ class KernelResult:
     max_occupancy: int
     cycles_low: int | None = None  # a sampled kernel's 95% interval
     cycles_high: int | None = None
+    mode: str = "whole"  # how it ran: "whole", "windows" (every window of its outer loop), "sampled"
 
 
 @dataclass
@@ -62,7 +63,7 @@ class SimResult:
     wall_seconds: float
     kernels: list[KernelResult] = field(default_factory=list)
     outputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-    mode: str = "whole"  # or "sharded" (windows of every kernel's outer loop), "sampled" (an estimate)
+    mode: str = "whole"  # or "sharded" (partitioned, every window of every kernel simulated), "sampled" (an estimate)
     method: str = ""  # how a sharded or sampled run combined its windows
     cycles_low: int | None = None  # sampled: the 95% interval of `cycles`
     cycles_high: int | None = None

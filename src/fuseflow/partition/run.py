@@ -1,5 +1,8 @@
 """A schedule simulated by partitions: every kernel sharded (all windows) or sampled, its inputs
-from the reference, its outputs verified window by window (rows) or summed (partial sums).
+from the reference stored on the positions their producers wrote (`partition.footing`: the whole
+run's work), its outputs verified window by window (rows) or summed (partial sums). A kernel whose
+outputs a later kernel reads as stored has every window simulated, sampled or not; a kernel whose
+outer loop is a reduction runs as one window when sharded.
 
     >>> import fuseflow
     >>> p = fuseflow.from_mlir("tests/mlir/spmm_ikj.mlir")
@@ -21,6 +24,7 @@ from ..memory import Budget, MemoryLimitError
 from ..pipeline import KernelResult, SimResult, VerificationError, compare, prepared
 from ..sim.window import Window
 from .drain import measured_drain
+from .footing import combined_pattern, patterns_read_as_written, stored_as_written
 from .heuristic import window_estimates
 from .partials import PartialSums, partial_sums
 from .sampled import KernelSample, SamplePlan, kernel_windows, narrowed, sample_kernel, too_small, window_work
@@ -39,8 +43,10 @@ DRAINED = ("kernel {k}'s outer loop is a reduction: its windows' cycles less {ra
 # would not fit: GraphSAGE's unfused t11*W over the MAG twin (2.06 GB of output, 5 windows) run whole
 # grew to 20.9 GB before the OS stopped it
 WHOLE_OUTPUT_COPIES = 10
-REDUCING_BOUND = ("kernel {k}'s outer loop is a reduction: each window writes the whole output again, which the "
-                  "boundaries do not take back in full (measured: cycles +6.8% to +10.3% on spmm_jik, 3 and 8 shards)")
+# sharded, a kernel whose outer loop is a reduction runs as one window: each window would write the
+# whole output again (partial sums), which is other work than the whole run's (spmm_jik at 3 and 8
+# shards: tokens +1.5%, cycles +6.8% to +10.3%, before this rule)
+REDUCING_WHOLE = "kernel {k} whole: its outer loop is a reduction (windows would each write the whole output again)"
 
 
 def _whole_reason(setup: KernelSetup, plan: SamplePlan, partials: PartialSums | None, budget: Budget) -> str | None:
@@ -72,7 +78,14 @@ def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, 
     kernel's windows are checked as they run (`partition.partials`, where `check` gives the
     tolerances) and its drain is taken out of their cycles (`partition.drain`)."""
     if sample is None:
+        if setup.reduces:
+            return shard_kernel(setup, 1, hw, engine, client), REDUCING_WHOLE.format(k=kernel.index)
         return shard_kernel(setup, shards, hw, engine, client, work), None
+    if setup.patterns:  # a later kernel reads what it stored, which a sample of its windows does not give
+        lanes = len(client.scheduler_info()["workers"]) if client is not None else 1
+        names = ", ".join(sorted(setup.patterns))
+        return shard_kernel(setup, max(1, lanes), hw, engine, client), \
+            f"kernel {kernel.index} every window simulated: a later kernel reads {names} as it was stored"
     partials = partial_sums(kernel, values, *(check or ())) if setup.reduces else None
     why = _whole_reason(setup, sample, partials, budget)
     if why:
@@ -129,6 +142,8 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
     budget = budget or Budget()
     needs = [set() if k.is_reshape else kernel_tensors(k) for k in compiled.kernels]
     written = [set() if k.is_reshape else _written_only(k) for k in compiled.kernels]
+    as_written = patterns_read_as_written(compiled.kernels)
+    stored_patterns: dict = {}  # intermediate -> (positions its producer stored, the producer's GraphTensor)
     last_need = {name: i for i, names in enumerate(needs) for name in names}
     ref = ReferenceRun(program, data, check=budget.check)
     kernels, parts, notes = [], [], []
@@ -139,7 +154,8 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
             continue
         with clock.phase(f"kernel {kernel.index}: reference, inputs stored"):
             values = ref.values(needs[i] - written[i])  # its outputs once its inputs' stored copies are gone
-            setup = kernel_setup(kernel, values, budget)
+            setup = kernel_setup(kernel, values, budget, _as_stored(stored_patterns, needs[i], values, budget),
+                                 as_written[i])
         work = None
         if sample is None and client is not None and (shards or 1) > 1:
             with clock.phase(f"kernel {kernel.index}: work estimated for the cut"):
@@ -152,9 +168,11 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
             part, note = _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client,
                                (rtol, atol) if check else None, budget, work)
         _record_tasks(clock, kernel.index, part)
-        if sample is None and setup.reduces:
-            note = REDUCING_BOUND.format(k=kernel.index)
         notes += [note] if note else []
+        for name in setup.patterns:  # none where the writers stored fewer levels (read back decoded, as whole)
+            found = [r.written[name] for r in part.runs]
+            if all(f is not None for f in found):
+                stored_patterns[name] = (combined_pattern(found), setup.graph.tensors[name])
         part.setup = setup.without_inputs()  # what later steps read of it: its graph
         del setup
         if check:
@@ -165,6 +183,8 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
         kernels.append(_kernel_result(kernel, part))
         del values
         ref.keep(name for name, j in last_need.items() if j > i)
+        for name in [n for n in stored_patterns if last_need.get(n, -1) <= i]:
+            del stored_patterns[name]
     result = SimResult(program.name, str(compiled.schedule), sum(k.cycles for k in kernels),
                        check and all(_verifiable(p) for p in parts), 0.0,
                        *(sum(getattr(k, a) for k in kernels) for a in ("flops", "mem_reads", "mem_writes", "tokens")),
@@ -178,6 +198,21 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
             result.outputs = {n: v for p in parts for n, v in p.outputs().items() if n in program.outputs}
     result.wall_seconds = time.perf_counter() - start
     return result
+
+
+STORED_ENTRY_BYTES = 48  # storing an intermediate on its producer's pattern: coordinates, sort, levels, values
+
+
+def _as_stored(patterns: dict, names: set[str], values: dict, budget: Budget) -> dict:
+    """The intermediates among `names` as their producers stored them (`footing.stored_as_written`):
+    {name: (StoredTensor, the producer's GraphTensor)}, each sized against `budget` first."""
+    out = {}
+    for name in sorted(names & set(patterns)):
+        pattern, meta = patterns[name]
+        budget.check(STORED_ENTRY_BYTES * pattern.shape[1] * max(1, int(np.prod(meta.block or (1,)))),
+                     f"{name} stored as its producer wrote it")
+        out[name] = (stored_as_written(pattern, meta, values[name]), meta)
+    return out
 
 
 EARLY_HEADROOM = 4  # the reference's outputs computed before the windows only if each result fits 4 times over
@@ -225,11 +260,12 @@ def _kernel_result(kernel, part: KernelShards | KernelSample) -> KernelResult:
     name = part.setup.graph.name
     if isinstance(part, KernelShards):
         return KernelResult(kernel.index, name, kernel.group, kernel.order, part.cycles, part.counter("flops"),
-                            part.counter("mem_reads"), part.counter("mem_writes"), part.tokens, part.max_occupancy)
+                            part.counter("mem_reads"), part.counter("mem_writes"), part.tokens, part.max_occupancy,
+                            mode="windows" if len(part.runs) > 1 else "whole")
     c = part.cycles
     return KernelResult(kernel.index, name, kernel.group, kernel.order, round(c.total), part.counters["flops"],
                         part.counters["mem_reads"], part.counters["mem_writes"], part.tokens, part.max_occupancy,
-                        math.floor(c.low), math.ceil(c.high))
+                        math.floor(c.low), math.ceil(c.high), "sampled")
 
 
 def _verifiable(part) -> bool:
@@ -256,10 +292,11 @@ def _verify(part, values: dict, rtol: float, atol: float, schedule: str) -> None
 
 def _sampled_totals(result: SimResult, parts: list, sample: SamplePlan, notes: list[str]) -> None:
     """The sampled run's interval: kernels' half-widths added in quadrature (independent samples);
-    kernels run whole add their exact cycles. With every kernel run whole, the run is `whole`."""
+    kernels run whole add their exact cycles. With no kernel sampled, the run is `sharded`: every
+    window simulated (each kernel's own mode says whether in one window or several)."""
     sampled = [p for p in parts if isinstance(p, KernelSample)]
     if not sampled:
-        result.mode, result.method = "whole", "; ".join(notes)
+        result.mode, result.method = "sharded", "; ".join(["nothing sampled", *notes])
         result.cycles_low = result.cycles_high = result.cycles
         result.sampled_fraction = 1.0
         return

@@ -1,12 +1,14 @@
 """One kernel of a schedule run on windows of its outermost loop, its inputs from the reference.
 
 Each kernel is partitioned on its own: what it reads is stored from the reference's values
-(an intermediate an earlier kernel wrote equals the reference, which verified parts do), so
-any window of any kernel runs without the kernels before it. A window's outputs are checked
-against the reference's same rows when the outer loop indexes the output (`outer_dims`);
-when it is a reduction, a window writes partial sums: summed over all windows (sharded) they are
-checked against the reference, and each window on its own against the kernel's ops on its inputs
-cut to the window where the setup carries that check (`partition.partials`; the sampled mode).
+(an intermediate an earlier kernel wrote equals the reference, which verified parts do), on the
+positions its producer stored where it reads the producer's layout (`partition.footing`), so
+any window of any kernel runs without the kernels before it and reads what a whole run reads.
+A window's outputs are checked against the reference's same rows when the outer loop indexes
+the output (`outer_dims`); when it is a reduction, a window writes partial sums: summed over all
+windows (sharded) they are checked against the reference, and each window on its own against the
+kernel's ops on its inputs cut to the window where the setup carries that check
+(`partition.partials`; the sampled mode).
 
     >>> import fuseflow
     >>> from fuseflow.fusion.compile import compile_schedule
@@ -23,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,6 +39,7 @@ from ..pipeline import compare, engine_function
 from ..sam.graph import SamGraph
 from ..sim.storage import level_entries
 from ..sim.window import Window, outer_dims, outer_extent, run_window
+from .footing import written_pattern
 from .partials import PartialSums, rows_of
 from .timing import TaskTime
 
@@ -52,6 +55,7 @@ class KernelSetup:
     extent: int  # coordinates of the outer loop
     partials: PartialSums | None = None  # checks each window's partial sums as it runs (then drops them)
     drain_rate: float = 0.0  # cycles a run's drain spends per value written, taken off (`partition.drain`)
+    patterns: frozenset = frozenset()  # outputs whose stored positions each run reports (`partition.footing`)
 
     def without_inputs(self) -> KernelSetup:
         """This setup without its stored inputs (kept after the kernel's windows have run)."""
@@ -81,6 +85,7 @@ class WindowRun:
     time: TaskTime | None = None  # where and how long it ran (`partition.timing`)
     partials: PartialCheck | None = None  # the check of its partial sums, where the setup asked for it
     drained: int = 0  # values its outputs wrote (a reducing kernel writes all it touched at its end)
+    written: dict = field(default_factory=dict)  # output -> positions it stored (`footing.written_pattern`)
 
 
 @dataclass(frozen=True)
@@ -103,14 +108,18 @@ def kernel_tensors(kernel) -> set[str]:
     return names | ({leaf.tensor for leaf in kernel.region.leaves} if kernel.region is not None else set())
 
 
-def kernel_setup(kernel, values: dict, budget: Budget | None = None) -> KernelSetup:
-    """A kernel's inputs stored as its graph reads them, from `values` (`reference_values`);
-    what storing them allocates asked of `budget` first, when given."""
-    graph = kernel.graph
+def kernel_setup(kernel, values: dict, budget: Budget | None = None, written: dict | None = None,
+                 patterns=frozenset()) -> KernelSetup:
+    """A kernel's inputs stored as its graph reads them, from `values` (`reference_values`),
+    and the intermediates earlier kernels wrote as they wrote them, from `written` ({name:
+    (StoredTensor, the writer's GraphTensor)}, `footing.stored_as_written`); what storing them
+    allocates asked of `budget` first, when given. Its runs report the stored positions of the
+    outputs named in `patterns`."""
+    graph, written = kernel.graph, written or {}
     if budget is not None:
-        budget.check(storing_bytes(kernel, values, {}), f"kernel k{kernel.index}'s inputs, stored for its windows")
-    return KernelSetup(kernel.index, graph, stored_inputs(kernel, values, {}), outer_dims(graph),
-                       outer_extent(graph))
+        budget.check(storing_bytes(kernel, values, written), f"kernel k{kernel.index}'s inputs, stored for its windows")
+    return KernelSetup(kernel.index, graph, stored_inputs(kernel, values, written), outer_dims(graph),
+                       outer_extent(graph), patterns=frozenset(patterns))
 
 
 _LOCAL_BUDGET: list[Budget] = []  # the budget of the partitioned run going on in this process
@@ -143,10 +152,11 @@ def run_window_of(setup: KernelSetup, window: Window, hw, engine: str) -> Window
     outputs = {name: _window_output(run.written[name], windowed.written_meta(name)) for name in names}
     drained = sum(len(run.written[name].vals) for name in names)
     checked = PartialCheck(setup.partials.problem(setup.index, outputs, window)) if setup.partials else None
+    patterns = {name: written_pattern(run.written[name], setup.graph.tensors[name]) for name in setup.patterns}
     return WindowRun(window, int(run.cycles), int(sum(run.stream_tokens.values())), dict(run.counters),
                      max((run.max_occupancy or {}).values(), default=0), outputs,
                      TaskTime(str(window), f"pid {os.getpid()}", start, time.perf_counter() - wall,
-                              time.thread_time() - cpu), checked, drained)
+                              time.thread_time() - cpu), checked, drained, patterns)
 
 
 @dataclass

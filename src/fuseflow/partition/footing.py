@@ -1,0 +1,119 @@
+"""What a partitioned run's later kernels read of an earlier kernel's outputs: what it wrote.
+
+A whole run hands a kernel an intermediate exactly as its producer stored it when the reader
+takes the producer's layout (`execute._as_written`): every stored position, explicit zeros
+included (a ReLU's zeros, a sum over an empty fiber, a product with a dense operand's zeros).
+The partitioned modes compute values with the reference, which knows numeric nonzeros only; so
+each window run also reports the positions its outputs stored (`written_pattern`), the windows'
+patterns together are the producer's (`combined_pattern`), and the reader's input is stored on
+that pattern with the reference's values (`stored_as_written`). The readers that need a
+producer's pattern are found before anything runs (`patterns_read_as_written`).
+
+    >>> import numpy as np
+    >>> from fuseflow.sam.graph import GraphTensor
+    >>> meta = GraphTensor("output", (2, 3), ("dense", "compressed"), (0, 1))
+    >>> t = stored_as_written(np.array([[0, 0, 1], [0, 1, 1]]), meta, np.array([[0.0, 5.0, 0.0], [1.0, 2.0, 0.0]]))
+    >>> t.levels[1].crd.tolist(), t.vals.tolist()  # position (0, 0) stored, its value an explicit zero
+    ([0, 1, 1], [0.0, 5.0, 2.0])
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..ir.formats import TensorFormat
+from ..ir.values import is_sparse
+from ..sim.storage import StoredTensor, level_entries
+
+
+def written_pattern(written, meta) -> np.ndarray | None:
+    """The positions a run's writers stored of one output, as coordinates per tensor dimension
+    (rank x n; a blocked tensor's are coordinates of its grid of blocks); None when the writers
+    did not store a level per dimension (no reader takes such a tensor as written) or it is a
+    scalar (stored the same either way)."""
+    rank = len(meta.shape)
+    if len(written.levels) != rank or not rank:
+        return None
+    _, coords = level_entries([written.levels[k] for k in range(rank)])
+    by_dim = [None] * rank
+    for k, dim in enumerate(meta.mode_order):
+        by_dim[dim] = coords[k]
+    return np.array(by_dim, dtype=np.int64).reshape(rank, -1)
+
+
+def combined_pattern(patterns: list[np.ndarray]) -> np.ndarray:
+    """The positions stored by any of `patterns` (windows' rows, or partial sums' overlapping
+    positions), each once, in row-major order."""
+    joined = np.concatenate(patterns, axis=1) if patterns else np.zeros((0, 0), dtype=np.int64)
+    if joined.shape[1] == 0:
+        return joined
+    return np.unique(joined, axis=1)
+
+
+def stored_as_written(pattern: np.ndarray, meta, value) -> StoredTensor:
+    """The tensor a producer wrote in `meta`'s layout, storing exactly `pattern`'s positions
+    (`written_pattern`), each holding `value`'s entry there (a dense array, or a scipy sparse
+    matrix: 0 where it has no entry)."""
+    fmt, shape, fill = TensorFormat.of(meta), tuple(int(s) for s in meta.shape), float(meta.fill)
+    coords = [np.asarray(c, dtype=np.int64) for c in pattern]
+    if not meta.block:
+        return StoredTensor.from_entries(shape, coords, _values_at(value, coords), fmt, fill)
+    block = tuple(int(b) for b in meta.block)
+    grid = tuple(s // b for s, b in zip(shape, block))
+    n = len(coords[0]) if coords else 1
+    order = StoredTensor.from_entries(grid, coords, np.arange(n, dtype=np.float64),
+                                      TensorFormat(fmt.levels, fmt.mode_order), -1.0)
+    at = order.vals.astype(np.int64)  # for each stored position, the pattern's entry there (-1: none)
+    tiles = np.full((len(at),) + block, fill)
+    dense = np.asarray(value.toarray() if is_sparse(value) else value, dtype=np.float64)
+    split = dense.reshape([x for g, b in zip(grid, block) for x in (g, b)])
+    rank = len(shape)
+    by_block = np.transpose(split, tuple(range(0, 2 * rank, 2)) + tuple(range(1, 2 * rank, 2)))
+    present = at >= 0
+    tiles[present] = by_block[tuple(c[at[present]] for c in coords)]
+    return StoredTensor(order.levels, tiles, shape, fmt, fill)
+
+
+def _values_at(value, coords: list[np.ndarray]) -> np.ndarray:
+    """`value`'s entries at `coords` (a scipy sparse matrix's missing entries are 0)."""
+    if not is_sparse(value):
+        return np.asarray(value, dtype=np.float64)[tuple(coords)] if coords else np.asarray(value).reshape(1)
+    csr = sp.csr_array(value)
+    csr.sum_duplicates()
+    rows, cols = coords
+    n_cols = csr.shape[1]
+    keys = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr)) * n_cols + csr.indices
+    want = rows * n_cols + cols
+    at = np.searchsorted(keys, want)
+    found = at < len(keys)
+    found[found] = keys[at[found]] == want[found]
+    out = np.zeros(len(want), dtype=np.float64)
+    out[found] = csr.data[at[found]]
+    return out
+
+
+def readable_as_written(written_meta, reader_meta) -> bool:
+    """Whether a reader with `reader_meta` takes a tensor written with `written_meta` as it is
+    stored (the same layout), as a whole run hands it over (`execute._as_written`)."""
+    return all(getattr(written_meta, k) == getattr(reader_meta, k)
+               for k in ("levels", "mode_order", "shape", "block", "fill"))
+
+
+def patterns_read_as_written(kernels) -> list[set[str]]:
+    """For each kernel of a compiled schedule, the outputs a later kernel reads in the layout it
+    wrote them in (so their stored patterns must be known, not only their values)."""
+    wanted: list[set[str]] = [set() for _ in kernels]  # scalars left out: stored alike either way
+    writer: dict[str, tuple[int, object]] = {}
+    for i, kernel in enumerate(kernels):
+        if kernel.is_reshape:
+            continue
+        for name, meta in kernel.graph.tensors.items():
+            if meta.role != "input":
+                continue
+            source = writer.get(meta.stores(name))
+            if source is not None and len(meta.shape) and readable_as_written(source[1], meta):
+                wanted[source[0]].add(meta.stores(name))
+        for name, meta in kernel.graph.tensors.items():
+            if meta.role == "output":
+                writer[name] = (i, meta)
+    return wanted
