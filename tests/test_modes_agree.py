@@ -82,3 +82,61 @@ def test_a_reading_kernel_takes_the_producers_pattern_not_the_values():
     t = footing.stored_as_written(pattern, meta, np.array([[0.0, 2.0], [0.0, 0.0]]))
     assert t.levels[0].crd.tolist() == [0, 1] and t.levels[1].crd.tolist() == [0, 1, 1]
     assert t.vals.tolist() == [0.0, 2.0, 0.0]
+
+
+def _derived_and_written(program, schedule, inputs, seed, density, monkeypatch) -> list:
+    """(kernel, output, derived pattern, the windows' pattern) of every output a later kernel
+    reads as stored, from a 2-shard run."""
+    from fuseflow.partition import run as partition_run
+    from fuseflow.partition.structure import derived_pattern
+    from fuseflow.partition.windows import kernel_setup
+
+    setups, combined = [], []
+    real_combined = footing.combined_pattern
+
+    def setup_spy(kernel, *args, **kwargs):
+        setup = kernel_setup(kernel, *args, **kwargs)
+        setups.extend((kernel, setup, name) for name in sorted(setup.patterns))
+        return setup
+
+    monkeypatch.setattr(partition_run, "kernel_setup", setup_spy)
+    monkeypatch.setattr(partition_run, "combined_pattern", lambda found: combined.append(real_combined(found))
+                        or combined[-1])
+    simulate_partitioned(program, schedule, inputs, seed=seed, density=density, shards=2)
+    return [(k, name, derived_pattern(k, s, name), c) for (k, s, name), c in zip(setups, combined)]
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_derived_patterns_are_what_the_windows_stored_test_programs(name, monkeypatch):
+    program = fuseflow.from_mlir(f"tests/mlir/{name}.mlir")
+    for kernel, out, derived, written in _derived_and_written(program, "unfused", None, 2, 0.3, monkeypatch):
+        assert derived is None or (derived.shape == written.shape and (derived == written).all()), (kernel.index, out)
+
+
+@pytest.mark.parametrize("model", ["gcn", "graphsage", "sae"])
+def test_derived_patterns_are_what_the_windows_stored_models(model, monkeypatch):
+    """Every intermediate of the built-in models' unfused and partial schedules is derived (none
+    needs every window of its producer simulated) and equals what the windows stored."""
+    case = fuseflow.model(model, dataset="karate") if model != "sae" else fuseflow.model(model)
+    for preset in ("unfused", "partial"):
+        found = _derived_and_written(case.program, case.presets[preset], case.inputs, 0, 0.1, monkeypatch)
+        assert found
+        for kernel, out, derived, written in found:
+            assert derived is not None, (preset, kernel.index, out)
+            assert derived.shape == written.shape and (derived == written).all(), (preset, kernel.index, out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["gcn", "graphsage"])
+def test_sampled_on_the_producers_patterns_holds_the_whole_run(model):
+    """Sampled, every kernel of the Cora twin's unfused and partial schedules (their producers'
+    patterns derived, checked on every sampled window): the 95% interval holds the whole run."""
+    from fuseflow.partition.sampled import SamplePlan
+
+    case = fuseflow.model(model, dataset="synthetic:cora", scale=0.1)
+    for preset in ("unfused", "partial"):
+        whole = fuseflow.simulate(case.program, case.presets[preset], case.inputs)
+        r = simulate_partitioned(case.program, case.presets[preset], case.inputs,
+                                 sample=SamplePlan(fraction=0.3, min_width=2, whole_below=0, seed=1))
+        assert r.mode == "sampled" and r.verified and all(k.mode == "sampled" for k in r.kernels)
+        assert r.cycles_low <= whole.cycles <= r.cycles_high, (preset, r.cycles_low, whole.cycles, r.cycles_high)

@@ -29,6 +29,7 @@ from .heuristic import window_estimates
 from .partials import PartialSums, partial_sums
 from .sampled import KernelSample, SamplePlan, kernel_windows, narrowed, sample_kernel, too_small, window_work
 from .sharded import KernelShards, shard_kernel
+from .structure import derived_pattern
 from .timing import TaskTime, Timings
 from .windows import KernelSetup, kernel_setup, kernel_tensors, local_budget, window_problem
 
@@ -72,17 +73,20 @@ def _written_only(kernel) -> set[str]:
         ({leaf.tensor for leaf in kernel.region.leaves} if kernel.region is not None else set())
 
 
-def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client, check, budget, work=None):
+def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client, check, budget, work=None,
+          derived: bool = False):
     """A kernel's partitioned run, and why it ran whole where the sampled mode could not sample it.
     Sharded on a cluster, its windows are cut to equal `work` (`shard_work`). Sampled, a reducing
     kernel's windows are checked as they run (`partition.partials`, where `check` gives the
-    tolerances) and its drain is taken out of their cycles (`partition.drain`)."""
+    tolerances) and its drain is taken out of their cycles (`partition.drain`). A kernel whose
+    outputs a later kernel reads as stored is sampled only where their patterns are `derived`
+    (`partition.structure`); else every window is simulated."""
     if sample is None:
         if setup.reduces:
             return shard_kernel(setup, 1, hw, engine, client), REDUCING_WHOLE.format(k=kernel.index)
         return shard_kernel(setup, shards, hw, engine, client, work), None
-    if setup.patterns:  # a later kernel reads what it stored, which a sample of its windows does not give
-        lanes = len(client.scheduler_info()["workers"]) if client is not None else 1
+    if setup.patterns and not derived:  # a later kernel reads what it stored, which a sample does not give
+        lanes = len(client.scheduler_info()["workers"]) if client is not None and not setup.reduces else 1
         names = ", ".join(sorted(setup.patterns))
         return shard_kernel(setup, max(1, lanes), hw, engine, client), \
             f"kernel {kernel.index} every window simulated: a later kernel reads {names} as it was stored"
@@ -165,14 +169,19 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
                 values.update(_early_values(ref, written[i], budget))
         client = _ready(client, clock)
         with clock.phase(f"kernel {kernel.index}: windows and margins"), local_budget(budget):
+            derived = _derived_patterns(kernel, setup) if sample is not None and setup.patterns else {}
             part, note = _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client,
-                               (rtol, atol) if check else None, budget, work)
+                               (rtol, atol) if check else None, budget, work, bool(derived))
         _record_tasks(clock, kernel.index, part)
         notes += [note] if note else []
-        for name in setup.patterns:  # none where the writers stored fewer levels (read back decoded, as whole)
-            found = [r.written[name] for r in part.runs]
-            if all(f is not None for f in found):
-                stored_patterns[name] = (combined_pattern(found), setup.graph.tensors[name])
+        if derived and isinstance(part, KernelSample):
+            _check_derived(setup, part, derived, str(compiled.schedule))
+            stored_patterns.update({name: (pattern, setup.graph.tensors[name]) for name, pattern in derived.items()})
+        else:
+            for name in sorted(setup.patterns):  # none where the writers stored fewer levels (read back decoded, as whole)
+                found = [r.written[name] for r in part.runs]
+                if all(f is not None for f in found):
+                    stored_patterns[name] = (combined_pattern(found), setup.graph.tensors[name])
         part.setup = setup.without_inputs()  # what later steps read of it: its graph
         del setup
         if check:
@@ -198,6 +207,43 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
             result.outputs = {n: v for p in parts for n, v in p.outputs().items() if n in program.outputs}
     result.wall_seconds = time.perf_counter() - start
     return result
+
+
+def _derived_patterns(kernel, setup: KernelSetup) -> dict:
+    """The stored positions of every output of `kernel` a later kernel reads as stored, derived
+    from its structure (`partition.structure`); {} unless all of them can be."""
+    derived = {name: derived_pattern(kernel, setup, name) for name in setup.patterns}
+    return derived if all(p is not None for p in derived.values()) else {}
+
+
+def _check_derived(setup: KernelSetup, part: KernelSample, derived: dict, schedule: str) -> None:
+    """Each sampled window stored exactly the derived positions in its rows (a partial sum, a
+    subset of them): a derivation that disagrees with the simulator is a bug, not a result."""
+    for name, pattern in derived.items():
+        dim = setup.dims.get(name)
+        for run in part.runs:
+            got = run.written.get(name)
+            if got is None:
+                continue
+            got = combined_pattern([got])
+            if dim is None:
+                ok = got.shape[1] == 0 or np.isin(_flat(got, setup, name), _flat(pattern, setup, name)).all()
+            else:
+                inside = np.zeros(setup.graph.tensors[name].shape[dim], dtype=bool)
+                for lo, hi in run.window.ranges:
+                    inside[lo:hi] = True
+                want = pattern[:, inside[pattern[dim]]]
+                ok = want.shape == got.shape and bool((want == got).all())
+            if not ok:
+                raise VerificationError(f"window {run.window} of kernel {setup.index} stored other positions of "
+                                        f"{name} than its structure gives", f"schedule {schedule}",
+                                        "please report this with the program and schedule")
+
+
+def _flat(pattern: np.ndarray, setup: KernelSetup, name: str) -> np.ndarray:
+    """One int64 key per position of `pattern` (row-major over the tensor's shape)."""
+    return np.ravel_multi_index(tuple(pattern), setup.graph.tensors[name].shape) if pattern.shape[1] else \
+        np.zeros(0, dtype=np.int64)
 
 
 STORED_ENTRY_BYTES = 48  # storing an intermediate on its producer's pattern: coordinates, sort, levels, values

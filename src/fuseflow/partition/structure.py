@@ -1,0 +1,200 @@
+"""The positions a kernel will store of an output, derived from its structure and its inputs'
+stored positions, without simulating it: what a sampled producer hands a later kernel.
+
+A kernel's level writers store the coordinates its iteration visits at the output's variables
+(`fusion.lower_write`): the points of its nest down to the deepest output variable, each
+variable's coordinates the merge of its operands there (an intersection for a product, a union
+for a sum, every coordinate for the universe), projected onto the output's variables (a sparse
+accumulator's row is the union over the reduction it accumulates). Values do not enter: a
+product's zeros, a ReLU's zeros and a sum over an empty fiber stay stored, as in the whole run.
+An output stored dense at every level stores every position. Derived here: those, and kernels
+of one op over stored operands of up to two dimensions; anything else is None (the sampled mode
+then simulates every window of the producer). `tests/test_modes_agree.py` checks each derived
+pattern against the one the windows wrote.
+
+    >>> import fuseflow
+    >>> from fuseflow.pipeline import prepared
+    >>> from fuseflow.partition.windows import kernel_setup, reference_values
+    >>> p = fuseflow.from_mlir("tests/mlir/spmm_ikj.mlir")
+    >>> data, compiled = prepared(p, "full", None, 1, 0.3)
+    >>> kernel = compiled.kernels[0]
+    >>> setup = kernel_setup(kernel, reference_values(p, data))
+    >>> derived_pattern(kernel, setup, "Y").shape[0]
+    2
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..fusion.instances import LeafInput
+from ..fusion.patterns import Intersect, Nothing, Operand, Union, Universe
+from ..sim.storage import level_entries
+
+MAX_POINTS = 1 << 26  # points of a nest held at once (3 int64 columns: 1.6 GB); more: not derived
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def derived_pattern(kernel, setup, name: str, max_points: int = MAX_POINTS) -> np.ndarray | None:
+    """The positions `kernel` will store of output `name` (rank x n coordinates per tensor
+    dimension, as `footing.written_pattern` gives them), its inputs those stored in `setup`
+    (`windows.KernelSetup`); None where this cannot be derived here."""
+    meta = kernel.graph.tensors[name]
+    shape = tuple(int(s) for s in meta.shape)
+    if meta.block or not shape:
+        return None
+    if all(level == "dense" for level in meta.levels):
+        return np.indices(shape).reshape(len(shape), -1).astype(np.int64)
+    region = kernel.region
+    if region is None or len(region.instances) != 1 or region.output_instance.get(name) is None:
+        return None
+    inst = region.instances[0]
+    if isinstance(inst.op.init, str) or not all(isinstance(x, LeafInput) for x in inst.operands):
+        return None
+    try:
+        return _Nest(kernel, setup, inst, max_points).pattern(shape)
+    except _TooLarge:
+        return None
+
+
+class _Nest:
+    """The points one instance's nest visits, as columns of coordinates (one per variable)."""
+
+    def __init__(self, kernel, setup, inst, max_points: int):
+        self.kernel, self.inst, self.max_points = kernel, inst, max_points
+        self.table = kernel.table
+        self.extent = kernel.region.extent
+        self.operands = []  # per operand: (its variables, the coordinates it stores of them)
+        for k, ref in enumerate(inst.operands):
+            leaf = kernel.region.leaves[ref.leaf]
+            stored = setup.stored.get(leaf.storage)
+            if stored is None or stored.fmt is None or stored.fmt.block:
+                raise _TooLarge
+            self.operands.append(_stored_vars(stored, inst.access(k)))
+
+    def pattern(self, shape: tuple) -> np.ndarray | None:
+        out = self.inst.out_indices
+        out_vars = [v for v in out if isinstance(v, str)]
+        nest = self.kernel.table.nesting.nest[self.inst.id]
+        if any(v not in nest for v in out_vars):
+            return None
+        depth = max(nest.index(v) for v in out_vars) + 1
+        names = nest[:depth]
+        shortcut = self._product_shortcut(names, out_vars)
+        if shortcut is not None:
+            points, names = shortcut
+        else:
+            points = np.zeros((1, 0), dtype=np.int64)
+            for v in names:
+                points = self._extend(points, names[:names.index(v)], v)
+        columns = [points[:, names.index(v)] if isinstance(v, str) else np.zeros(len(points), dtype=np.int64)
+                   for v in out]
+        pattern = np.array(columns, dtype=np.int64).reshape(len(out), -1)
+        return np.unique(pattern, axis=1) if pattern.shape[1] else pattern
+
+    def _merge(self, v: str):
+        cell = self.table.cells.get((v, self.table.inst_key(self.inst.id)))
+        return cell.merge if cell is not None and cell.merge is not None else self.table.merge(self.inst, v)
+
+    def _extend(self, points: np.ndarray, bound: list[str], v: str) -> np.ndarray:
+        """`points` (over `bound`) extended by the coordinates the merge at `v` visits under each."""
+        rows, crd = self._visit(self._merge(v), points, bound, v)
+        return np.column_stack([points[rows], crd]) if len(rows) else np.zeros((0, len(bound) + 1), dtype=np.int64)
+
+    def _visit(self, merge, points: np.ndarray, bound: list[str], v: str) -> tuple[np.ndarray, np.ndarray]:
+        """(point index, coordinate) pairs of `merge` at `v` under each of `points`, sorted."""
+        n, extent = len(points), int(self.extent[v])
+        if isinstance(merge, Universe):
+            self._fits(n * extent)
+            return np.repeat(np.arange(n), extent), np.tile(np.arange(extent, dtype=np.int64), n)
+        if isinstance(merge, Nothing):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        if isinstance(merge, Operand):
+            return self._fibers(merge.index, points, bound, v)
+        parts = [self._visit(p, points, bound, v) for p in merge.parts]
+        keys = [rows * extent + crd for rows, crd in parts]
+        if isinstance(merge, Intersect):
+            key = keys[0]
+            for other in keys[1:]:
+                key = np.intersect1d(key, other)
+        elif isinstance(merge, Union):
+            key = np.unique(np.concatenate(keys))
+        else:
+            raise _TooLarge
+        return key // extent, key % extent
+
+    def _fibers(self, k: int, points: np.ndarray, bound: list[str], v: str) -> tuple[np.ndarray, np.ndarray]:
+        """(point index, coordinate) pairs: operand k's stored coordinates at `v` under each point
+        (its stored positions projected onto its variables bound so far and `v`)."""
+        names, coords = self.operands[k]
+        if v not in names:
+            return self._visit(Universe(), points, bound, v)
+        on = [u for u in names if u in bound]
+        extents = [self.extent[u] for u in on]
+        pairs = np.unique(np.column_stack([_keys([coords[names.index(u)] for u in on], extents, coords.shape[1]),
+                                           coords[names.index(v)]]), axis=0)
+        want = _keys([points[:, bound.index(u)] for u in on], extents, len(points))
+        lo, hi = np.searchsorted(pairs[:, 0], want, "left"), np.searchsorted(pairs[:, 0], want, "right")
+        counts = hi - lo
+        total = int(counts.sum())
+        self._fits(total)
+        rows = np.repeat(np.arange(len(points)), counts)
+        at = np.repeat(lo, counts) + np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        return rows, pairs[at, 1]
+
+    def _product_shortcut(self, names: list[str], out_vars: list[str]):
+        """A nest of three variables whose middle or first one is summed away and whose last one
+        depends on that one only (an SpMM's `i,k,j` or `k,i,j`): the pattern is a sparse boolean
+        product of the points over the first two and the last variable's fibers under the summed
+        one, never the three-variable points (an SpMM over a graph's edges x features).
+        Returns (points over the output variables, their names) or None."""
+        if len(names) != 3 or len(out_vars) != 2:
+            return None
+        summed = [v for v in names if v not in out_vars]
+        last = names[2]
+        if len(summed) != 1 or last not in out_vars:
+            return None
+        r = summed[0]
+        if any(last in vs and any(u not in (r, last) for u in vs) for vs, _ in self.operands):
+            return None
+        first_two = np.zeros((1, 0), dtype=np.int64)
+        for v in names[:2]:
+            first_two = self._extend(first_two, names[:names.index(v)], v)
+        other = [v for v in names[:2] if v != r][0]
+        rs = np.unique(first_two[:, names.index(r)]).reshape(-1, 1)
+        under = self._extend(rs, [r], last)
+        left = sp.csr_array((np.ones(len(first_two)), (first_two[:, names.index(other)], first_two[:, names.index(r)])),
+                            shape=(int(self.extent[other]), int(self.extent[r])))
+        right = sp.csr_array((np.ones(len(under)), (under[:, 0], under[:, 1])),
+                             shape=(int(self.extent[r]), int(self.extent[last])))
+        product = (left @ right).tocoo()
+        return np.column_stack([product.row, product.col]).astype(np.int64), [other, last]
+
+    def _fits(self, count: int) -> None:
+        if count > self.max_points:
+            raise _TooLarge
+
+
+def _stored_vars(stored, access: tuple) -> tuple[list[str], np.ndarray]:
+    """(variables, coordinates rows per variable) of a stored operand's positions, its constant
+    indices (unit dimensions) left out."""
+    _, coords = level_entries(stored.levels)
+    by_dim = [None] * len(access)
+    for k, dim in enumerate(stored.fmt.mode_order):
+        by_dim[dim] = coords[k]
+    names = [v for v in access if isinstance(v, str)]
+    rows = [by_dim[d] for d, v in enumerate(access) if isinstance(v, str)]
+    if len(set(names)) != len(names):  # a diagonal access (A(i,i)): not derived here
+        raise _TooLarge
+    return names, np.array(rows, dtype=np.int64).reshape(len(names), -1)
+
+
+def _keys(columns: list[np.ndarray], extents: list[int], n: int) -> np.ndarray:
+    """One int64 key per row of `columns` (mixed radix over `extents`); zeros when there are none."""
+    out = np.zeros(n, dtype=np.int64)
+    for column, extent in zip(columns, extents):
+        out = out * int(extent) + np.asarray(column, dtype=np.int64)
+    return out
