@@ -100,8 +100,8 @@ def _derived_and_written(program, schedule, inputs, seed, density, monkeypatch) 
         return setup
 
     monkeypatch.setattr(partition_run, "kernel_setup", setup_spy)
-    monkeypatch.setattr(partition_run, "combined_pattern", lambda found: combined.append(real_combined(found))
-                        or combined[-1])
+    monkeypatch.setattr(partition_run, "combined_pattern",
+                        lambda found, shape: combined.append(real_combined(found, shape)) or combined[-1])
     simulate_partitioned(program, schedule, inputs, seed=seed, density=density, shards=2)
     return [(k, name, derived_pattern(k, s, name), c) for (k, s, name), c in zip(setups, combined)]
 

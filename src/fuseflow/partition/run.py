@@ -178,10 +178,11 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
             _check_derived(setup, part, derived, str(compiled.schedule))
             stored_patterns.update({name: (pattern, setup.graph.tensors[name]) for name, pattern in derived.items()})
         else:
-            for name in sorted(setup.patterns):  # none where the writers stored fewer levels (read back decoded, as whole)
+            for name in sorted(setup.patterns):  # none where the writers stored fewer levels (decoded, as whole)
                 found = [r.written[name] for r in part.runs]
                 if all(f is not None for f in found):
-                    stored_patterns[name] = (combined_pattern(found), setup.graph.tensors[name])
+                    meta = setup.graph.tensors[name]
+                    stored_patterns[name] = (combined_pattern(found, meta.shape), meta)
         part.setup = setup.without_inputs()  # what later steps read of it: its graph
         del setup
         if check:
@@ -225,7 +226,7 @@ def _check_derived(setup: KernelSetup, part: KernelSample, derived: dict, schedu
             got = run.written.get(name)
             if got is None:
                 continue
-            got = combined_pattern([got])
+            got = combined_pattern([got], setup.graph.tensors[name].shape)
             if dim is None:
                 ok = got.shape[1] == 0 or np.isin(_flat(got, setup, name), _flat(pattern, setup, name)).all()
             else:

@@ -24,12 +24,15 @@ pattern against the one the windows wrote.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import scipy.sparse as sp
 
 from ..fusion.instances import LeafInput
 from ..fusion.patterns import Intersect, Nothing, Operand, Union, Universe
 from ..sim.storage import level_entries
+from .footing import sorted_unique, unique_positions
 
 MAX_POINTS = 1 << 26  # points of a nest held at once (3 int64 columns: 1.6 GB); more: not derived
 
@@ -67,13 +70,20 @@ class _Nest:
         self.kernel, self.inst, self.max_points = kernel, inst, max_points
         self.table = kernel.table
         self.extent = kernel.region.extent
-        self.operands = []  # per operand: (its variables, the coordinates it stores of them)
+        self._projections: dict = {}  # operand -> {(variables bound, variable): its stored pairs}
+        self.operands = []  # per operand: its variables and (when asked) the coordinates it stores of them
+        self.levels, self.prefixes = [], []  # per operand: its stored levels, and their variables in order
         for k, ref in enumerate(inst.operands):
             leaf = kernel.region.leaves[ref.leaf]
             stored = setup.stored.get(leaf.storage)
             if stored is None or stored.fmt is None or stored.fmt.block:
                 raise _TooLarge
-            self.operands.append(_stored_vars(stored, inst.access(k)))
+            access = inst.access(k)
+            self.operands.append(_Operand(stored, access))
+            kept = [m for m in stored.fmt.mode_order if isinstance(access[m], str)]
+            self.levels.append([stored.levels[stored.fmt.mode_order.index(m)] for m in kept]
+                               if len(kept) == len(access) else [])
+            self.prefixes.append([access[m] for m in kept] if len(kept) == len(access) else [])
 
     def pattern(self, shape: tuple) -> np.ndarray | None:
         out = self.inst.out_indices
@@ -92,8 +102,7 @@ class _Nest:
                 points = self._extend(points, names[:names.index(v)], v)
         columns = [points[:, names.index(v)] if isinstance(v, str) else np.zeros(len(points), dtype=np.int64)
                    for v in out]
-        pattern = np.array(columns, dtype=np.int64).reshape(len(out), -1)
-        return np.unique(pattern, axis=1) if pattern.shape[1] else pattern
+        return unique_positions(np.array(columns, dtype=np.int64).reshape(len(out), -1), shape)
 
     def _merge(self, v: str):
         cell = self.table.cells.get((v, self.table.inst_key(self.inst.id)))
@@ -114,29 +123,59 @@ class _Nest:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         if isinstance(merge, Operand):
             return self._fibers(merge.index, points, bound, v)
-        parts = [self._visit(p, points, bound, v) for p in merge.parts]
-        keys = [rows * extent + crd for rows, crd in parts]
-        if isinstance(merge, Intersect):
-            key = keys[0]
-            for other in keys[1:]:
-                key = np.intersect1d(key, other)
-        elif isinstance(merge, Union):
-            key = np.unique(np.concatenate(keys))
-        else:
+        if isinstance(merge, Intersect):  # the fewest candidates, kept where every other part has them
+            first = min(merge.parts, key=lambda p: self._count(p, points, bound, v))
+            rows, crd = self._visit(first, points, bound, v)
+            keep = np.ones(len(rows), dtype=bool)
+            for other in merge.parts:
+                if other is not first:
+                    keep &= self._member(other, points, bound, v, rows, crd)
+            return rows[keep], crd[keep]
+        if not isinstance(merge, Union):
             raise _TooLarge
+        parts = [self._visit(p, points, bound, v) for p in merge.parts]
+        key = sorted_unique(np.concatenate([rows * extent + crd for rows, crd in parts]))
         return key // extent, key % extent
+
+    def _count(self, merge, points: np.ndarray, bound: list[str], v: str) -> float:
+        """How many pairs `_visit` would give (inf where not counted cheaply)."""
+        if isinstance(merge, Universe):
+            return float(len(points)) * float(self.extent[v])
+        if isinstance(merge, Nothing):
+            return 0.0
+        if isinstance(merge, Operand) and v in self.operands[merge.index].names:
+            pairs, want = self._pairs(merge.index, points, bound, v)
+            return float((np.searchsorted(pairs[:, 0], want, "right") - np.searchsorted(pairs[:, 0], want)).sum())
+        return float("inf")
+
+    def _member(self, merge, points, bound, v, rows: np.ndarray, crd: np.ndarray) -> np.ndarray:
+        """Whether each (point index, coordinate) pair is among `merge`'s at `v`."""
+        if isinstance(merge, Universe):
+            return np.ones(len(rows), dtype=bool)
+        if isinstance(merge, Nothing):
+            return np.zeros(len(rows), dtype=bool)
+        if isinstance(merge, Operand):
+            if v not in self.operands[merge.index].names:
+                return np.ones(len(rows), dtype=bool)
+            pairs, want = self._pairs(merge.index, points, bound, v)
+            extent = int(self.extent[v])
+            have = pairs[:, 0] * extent + pairs[:, 1]  # sorted: pairs are unique rows in order
+            asked = want[rows] * extent + crd
+            at = np.minimum(np.searchsorted(have, asked), max(len(have) - 1, 0))
+            return (have[at] == asked) if len(have) else np.zeros(len(rows), dtype=bool)
+        found = [self._member(p, points, bound, v, rows, crd) for p in merge.parts]
+        if isinstance(merge, Intersect):
+            return np.logical_and.reduce(found)
+        if isinstance(merge, Union):
+            return np.logical_or.reduce(found)
+        raise _TooLarge
 
     def _fibers(self, k: int, points: np.ndarray, bound: list[str], v: str) -> tuple[np.ndarray, np.ndarray]:
         """(point index, coordinate) pairs: operand k's stored coordinates at `v` under each point
         (its stored positions projected onto its variables bound so far and `v`)."""
-        names, coords = self.operands[k]
-        if v not in names:
+        if v not in self.operands[k].names:
             return self._visit(Universe(), points, bound, v)
-        on = [u for u in names if u in bound]
-        extents = [self.extent[u] for u in on]
-        pairs = np.unique(np.column_stack([_keys([coords[names.index(u)] for u in on], extents, coords.shape[1]),
-                                           coords[names.index(v)]]), axis=0)
-        want = _keys([points[:, bound.index(u)] for u in on], extents, len(points))
+        pairs, want = self._pairs(k, points, bound, v)
         lo, hi = np.searchsorted(pairs[:, 0], want, "left"), np.searchsorted(pairs[:, 0], want, "right")
         counts = hi - lo
         total = int(counts.sum())
@@ -144,6 +183,29 @@ class _Nest:
         rows = np.repeat(np.arange(len(points)), counts)
         at = np.repeat(lo, counts) + np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
         return rows, pairs[at, 1]
+
+    def _pairs(self, k: int, points: np.ndarray, bound: list[str], v: str) -> tuple[np.ndarray, np.ndarray]:
+        """Operand k's stored (key of its variables bound so far, coordinate at `v`) pairs, unique
+        and sorted, and the key each of `points` looks up."""
+        names = self.operands[k].names
+        on = [u for u in names if u in bound]
+        extents = [self.extent[u] for u in on]
+        cache = self._projections.setdefault(k, {})
+        key = (tuple(on), v)
+        if key not in cache:
+            prefix = self.prefixes[k]
+            depth = next((m for m in range(1, len(prefix) + 1) if set(prefix[:m]) == set(on) | {v}), None)
+            if depth is not None:  # the stored coordinates of its first levels: each once already
+                _, level_coords = level_entries(self.levels[k][:depth])
+                columns = dict(zip(prefix[:depth], level_coords))
+                flat = _keys([columns[u] for u in on], extents, len(level_coords[0])) * int(self.extent[v]) + columns[v]
+                flat = flat if len(flat) < 2 or bool((flat[1:] > flat[:-1]).all()) else np.sort(flat)
+            else:
+                coords = self.operands[k].coords()
+                keys = _keys([coords[names.index(u)] for u in on], extents, coords.shape[1])
+                flat = sorted_unique(keys * int(self.extent[v]) + coords[names.index(v)])
+            cache[key] = np.column_stack([flat // int(self.extent[v]), flat % int(self.extent[v])])
+        return cache[key], _keys([points[:, bound.index(u)] for u in on], extents, len(points))
 
     def _product_shortcut(self, names: list[str], out_vars: list[str]):
         """A nest of three variables whose middle or first one is summed away and whose last one
@@ -158,7 +220,7 @@ class _Nest:
         if len(summed) != 1 or last not in out_vars:
             return None
         r = summed[0]
-        if any(last in vs and any(u not in (r, last) for u in vs) for vs, _ in self.operands):
+        if any(last in op.names and any(u not in (r, last) for u in op.names) for op in self.operands):
             return None
         first_two = np.zeros((1, 0), dtype=np.int64)
         for v in names[:2]:
@@ -170,12 +232,36 @@ class _Nest:
                             shape=(int(self.extent[other]), int(self.extent[r])))
         right = sp.csr_array((np.ones(len(under)), (under[:, 0], under[:, 1])),
                              shape=(int(self.extent[r]), int(self.extent[last])))
-        product = (left @ right).tocoo()
+        product = left @ right
+        product.sort_indices()
+        product = product.tocoo()
         return np.column_stack([product.row, product.col]).astype(np.int64), [other, last]
 
     def _fits(self, count: int) -> None:
         if count > self.max_points:
             raise _TooLarge
+
+
+@dataclass
+class _Operand:
+    """A stored operand's variables (its constant indices left out) and, listed only when first
+    asked for, the coordinates of its positions per variable (a dense operand's are its whole
+    shape; its first levels usually suffice: `_Nest._pairs`)."""
+
+    stored: object
+    access: tuple
+    names: list = field(init=False)
+    _coords: np.ndarray | None = field(default=None, init=False)
+
+    def __post_init__(self):
+        self.names = [v for v in self.access if isinstance(v, str)]
+        if len(set(self.names)) != len(self.names):  # a diagonal access (A(i,i)): not derived here
+            raise _TooLarge
+
+    def coords(self) -> np.ndarray:
+        if self._coords is None:
+            self._coords = _stored_vars(self.stored, self.access)[1]
+        return self._coords
 
 
 def _stored_vars(stored, access: tuple) -> tuple[list[str], np.ndarray]:
