@@ -103,3 +103,39 @@ def test_a_dense_softmax_read_where_its_partner_is_missing(block):
     result = simulate(fuseflow.from_mlir(p.mlir()), "fusion=[t1_max,t1_exp,t1_sum,t1][t2,t3] layout=induced" + block,
                       data)
     assert result.verified and np.array_equal(result.outputs["t3"], np.maximum(0.0, data["a2"]))
+
+
+def test_row_sums_of_a_sparse_matrix_kept_as_a_column():
+    """Fuzz program 31 of seed 7: t0 = rowsum(a0) kept as 3x1 over a CSC a0, then read as a
+    matrix. The reference's sparse path gave a vector (3,), which the next op indexed as 3x1."""
+    a0, a1 = Value("a0", (3, 3), "csc"), Value("a1", (5, 3), "dcsr")
+    t0, t1, t2 = Value("t0", (3, 1)), Value("t1", (1, 3)), Value("t2", (1, 5))
+    steps = [Step("reduce", (a0,), t0, ("sum", 1)), Step("transpose", (t0,), t1),
+             Step("contract", (t1, a1), t2, ("ik", "jk"))]
+    p = RandomProgram([a0, a1], steps, [t2], {"a0": 0.5, "a1": 0.5})
+    program, data = fuseflow.from_mlir(p.mlir()), p.data(31)
+    want = p.evaluate(data)["t2"]
+    for schedule in ("unfused", "full"):
+        result = simulate(program, schedule, data)
+        assert result.verified and np.allclose(result.outputs["t2"], want), schedule
+        sharded = fuseflow.simulate(program, schedule, data, shards=2)
+        assert sharded.verified and (sharded.cycles, sharded.tokens) == (result.cycles, result.tokens), schedule
+
+
+def test_a_kernel_whose_outer_loop_feeds_a_reduction_to_later_ops_runs_whole_when_partitioned():
+    """Fuzz program 5 of seed 7: t3 = max(a0·a1, a3) fused with the product, the product's
+    reduction outermost: a window holds part of each sum, so its t3 was wrong (exit 3). Sharded
+    or sampled, such a kernel runs as one window and says so."""
+    a0, a1, a3 = Value("a0", (1, 10), "csc"), Value("a1", (10, 3), "dcsr"), Value("a3", (1, 3), "dcsr")
+    t0, t3, t4 = Value("t0", (1, 3)), Value("t3", (1, 3)), Value("t4", (1, 1))
+    steps = [Step("matmul", (a0, a1), t0), Step("max", (t0, a3), t3, ("max",)), Step("reduce", (t3,), t4, ("max", 1))]
+    p = RandomProgram([a0, a1, a3], steps, [t4], {"a0": 0.8, "a1": 0.8, "a3": 0.8})
+    program, data = fuseflow.from_mlir(p.mlir()), p.data(5)
+    schedule = "fusion=[t0,t3][t4]"
+    assert fuseflow.compile(program, schedule).kernels[0].order[0] == "k"  # the product's reduction, outermost
+    whole = simulate(program, schedule, data)
+    assert whole.verified and np.allclose(whole.outputs["t4"], p.evaluate(data)["t4"])
+    for how in ({"shards": 3}, {"sample": 0.5}):
+        r = fuseflow.simulate(program, schedule, data, **how)
+        assert r.verified and (r.cycles, r.tokens) == (whole.cycles, whole.tokens), how
+        assert "kernel 0 whole: its outer loop is a reduction that later ops of the kernel read" in r.method, how

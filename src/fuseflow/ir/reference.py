@@ -296,6 +296,8 @@ def _evaluate(op: IndexOp, env, out_shape, dtype):
     result = None
     if any(is_sparse(env[a.tensor]) for a in op.inputs):
         result = sparse_eval.evaluate(op, env, out_shape, dtype)
+        if result is not None and not is_sparse(result) and np.shape(result) != tuple(out_shape):
+            result = np.reshape(result, out_shape)  # a unit dimension the sparse path leaves out (A's row sums, mx1)
         if result is not None and is_identity(op.init, op.reduce_kind):
             return result
         env = {**env, **{a.tensor: densify(env[a.tensor], f"operand {a.tensor} of {op}", dtype)

@@ -47,6 +47,8 @@ WHOLE_OUTPUT_COPIES = 10
 # sharded, a kernel whose outer loop is a reduction runs as one window: each window would write the
 # whole output again (partial sums), which is other work than the whole run's (spmm_jik at 3 and 8
 # shards: tokens +1.5%, cycles +6.8% to +10.3%, before this rule)
+REDUCED_INSIDE = ("kernel {k} whole: its outer loop is a reduction that later ops of the kernel read (a window "
+                  "would see part of it)")
 REDUCING_WHOLE = "kernel {k} whole: its outer loop is a reduction (windows would each write the whole output again)"
 
 
@@ -81,6 +83,8 @@ def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, 
     tolerances) and its drain is taken out of their cycles (`partition.drain`). A kernel whose
     outputs a later kernel reads as stored is sampled only where their patterns are `derived`
     (`partition.structure`); else every window is simulated."""
+    if setup.reduced_inside:
+        return shard_kernel(setup, 1, hw, engine, client), REDUCED_INSIDE.format(k=kernel.index)
     if sample is None:
         if setup.reduces:
             return shard_kernel(setup, 1, hw, engine, client), REDUCING_WHOLE.format(k=kernel.index)
@@ -174,15 +178,7 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
                                (rtol, atol) if check else None, budget, work, bool(derived))
         _record_tasks(clock, kernel.index, part)
         notes += [note] if note else []
-        if derived and isinstance(part, KernelSample):
-            _check_derived(setup, part, derived, str(compiled.schedule))
-            stored_patterns.update({name: (pattern, setup.graph.tensors[name]) for name, pattern in derived.items()})
-        else:
-            for name in sorted(setup.patterns):  # none where the writers stored fewer levels (decoded, as whole)
-                found = [r.written[name] for r in part.runs]
-                if all(f is not None for f in found):
-                    meta = setup.graph.tensors[name]
-                    stored_patterns[name] = (combined_pattern(found, meta.shape), meta)
+        stored_patterns.update(_stored_patterns(setup, part, derived, str(compiled.schedule)))
         part.setup = setup.without_inputs()  # what later steps read of it: its graph
         del setup
         if check:
@@ -215,6 +211,22 @@ def _derived_patterns(kernel, setup: KernelSetup) -> dict:
     from its structure (`partition.structure`); {} unless all of them can be."""
     derived = {name: derived_pattern(kernel, setup, name) for name in setup.patterns}
     return derived if all(p is not None for p in derived.values()) else {}
+
+
+def _stored_patterns(setup: KernelSetup, part, derived: dict, schedule: str) -> dict:
+    """{output: (its stored positions, its GraphTensor)} of the outputs later kernels read as
+    stored: derived ones (checked on the sampled windows), else those all its windows stored
+    (none where the writers stored fewer levels than dimensions: read back decoded, as whole)."""
+    if derived and isinstance(part, KernelSample):
+        _check_derived(setup, part, derived, schedule)
+        return {name: (pattern, setup.graph.tensors[name]) for name, pattern in derived.items()}
+    out = {}
+    for name in sorted(setup.patterns):
+        found = [r.written[name] for r in part.runs]
+        if all(f is not None for f in found):
+            meta = setup.graph.tensors[name]
+            out[name] = (combined_pattern(found, meta.shape), meta)
+    return out
 
 
 def _check_derived(setup: KernelSetup, part: KernelSample, derived: dict, schedule: str) -> None:

@@ -56,6 +56,7 @@ class KernelSetup:
     partials: PartialSums | None = None  # checks each window's partial sums as it runs (then drops them)
     drain_rate: float = 0.0  # cycles a run's drain spends per value written, taken off (`partition.drain`)
     patterns: frozenset = frozenset()  # outputs whose stored positions each run reports (`partition.footing`)
+    reduced_inside: bool = False  # its outer loop is a reduction whose sums later ops of the kernel read
 
     def without_inputs(self) -> KernelSetup:
         """This setup without its stored inputs (kept after the kernel's windows have run)."""
@@ -119,7 +120,18 @@ def kernel_setup(kernel, values: dict, budget: Budget | None = None, written: di
     if budget is not None:
         budget.check(storing_bytes(kernel, values, written), f"kernel k{kernel.index}'s inputs, stored for its windows")
     return KernelSetup(kernel.index, graph, stored_inputs(kernel, values, written), outer_dims(graph),
-                       outer_extent(graph), patterns=frozenset(patterns))
+                       outer_extent(graph), patterns=frozenset(patterns), reduced_inside=reduced_inside(kernel))
+
+
+def reduced_inside(kernel) -> bool:
+    """Whether an op of the kernel sums (or takes the max) over its outer loop and another op of
+    the kernel reads that result (a softmax's row max over the loop, a product's sum fed to a
+    ReLU): a window sees part of the reduction, so its values are not the kernel's."""
+    region = kernel.region
+    if region is None or not kernel.order:
+        return False
+    outer = kernel.order[0]
+    return any(outer in inst.reduce_vars and inst.consumers for inst in region.instances)
 
 
 _LOCAL_BUDGET: list[Budget] = []  # the budget of the partitioned run going on in this process
@@ -218,11 +230,18 @@ def _compact(value, fill: float):
     return value
 
 
-def _row_mask(window: Window, size: int) -> np.ndarray:
+def _row_mask(window: Window, size: int, block: int = 1) -> np.ndarray:
+    """The rows of a dimension of `size` a window covers (its ranges count blocks of `block`
+    rows where the tensor is stored in tiles)."""
     mask = np.zeros(size, dtype=bool)
     for lo, hi in window.ranges:
-        mask[lo:min(hi, size)] = True
+        mask[lo * block:min(hi * block, size)] = True
     return mask
+
+
+def _outer_rows(window: Window, meta, dim: int) -> np.ndarray:
+    """`_row_mask` of output `meta`'s dimension `dim`, which the outer loop indexes."""
+    return _row_mask(window, meta.shape[dim], int(meta.block[dim]) if meta.block else 1)
 
 
 def _masked(value, dim: int, mask: np.ndarray, fill: float):
@@ -244,7 +263,7 @@ def window_problem(setup: KernelSetup, run: WindowRun, values: dict, rtol=1e-6, 
     for name, dim in setup.dims.items():
         meta = setup.graph.tensors[name]
         want, got = values[meta.stores(name)], run.outputs[name]
-        mask = _row_mask(run.window, meta.shape[dim])
+        mask = _outer_rows(run.window, meta, dim)
         if isinstance(got, WindowEntries) or (is_sparse(got) and meta.fill == 0.0 and np.ndim(got) == 2):
             problem = _rows_problem(name, got, want, dim, mask, rtol, atol)
         else:
@@ -286,6 +305,8 @@ def combined_outputs(setup: KernelSetup, runs: list[WindowRun]) -> dict:
                 total = total + part
             small = is_sparse(total) and int(np.prod(meta.shape, dtype=np.float64)) <= DENSE_LIMIT
             outputs[name] = total.toarray() if small else sp.csr_array(total) if is_sparse(total) else total
+        elif len(parts) == 1 and not isinstance(parts[0], WindowEntries):  # one window: the whole output
+            outputs[name] = parts[0].toarray() if is_sparse(parts[0]) else parts[0]
         elif name in setup.dims and all(isinstance(p, WindowEntries) for p in parts):
             total = np.full(meta.shape, fill)
             for part in parts:
@@ -294,7 +315,7 @@ def combined_outputs(setup: KernelSetup, runs: list[WindowRun]) -> dict:
         elif name in setup.dims and not any(is_sparse(p) for p in parts):
             dim, total = setup.dims[name], np.full(meta.shape, fill)
             for r, part in zip(runs, parts):
-                total = np.where(_masked(np.ones(meta.shape, bool), dim, _row_mask(r.window, meta.shape[dim]), False),
+                total = np.where(_masked(np.ones(meta.shape, bool), dim, _outer_rows(r.window, meta, dim), False),
                                  part, total)
             outputs[name] = total
         else:

@@ -92,8 +92,9 @@ def outer_extent(graph: SamGraph) -> int:
     for nid in outer_scanners(graph):
         p = graph.nodes[nid].params
         meta = graph.tensors.get(p.get("tensor"))
-        if meta is not None:
-            extents.append(int(meta.shape[meta.mode_order[p.get("level", 0)]]))
+        if meta is not None:  # a tiled tensor's levels count blocks
+            dim = meta.mode_order[p.get("level", 0)]
+            extents.append(int(meta.shape[dim]) // (int(meta.block[dim]) if meta.block else 1))
         elif p.get("dim") is not None:
             extents.append(int(p["dim"]))
     if not extents:
