@@ -8,7 +8,9 @@ and 10% of their windows with 20 seeds each, against the whole run's cycles.
     python bench/sample_validation.py --case "gcn:cora:unfused layout=induced order=k,i,j" --kernels 0
                                                     # a kernel whose outer loop is a reduction (A read by columns)
 
-Per kernel: the whole run (the truth), then every window's value y once (a run from `margin`
+Per kernel: the whole run (the truth: the schedule run whole, every kernel reading what the one
+before it wrote, explicit zeros included; each kernel's windows read the same), then every
+window's value y once (a run from `margin`
 coordinates before the window, less the margin's own run: `partition.sampled.window_values`),
 the heuristic's estimate of each window (the auxiliary x) and of the whole kernel. A trial
 is what `sample_kernel` does with a seed: the same strata, the same draw, the same margin
@@ -39,10 +41,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from fuseflow.execute import execute
 from fuseflow.fusion.estimate import CostModel
 from fuseflow.ir.reference import ReferenceRun
 from fuseflow.models.registry import build
 from fuseflow.partition.drain import Drain, measured_drain
+from fuseflow.partition.footing import patterns_read_as_written
 from fuseflow.partition.heuristic import window_estimates
 from fuseflow.partition.partials import partial_sums
 from fuseflow.partition.run import UNCUT
@@ -57,8 +61,9 @@ from fuseflow.partition.sampled import (
     strata_of,
     window_values,
 )
-from fuseflow.partition.windows import KernelSetup, kernel_setup, kernel_tensors, reference_values, run_window_of
+from fuseflow.partition.windows import KernelSetup, kernel_setup, kernel_tensors, reference_values
 from fuseflow.pipeline import prepared
+from fuseflow.sim.fast import run_graph as fast_run
 from fuseflow.sim.window import Window
 
 CASES = [f"{m}:{d}:{s}" for d in ("cora", "citeseer", "cora_ml", "dblp") for m in ("gcn", "graphsage")
@@ -200,14 +205,47 @@ def _simulator(setup: KernelSetup, pop: Population):
     return simulate
 
 
+@dataclass
+class WholeRun:
+    """The schedule run whole: each kernel's result and seconds, and what each kernel wrote that
+    a later one reads as stored ({name: (WrittenTensor, its GraphTensor)})."""
+
+    kernels: list
+    seconds: list[float]
+    written: dict
+
+
+def whole_run(compiled, data: dict) -> WholeRun:
+    """`compiled` run whole on the fast engine, its intermediates freed after their last reader."""
+    wanted = set().union(*patterns_read_as_written(compiled.kernels))
+    written, seconds, last = {}, [], [time.perf_counter()]
+
+    def on_run(graph, run) -> None:
+        written.update({name: (run.written[name], meta) for name, meta in graph.tensors.items()
+                        if meta.role == "output" and name in wanted})
+
+    def on_kernel(done: int, total: int) -> None:
+        now = time.perf_counter()
+        seconds.append(now - last[0])
+        last[0] = now
+
+    run = execute(compiled, data, None, fast_run, on_kernel, on_run=on_run, keep_values=False)
+    return WholeRun(run.kernels, seconds, written)
+
+
+def whole_setup(kernel, values: dict, whole: WholeRun) -> KernelSetup:
+    """A kernel's setup reading what the whole run's kernels wrote (as `partition.run` does)."""
+    names = kernel_tensors(kernel)
+    return kernel_setup(kernel, values, None, {n: w for n, w in whole.written.items() if n in names})
+
+
 def kernel_report(text: str, compiled, setup: KernelSetup, program, values: dict, heuristic_cycles: float,
-                  seeds: int, log) -> KernelReport | None:
-    """One kernel's whole run, every window's value and the trials (None: a reducing kernel no
-    cut fits, which the sampled mode runs whole)."""
+                  seeds: int, log, whole: WholeRun) -> KernelReport | None:
+    """One kernel's whole run (from `whole`), every window's value and the trials (None: a
+    reducing kernel no cut fits, which the sampled mode runs whole)."""
     kernel = compiled.kernels[setup.index]
-    start = time.perf_counter()
-    whole = run_window_of(setup, Window(((0, setup.extent),)), None, "fast")
-    seconds_whole = time.perf_counter() - start
+    seconds_whole = whole.seconds[setup.index]
+    whole = whole.kernels[setup.index]
     plan = _plan(setup.extent, FRACTIONS[0])
     windows = kernel_windows(setup, plan)
     x = window_estimates(compiled, kernel, program, values, windows)
@@ -238,18 +276,20 @@ def run_case(text: str, seeds: int, min_extent: int, log, kernels: set[int] | No
     # `partition.run` does: all of GPT-3 small2's intermediates at once took over 6 GB)
     needs = [set() if k.is_reshape else kernel_tensors(k) for k in compiled.kernels]
     last_need = {name: i for i, names in enumerate(needs) for name in names}
+    whole = whole_run(compiled, data)
+    print(f"  {text}: run whole in {sum(whole.seconds):.1f} s", file=log, flush=True)
     ref = ReferenceRun(case.program, data)
     for i, (kernel, est) in enumerate(zip(compiled.kernels, heuristic.kernels)):
         values = ref.values(needs[i])
         ref.keep(name for name, j in last_need.items() if j > i)
         if kernel.is_reshape:
             continue
-        setup = kernel_setup(kernel, values)
+        setup = whole_setup(kernel, values, whole)
         why = _left_out(setup, min_extent, kernels)
         if why:
             print(f"  {text} kernel {kernel.index}: left out ({why})", file=log, flush=True)
             continue
-        report = kernel_report(text, compiled, setup, case.program, values, est.cycles, seeds, log)
+        report = kernel_report(text, compiled, setup, case.program, values, est.cycles, seeds, log, whole)
         if report is not None:
             print(_line(report), file=log, flush=True)
             yield report
@@ -311,10 +351,11 @@ class _Resimulate:
             if self.report.case not in self.cases:
                 case, schedule = _case(self.report.case)
                 data, compiled = prepared(case.program, schedule, case.inputs, 0, 0.1)
-                self.cases[self.report.case] = (compiled, reference_values(case.program, data))
-            compiled, values = self.cases[self.report.case]
+                self.cases[self.report.case] = (compiled, reference_values(case.program, data),
+                                                whole_run(compiled, data))
+            compiled, values, whole = self.cases[self.report.case]
             kernel = compiled.kernels[self.report.kernel]
-            self.setup = kernel_setup(kernel, values)
+            self.setup = whole_setup(kernel, values, whole)
             if self.report.reduces:  # its partial sums checked and dropped, its drain taken out as measured
                 self.setup.partials, self.setup.drain_rate = partial_sums(kernel, values), self.report.drain_rate
             windows = kernel_windows(self.setup, _plan(self.setup.extent, FRACTIONS[0]))
