@@ -1,6 +1,8 @@
 """One fuzz case: import a random program, draw schedules for it, and run each on the fast engine
 and on the oracle; every output must equal the program's own numpy evaluation, and the engines
-must agree bit for bit (outputs, cycles and counters of every kernel).
+must agree bit for bit (outputs, cycles and counters of every kernel); a schedule of several
+kernels run sharded (2 windows a kernel) must do the whole run's work kernel by kernel (tokens,
+FLOPs, reads, writes: intermediates read as their producers stored them).
 
 Schedules: `full` (it must compile, or the compiler must prove that no valid order exists),
 no schedule at all (the compiler's default, which must compile), then drawn ones: unfused,
@@ -31,6 +33,7 @@ from fuseflow.ir.canonicalize import prepare
 from fuseflow.ir.program import op_output
 from fuseflow.ir.reference import bind_inputs
 from fuseflow.ir.stats import stats_for
+from fuseflow.partition.run import simulate_partitioned
 from fuseflow.sim import fast, oracle
 
 from fuzz_programs import Chooser, RandomProgram
@@ -43,7 +46,8 @@ MAX_LISTED = 24  # valid orders counted when drawing `order.N=#k`
 @dataclass
 class Outcome:
     """A schedule's verdict: ok, proven (no valid order, with the compiler's proof), wrong (an
-    output differs from numpy), engines (fast and oracle differ), refused (a one-line error) or
+    output differs from numpy), engines (fast and oracle differ), modes (sharded does other work
+    than whole), refused (a one-line error) or
     internal (any other exception); `detail` says what (for ok, the schedule compiled), and
     `outputs` are the fast engine's (ok only). The upstream oracle's outcome (schedule
     `upstream`) is ok, unlowered (upstream MLIR cannot lower or run the program; not a failure
@@ -154,7 +158,33 @@ def _check(program, schedule: str | None, data: dict, want: dict) -> Outcome:
             return Outcome(schedule, "engines", f"{name}: fast and oracle outputs differ")
     if [vars(k) for k in got.kernels] != [vars(k) for k in ref.kernels]:
         return Outcome(schedule, "engines", "fast and oracle kernels differ (cycles or counters)")
+    problem = _modes_problem(program, compiled, data, got)
+    if problem:
+        return Outcome(schedule, *problem)
     return Outcome(schedule, "ok", str(compiled.schedule), {n: got.outputs[n] for n in want})
+
+
+MODE_COUNTS = ("flops", "mem_reads", "mem_writes")
+
+
+def _modes_problem(program, compiled, data: dict, whole) -> tuple[str, str] | None:
+    """(verdict, detail) where a 2-shard run of a schedule of several kernels does other work
+    than the whole run `whole` (kernel by kernel: tokens, FLOPs, reads, writes) or fails with
+    more than a one-line refusal; else None."""
+    if sum(1 for k in compiled.kernels if not k.is_reshape) < 2:
+        return None
+    try:
+        sharded = simulate_partitioned(program, compiled, data, shards=2)
+    except FuseflowError as err:
+        return ("internal", f"sharded: {err.one_line()}") if err.exit_status != 2 else None
+    except Exception as err:  # noqa: BLE001 - any other exception is what the fuzzer looks for
+        return "internal", f"sharded: {_describe(err)}"
+    for part, k in zip(sharded.kernels, whole.kernels):
+        got = (part.tokens, *(getattr(part, c) for c in MODE_COUNTS))
+        want = (k.tokens, *(k.counters.get(c, 0) for c in MODE_COUNTS))
+        if got != want:
+            return "modes", f"kernel {k.index} sharded: tokens, flops, reads, writes {got}, whole {want}"
+    return None
 
 
 def _difference(actual: np.ndarray, expected: np.ndarray) -> str | None:

@@ -140,3 +140,19 @@ def test_sampled_on_the_producers_patterns_holds_the_whole_run(model):
                                  sample=SamplePlan(fraction=0.3, min_width=2, whole_below=0, seed=1))
         assert r.mode == "sampled" and r.verified and all(k.mode == "sampled" for k in r.kernels)
         assert r.cycles_low <= whole.cycles <= r.cycles_high, (preset, r.cycles_low, whole.cycles, r.cycles_high)
+
+
+def test_a_pattern_beyond_the_budget_is_not_derived():
+    """Deriving holds the nest's points: past the budget it gives None (the sampled mode then
+    simulates every window of the producer), never a partial pattern."""
+    from fuseflow.memory import Budget, resident_bytes
+    from fuseflow.partition.structure import derived_pattern
+    from fuseflow.partition.windows import kernel_setup, reference_values
+    from fuseflow.pipeline import prepared
+
+    case = fuseflow.model("gcn", dataset="karate")
+    data, compiled = prepared(case.program, case.presets["unfused"], case.inputs, 0, 0.1)
+    kernel = compiled.kernels[0]
+    setup = kernel_setup(kernel, reference_values(case.program, data))
+    assert derived_pattern(kernel, setup, "t2").shape == (2, 34 * 34)
+    assert derived_pattern(kernel, setup, "t2", Budget(resident_bytes() + 10_000)) is None

@@ -173,7 +173,7 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
                 values.update(_early_values(ref, written[i], budget))
         client = _ready(client, clock)
         with clock.phase(f"kernel {kernel.index}: windows and margins"), local_budget(budget):
-            derived = _derived_patterns(kernel, setup) if sample is not None and setup.patterns else {}
+            derived = _derived_patterns(kernel, setup, budget) if sample is not None and setup.patterns else {}
             part, note = _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, client,
                                (rtol, atol) if check else None, budget, work, bool(derived))
         _record_tasks(clock, kernel.index, part)
@@ -206,10 +206,10 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
     return result
 
 
-def _derived_patterns(kernel, setup: KernelSetup) -> dict:
+def _derived_patterns(kernel, setup: KernelSetup, budget: Budget) -> dict:
     """The stored positions of every output of `kernel` a later kernel reads as stored, derived
-    from its structure (`partition.structure`); {} unless all of them can be."""
-    derived = {name: derived_pattern(kernel, setup, name) for name in setup.patterns}
+    from its structure (`partition.structure`) within `budget`; {} unless all of them can be."""
+    derived = {name: derived_pattern(kernel, setup, name, budget) for name in setup.patterns}
     return derived if all(p is not None for p in derived.values()) else {}
 
 

@@ -31,20 +31,23 @@ import scipy.sparse as sp
 
 from ..fusion.instances import LeafInput
 from ..fusion.patterns import Intersect, Nothing, Operand, Union, Universe
+from ..memory import Budget
 from ..sim.storage import level_entries
 from .footing import sorted_unique, unique_positions
 
-MAX_POINTS = 1 << 26  # points of a nest held at once (3 int64 columns: 1.6 GB); more: not derived
+POINT_BYTES = 96  # a point held while a nest is extended: its columns, keys and the copies made on the way
 
 
 class _TooLarge(Exception):
     pass
 
 
-def derived_pattern(kernel, setup, name: str, max_points: int = MAX_POINTS) -> np.ndarray | None:
+def derived_pattern(kernel, setup, name: str, budget: Budget | None = None) -> np.ndarray | None:
     """The positions `kernel` will store of output `name` (rank x n coordinates per tensor
     dimension, as `footing.written_pattern` gives them), its inputs those stored in `setup`
-    (`windows.KernelSetup`); None where this cannot be derived here."""
+    (`windows.KernelSetup`); None where this cannot be derived here, or not within `budget`
+    (default: what is available)."""
+    max_points = (budget or Budget()).allowed() // POINT_BYTES
     meta = kernel.graph.tensors[name]
     shape = tuple(int(s) for s in meta.shape)
     if meta.block or not shape:
