@@ -156,3 +156,33 @@ def test_a_pattern_beyond_the_budget_is_not_derived():
     setup = kernel_setup(kernel, reference_values(case.program, data))
     assert derived_pattern(kernel, setup, "t2").shape == (2, 34 * 34)
     assert derived_pattern(kernel, setup, "t2", Budget(resident_bytes() + 10_000)) is None
+
+
+ROW_MAX_FROM_ZERO = """
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+func.func @rowmax(%A: tensor<64x32xf32, #CSR>) -> tensor<64xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%A : tensor<64x32xf32, #CSR>) outs(%f : tensor<64xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  return %m : tensor<64xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("schedule", ["unfused", "full"])
+def test_a_max_reduction_into_zeros_partitioned(schedule):
+    """The canonical program splits it into `m_r = max[j] A` and `m = max(0, m_r)`: the
+    partitioned driver's reference is the canonical program's (it asked the original for `m_r`:
+    KeyError, exit 3, in every partitioned mode)."""
+    program = fuseflow.from_mlir(ROW_MAX_FROM_ZERO)
+    whole = fuseflow.simulate(program, schedule, density=0.3)
+    for how in ({"shards": 2}, {"sample": 0.5}):
+        r = fuseflow.simulate(program, schedule, density=0.3, **how)
+        assert r.verified and (r.cycles, r.tokens) == (whole.cycles, whole.tokens), how
