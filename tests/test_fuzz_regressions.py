@@ -139,3 +139,22 @@ def test_a_kernel_whose_outer_loop_feeds_a_reduction_to_later_ops_runs_whole_whe
         r = fuseflow.simulate(program, schedule, data, **how)
         assert r.verified and (r.cycles, r.tokens) == (whole.cycles, whole.tokens), how
         assert "kernel 0 whole: its outer loop is a reduction that later ops of the kernel read" in r.method, how
+
+
+def test_a_recomputed_copys_reduction_over_a_windowed_loop_runs_whole_when_partitioned():
+    """CI's fuzz case of seed 68942: column sums t0 fused with the softmax over them, block=3. The
+    softmax's copies of t0 loop over variables of their own, which a window restricts as it does
+    the outer one (their scanners start from the root), so the row maximum saw part of t0 ('t3
+    stores values outside the window's rows', exit 3). Such a kernel runs as one window."""
+    a0, a1 = Value("a0", (12, 4), "csr"), Value("a1", (4, 1))
+    t0, t1, t2, t3, t4 = (Value(n, s) for n, s in (("t0", (1, 4)), ("t1", (1, 1)), ("t2", (1, 4)), ("t3", (1, 4)),
+                                                   ("t4", (1, 4))))
+    steps = [Step("reduce", (a0,), t0, ("sum", 0)), Step("matmul", (t0, a1), t1), Step("softmax", (t0,), t2),
+             Step("add", (t2, t2), t3, ("add",)), Step("softmax", (t3,), t4)]
+    p = RandomProgram([a0, a1], steps, [t4, t0], {"a0": 0.5})
+    program, data = fuseflow.from_mlir(p.mlir()), p.data(68942)
+    schedule = "fusion=[t0,t2_max,t2_exp,t2_sum,t2,t3][t4_max,t4_exp,t4_sum][t4] layout=induced block=3 order.0=#8"
+    whole = simulate(program, schedule, data)
+    sharded = fuseflow.simulate(program, schedule, data, shards=2)
+    assert sharded.verified and (sharded.cycles, sharded.tokens) == (whole.cycles, whole.tokens)
+    assert "kernel 0 whole: its outer loop is a reduction that later ops of the kernel read" in sharded.method

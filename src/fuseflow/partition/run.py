@@ -47,8 +47,6 @@ WHOLE_OUTPUT_COPIES = 10
 # sharded, a kernel whose outer loop is a reduction runs as one window: each window would write the
 # whole output again (partial sums), which is other work than the whole run's (spmm_jik at 3 and 8
 # shards: tokens +1.5%, cycles +6.8% to +10.3%, before this rule)
-REDUCED_INSIDE = ("kernel {k} whole: its outer loop is a reduction that later ops of the kernel read (a window "
-                  "would see part of it)")
 REDUCING_WHOLE = "kernel {k} whole: its outer loop is a reduction (windows would each write the whole output again)"
 
 
@@ -83,8 +81,8 @@ def _part(program, compiled, kernel, values, setup, shards, sample, hw, engine, 
     tolerances) and its drain is taken out of their cycles (`partition.drain`). A kernel whose
     outputs a later kernel reads as stored is sampled only where their patterns are `derived`
     (`partition.structure`); else every window is simulated."""
-    if setup.reduced_inside:
-        return shard_kernel(setup, 1, hw, engine, client), REDUCED_INSIDE.format(k=kernel.index)
+    if setup.unwindowed:
+        return shard_kernel(setup, 1, hw, engine, client), f"kernel {kernel.index} whole: {setup.unwindowed}"
     if sample is None:
         if setup.reduces:
             return shard_kernel(setup, 1, hw, engine, client), REDUCING_WHOLE.format(k=kernel.index)

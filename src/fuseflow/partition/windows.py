@@ -56,7 +56,7 @@ class KernelSetup:
     partials: PartialSums | None = None  # checks each window's partial sums as it runs (then drops them)
     drain_rate: float = 0.0  # cycles a run's drain spends per value written, taken off (`partition.drain`)
     patterns: frozenset = frozenset()  # outputs whose stored positions each run reports (`partition.footing`)
-    reduced_inside: bool = False  # its outer loop is a reduction whose sums later ops of the kernel read
+    unwindowed: str = ""  # why a window of its outer loop is not a slice of its work (`unwindowed`), or ""
 
     def without_inputs(self) -> KernelSetup:
         """This setup without its stored inputs (kept after the kernel's windows have run)."""
@@ -120,18 +120,26 @@ def kernel_setup(kernel, values: dict, budget: Budget | None = None, written: di
     if budget is not None:
         budget.check(storing_bytes(kernel, values, written), f"kernel k{kernel.index}'s inputs, stored for its windows")
     return KernelSetup(kernel.index, graph, stored_inputs(kernel, values, written), outer_dims(graph),
-                       outer_extent(graph), patterns=frozenset(patterns), reduced_inside=reduced_inside(kernel))
+                       outer_extent(graph), patterns=frozenset(patterns), unwindowed=unwindowed(kernel))
 
 
-def reduced_inside(kernel) -> bool:
-    """Whether an op of the kernel sums (or takes the max) over its outer loop and another op of
-    the kernel reads that result (a softmax's row max over the loop, a product's sum fed to a
-    ReLU): a window sees part of the reduction, so its values are not the kernel's."""
+REDUCED_INSIDE = "its outer loop is a reduction that later ops of the kernel read (a window would see part of it)"
+
+
+def unwindowed(kernel) -> str:
+    """Why windows of the kernel's outer loop are not slices of its work, or "". A window
+    restricts every loop at the top of an op's nest (their scanners start from a root); an op
+    that sums (or takes the max) over such a loop while another op of the kernel reads the result
+    would see part of the reduction (a softmax's row maximum over the loop, a product's sum fed to
+    a max, a recomputed copy's reduction in a loop of its own)."""
     region = kernel.region
     if region is None or not kernel.order:
-        return False
-    outer = kernel.order[0]
-    return any(outer in inst.reduce_vars and inst.consumers for inst in region.instances)
+        return ""
+    nests = kernel.table.nesting.nest
+    top = {kernel.order[0]} | {nests[inst.id][0] for inst in region.instances if nests.get(inst.id)}
+    if any(top & set(inst.reduce_vars) and inst.consumers for inst in region.instances):
+        return REDUCED_INSIDE
+    return ""
 
 
 _LOCAL_BUDGET: list[Budget] = []  # the budget of the partitioned run going on in this process
