@@ -37,18 +37,20 @@ def _interval(low, high) -> str:
 
 def _print_result(result) -> None:
     """The kernels' table; a sharded or sampled run says so, a sampled one with its intervals."""
-    sampled = result.mode == "sampled"
+    sampled, parted = result.mode == "sampled", result.mode != "whole"
     print(f"program {result.program}  schedule: {result.schedule}" +
-          (f"  [{result.mode}]" if result.mode != "whole" else ""))
+          (f"  [{result.mode}]" if parted else ""))
     extra = f" {'cycles 95% interval':>25}" if sampled else ""
-    print(f"{'kernel':<28} {'order':<14} {'cycles':>12}{extra} {'flops':>10} {'reads':>10} {'writes':>10} "
+    ran = f" {'ran':<8}" if parted else ""  # each kernel: whole, windows or sampled
+    print(f"{'kernel':<28} {'order':<14}{ran} {'cycles':>12}{extra} {'flops':>10} {'reads':>10} {'writes':>10} "
           f"{'tokens':>11} {'max fifo':>8}")
     for k in result.kernels:
         band = f" {_interval(k.cycles_low, k.cycles_high):>25}" if sampled else ""
-        print(f"{k.name[:28]:<28} {','.join(k.order)[:14]:<14} {k.cycles:>12,}{band} {k.flops:>10,} "
+        how = f" {k.mode:<8}" if parted else ""
+        print(f"{k.name[:28]:<28} {','.join(k.order)[:14]:<14}{how} {k.cycles:>12,}{band} {k.flops:>10,} "
               f"{k.mem_reads:>10,} {k.mem_writes:>10,} {k.tokens:>11,} {k.max_occupancy:>8,}")
     band = f" {_interval(result.cycles_low, result.cycles_high):>25}" if sampled else ""
-    print(f"{'total':<43} {result.cycles:>12,}{band} {result.flops:>10,} {result.mem_reads:>10,} "
+    print(f"{'total':<43}{' ' * len(ran)} {result.cycles:>12,}{band} {result.flops:>10,} {result.mem_reads:>10,} "
           f"{result.mem_writes:>10,} {result.tokens:>11,} {result.max_occupancy:>8,}")
     if result.mode != "whole" or result.method:  # a sample asked for, run whole: why
         share = f", {result.sampled_fraction:.1%} of windows simulated" if sampled else ""
