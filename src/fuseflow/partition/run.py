@@ -1,8 +1,10 @@
 """A schedule simulated by partitions: every kernel sharded (all windows) or sampled, its inputs
 from the reference stored on the positions their producers wrote (`partition.footing`: the whole
-run's work), its outputs verified window by window (rows) or summed (partial sums). A kernel whose
-outputs a later kernel reads as stored has every window simulated, sampled or not; a kernel whose
-outer loop is a reduction runs as one window when sharded.
+run's work), its outputs verified window by window (rows) or summed (partial sums). A sampled
+kernel whose outputs a later kernel reads as stored is sampled where their stored positions can be
+derived (`partition.structure`, checked on every sampled window), else has every window
+simulated; a kernel whose outer loop is a reduction runs as one window when sharded, and in every
+mode when another of its ops reads that reduction.
 
     >>> import fuseflow
     >>> p = fuseflow.from_mlir("tests/mlir/spmm_ikj.mlir")
