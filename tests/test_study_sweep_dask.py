@@ -63,3 +63,28 @@ def test_unreachable_scheduler(tmp_path):
     with pytest.raises(UserError, match="cannot reach the dask scheduler"):
         run_sweep(spec(str(tmp_path / "x.db"), executor="dask", scheduler="tcp://127.0.0.1:9", connect_timeout=2),
                   progress=False)
+
+
+def test_a_scheduler_address_that_is_not_dask_is_one_line():
+    """No port ('bogus': was exit 3, ValueError), or a TCP service that is not dask (an HTTP
+    server: dask's client waited for its handshake forever): exit 2 in one line, in seconds."""
+    import socket
+    import threading
+
+    from fuseflow.errors import UserError
+    from fuseflow.studies.cluster import dask_client
+
+    with pytest.raises(UserError, match="not a dask scheduler's address"):
+        with dask_client("bogus"):
+            pass
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()  # accepts, says nothing
+    try:
+        with pytest.raises(UserError, match="does not answer as a dask scheduler"):
+            with dask_client(f"tcp://127.0.0.1:{server.getsockname()[1]}"):
+                pass
+    finally:
+        server.close()

@@ -14,6 +14,7 @@ import ctypes
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -134,10 +135,14 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, max_me
     them; `preload`: modules a local worker imports as it starts."""
     dask, distributed = _import_distributed()
     if scheduler:
+        _answers_like_dask(scheduler, timeout)
         try:
             client = distributed.Client(scheduler, timeout=timeout)
         except (OSError, TimeoutError) as err:
             raise UserError(f"cannot reach the dask scheduler at {scheduler}: {err}", "--scheduler") from None
+        except (ValueError, MemoryError) as err:  # no port ("bogus"), or not a dask service at all
+            raise UserError(f"{scheduler} is not a dask scheduler's address: {str(err) or type(err).__name__}",
+                            "--scheduler", "give tcp://HOST:PORT of a running dask scheduler") from None
         try:
             yield client
         finally:
@@ -161,6 +166,35 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, max_me
                 client.close()
         finally:
             cluster.close()
+
+
+HANDSHAKE_SECONDS = 5.0  # a dask scheduler sends its handshake as soon as it accepts a connection
+
+
+def _answers_like_dask(scheduler: str, timeout: float) -> None:
+    """For a tcp:// address (or HOST:PORT): a UserError unless something there accepts a
+    connection and speaks first within HANDSHAKE_SECONDS, as a dask scheduler does (an HTTP
+    server waits for a request: dask's client would wait for it forever)."""
+    from distributed.comm.addressing import parse_address, parse_host_port  # noqa: PLC0415 - dask is optional
+
+    try:
+        protocol, location = parse_address(scheduler)
+        if protocol != "tcp":
+            return
+        host, port = parse_host_port(location)
+    except ValueError:
+        return  # Client reports a malformed address itself
+    try:
+        with socket.create_connection((host, port), timeout=min(timeout, HANDSHAKE_SECONDS)) as sock:
+            sock.settimeout(HANDSHAKE_SECONDS)
+            if not sock.recv(8):
+                raise UserError(f"{scheduler} closed the connection at once: not a dask scheduler", "--scheduler")
+    except TimeoutError:
+        raise UserError(f"{scheduler} accepts connections but does not answer as a dask scheduler (nothing within "
+                        f"{HANDSHAKE_SECONDS:g} s)", "--scheduler",
+                        "give tcp://HOST:PORT of a running dask scheduler") from None
+    except OSError as err:
+        raise UserError(f"cannot reach the dask scheduler at {scheduler}: {err}", "--scheduler") from None
 
 
 @contextlib.contextmanager
