@@ -190,7 +190,8 @@ def _add_model_commands(sub) -> None:
 def _partition_options(p) -> None:
     g = p.add_argument_group("partitioned simulation (windows of every kernel's outer loop; docs/partitioned.md)")
     g.add_argument("--shards", type=positive, metavar="N",
-                   help="simulate N windows per kernel as dask tasks and combine them (sharded)")
+                   help="simulate up to N windows per kernel (each at least 8 outer coordinates wide) as dask tasks "
+                        "and combine them (sharded)")
     g.add_argument("--sample", type=fraction, metavar="F",
                    help="estimate cycles from a stratified sample of this share of windows (95%% interval)")
     g.add_argument("--error", type=relative, metavar="E",

@@ -30,13 +30,14 @@ from .footing import combined_pattern, patterns_read_as_written, stored_as_writt
 from .heuristic import window_estimates
 from .partials import PartialSums, partial_sums
 from .sampled import KernelSample, SamplePlan, kernel_windows, narrowed, sample_kernel, too_small, window_work
-from .sharded import KernelShards, shard_kernel
+from .sharded import MIN_WINDOW, KernelShards, shard_kernel
 from .structure import derived_pattern
 from .timing import TaskTime, Timings
 from .windows import KernelSetup, kernel_setup, kernel_tensors, local_budget, window_problem
 
-SHARDED_METHOD = ("{n} windows per kernel; cycles = sum of windows - each boundary's overlap (measured on its own "
-                  "margins); max fifo: the largest of any window's")
+SHARDED_METHOD = (f"up to {{n}} windows per kernel, each at least {MIN_WINDOW} outer coordinates wide; cycles = sum "
+                  "of windows - each boundary's overlap (measured on its own margins); max fifo: the largest of any "
+                  "window's")
 # a sampled kernel whose outer loop is a reduction: its windows checked and its drain measured on
 # the kernel's ops over inputs cut along that loop (`partition.partials`, `partition.drain`) ...
 UNCUT = "its outer loop is a reduction over inputs that no one cut along it fits (a window's partial sums uncheckable)"
