@@ -199,11 +199,13 @@ class _Nest:
             prefix = self.prefixes[k]
             depth = next((m for m in range(1, len(prefix) + 1) if set(prefix[:m]) == set(on) | {v}), None)
             if depth is not None:  # the stored coordinates of its first levels: each once already
+                self._fits(_entries_at(self.levels[k][:depth]))
                 _, level_coords = level_entries(self.levels[k][:depth])
                 columns = dict(zip(prefix[:depth], level_coords))
                 flat = _keys([columns[u] for u in on], extents, len(level_coords[0])) * int(self.extent[v]) + columns[v]
                 flat = flat if len(flat) < 2 or bool((flat[1:] > flat[:-1]).all()) else np.sort(flat)
             else:
+                self._fits(_entries_at(self.levels[k]) if self.levels[k] else 0)
                 coords = self.operands[k].coords()
                 keys = _keys([coords[names.index(u)] for u in on], extents, coords.shape[1])
                 flat = sorted_unique(keys * int(self.extent[v]) + coords[names.index(v)])
@@ -279,6 +281,14 @@ def _stored_vars(stored, access: tuple) -> tuple[list[str], np.ndarray]:
     if len(set(names)) != len(names):  # a diagonal access (A(i,i)): not derived here
         raise _TooLarge
     return names, np.array(rows, dtype=np.int64).reshape(len(names), -1)
+
+
+def _entries_at(levels) -> int:
+    """Positions stored down to the last of `levels` (counted from the levels, nothing listed)."""
+    count = 1
+    for level in levels:
+        count = len(level.crd) if level.is_compressed else count * int(level.dim)
+    return count
 
 
 def _keys(columns: list[np.ndarray], extents: list[int], n: int) -> np.ndarray:
