@@ -120,7 +120,7 @@ def test_derived_patterns_are_what_the_windows_stored_models(model, monkeypatch)
     case = fuseflow.model(model, dataset="karate") if model != "sae" else fuseflow.model(model)
     for preset in ("unfused", "partial"):
         found = _derived_and_written(case.program, case.presets[preset], case.inputs, 0, 0.1, monkeypatch)
-        assert found
+        assert found or preset == "partial"  # a partial schedule's intermediates may all be stored dense
         for kernel, out, derived, written in found:
             assert derived is not None, (preset, kernel.index, out)
             assert derived.shape == written.shape and (derived == written).all(), (preset, kernel.index, out)
