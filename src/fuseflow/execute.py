@@ -105,13 +105,19 @@ def _decode_sparse(written, shape, mode_order) -> sp.csr_array:
     return sp.csr_array((vals[keep], (rows[keep], cols[keep])), shape=shape)
 
 
+def same_layout(written_meta: GraphTensor, reader_meta: GraphTensor) -> bool:
+    """Whether a reader with `reader_meta` takes a tensor written with `written_meta` in the
+    layout it was stored in (levels, mode order, shape, tiles, background)."""
+    return all(getattr(written_meta, k) == getattr(reader_meta, k)
+               for k in ("levels", "mode_order", "shape", "block", "fill"))
+
+
 def _readable_as_written(entry, meta: GraphTensor) -> bool:
     """Whether a reader with `meta` can read the written `entry` (tensor, its meta) as it is."""
     if entry is None:
         return False
     tensor, wmeta = entry
-    same = all(getattr(wmeta, k) == getattr(meta, k) for k in ("levels", "mode_order", "shape", "block", "fill"))
-    return same and len(tensor.levels) == len(meta.shape) and tensor.vals is not None
+    return same_layout(wmeta, meta) and len(tensor.levels) == len(meta.shape) and tensor.vals is not None
 
 
 def _as_written(entry, meta: GraphTensor) -> StoredTensor | None:

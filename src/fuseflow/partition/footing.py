@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..execute import same_layout
 from ..ir.formats import TensorFormat
 from ..ir.values import is_sparse
 from ..sim.storage import StoredTensor, level_entries
@@ -34,11 +35,22 @@ def written_pattern(written, meta) -> np.ndarray | None:
     rank = len(meta.shape)
     if len(written.levels) != rank or not rank:
         return None
-    _, coords = level_entries([written.levels[k] for k in range(rank)])
-    by_dim = [None] * rank
-    for k, dim in enumerate(meta.mode_order):
+    return positions([written.levels[k] for k in range(rank)], meta.mode_order)
+
+
+def positions(levels, mode_order) -> np.ndarray:
+    """Every position `levels` store (level k storing dimension `mode_order[k]`), as coordinates
+    per tensor dimension (rank x n).
+
+        >>> from fuseflow.sim.storage import Level
+        >>> positions([Level("dense", 2), Level("compressed", 3, [0, 1, 3], [2, 0, 1])], (1, 0)).tolist()
+        [[2, 0, 1], [0, 1, 1]]
+    """
+    _, coords = level_entries(list(levels))
+    by_dim = [None] * len(mode_order)
+    for k, dim in enumerate(mode_order):
         by_dim[dim] = coords[k]
-    return np.array(by_dim, dtype=np.int64).reshape(rank, -1)
+    return np.array(by_dim, dtype=np.int64).reshape(len(mode_order), -1)
 
 
 def combined_pattern(patterns: list[np.ndarray], shape) -> np.ndarray:
@@ -109,13 +121,6 @@ def _values_at(value, coords: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def readable_as_written(written_meta, reader_meta) -> bool:
-    """Whether a reader with `reader_meta` takes a tensor written with `written_meta` as it is
-    stored (the same layout), as a whole run hands it over (`execute._as_written`)."""
-    return all(getattr(written_meta, k) == getattr(reader_meta, k)
-               for k in ("levels", "mode_order", "shape", "block", "fill"))
-
-
 def patterns_read_as_written(kernels) -> list[set[str]]:
     """For each kernel of a compiled schedule, the outputs a later kernel reads in the layout it
     wrote them in (so their stored patterns must be known, not only their values). Left out, as
@@ -130,7 +135,7 @@ def patterns_read_as_written(kernels) -> list[set[str]]:
             if meta.role != "input":
                 continue
             source = writer.get(meta.stores(name))
-            if source is not None and len(meta.shape) and readable_as_written(source[1], meta) and \
+            if source is not None and len(meta.shape) and same_layout(source[1], meta) and \
                     any(level != "dense" for level in meta.levels):
                 wanted[source[0]].add(meta.stores(name))
         for name, meta in kernel.graph.tensors.items():

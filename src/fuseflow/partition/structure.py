@@ -7,9 +7,9 @@ variable's coordinates the merge of its operands there (an intersection for a pr
 for a sum, every coordinate for the universe), projected onto the output's variables (a sparse
 accumulator's row is the union over the reduction it accumulates). Values do not enter: a
 product's zeros, a ReLU's zeros and a sum over an empty fiber stay stored, as in the whole run.
-An output stored dense at every level stores every position. Derived here: those, and kernels
-of one op over stored operands of up to two dimensions; anything else is None (the sampled mode
-then simulates every window of the producer). `tests/test_modes_agree.py` checks each derived
+Derived here: kernels of one op over stored operands of up to two dimensions; anything else is
+None (the sampled mode then simulates every window of the producer; an output dense at every
+level needs no pattern: `footing.patterns_read_as_written`). `tests/test_modes_agree.py` checks each derived
 pattern against the one the windows wrote.
 
     >>> import fuseflow
@@ -33,7 +33,7 @@ from ..fusion.instances import LeafInput
 from ..fusion.patterns import Intersect, Nothing, Operand, Union, Universe
 from ..memory import Budget
 from ..sim.storage import level_entries
-from .footing import sorted_unique, unique_positions
+from .footing import positions, sorted_unique, unique_positions
 
 POINT_BYTES = 96  # a point held while a nest is extended: its columns, keys and the copies made on the way
 
@@ -52,8 +52,6 @@ def derived_pattern(kernel, setup, name: str, budget: Budget | None = None) -> n
     shape = tuple(int(s) for s in meta.shape)
     if meta.block or not shape:
         return None
-    if all(level == "dense" for level in meta.levels):
-        return np.indices(shape).reshape(len(shape), -1).astype(np.int64)
     region = kernel.region
     if region is None or len(region.instances) != 1 or region.output_instance.get(name) is None:
         return None
@@ -202,8 +200,8 @@ class _Nest:
                 self._fits(_entries_at(self.levels[k][:depth]))
                 _, level_coords = level_entries(self.levels[k][:depth])
                 columns = dict(zip(prefix[:depth], level_coords))
-                flat = _keys([columns[u] for u in on], extents, len(level_coords[0])) * int(self.extent[v]) + columns[v]
-                flat = flat if len(flat) < 2 or bool((flat[1:] > flat[:-1]).all()) else np.sort(flat)
+                flat = sorted_unique(_keys([columns[u] for u in on], extents, len(level_coords[0])) *
+                                     int(self.extent[v]) + columns[v])
             else:
                 self._fits(_entries_at(self.levels[k]) if self.levels[k] else 0)
                 coords = self.operands[k].coords()
@@ -265,22 +263,9 @@ class _Operand:
 
     def coords(self) -> np.ndarray:
         if self._coords is None:
-            self._coords = _stored_vars(self.stored, self.access)[1]
+            kept = [d for d, v in enumerate(self.access) if isinstance(v, str)]
+            self._coords = positions(self.stored.levels, self.stored.fmt.mode_order)[kept]
         return self._coords
-
-
-def _stored_vars(stored, access: tuple) -> tuple[list[str], np.ndarray]:
-    """(variables, coordinates rows per variable) of a stored operand's positions, its constant
-    indices (unit dimensions) left out."""
-    _, coords = level_entries(stored.levels)
-    by_dim = [None] * len(access)
-    for k, dim in enumerate(stored.fmt.mode_order):
-        by_dim[dim] = coords[k]
-    names = [v for v in access if isinstance(v, str)]
-    rows = [by_dim[d] for d, v in enumerate(access) if isinstance(v, str)]
-    if len(set(names)) != len(names):  # a diagonal access (A(i,i)): not derived here
-        raise _TooLarge
-    return names, np.array(rows, dtype=np.int64).reshape(len(names), -1)
 
 
 def _entries_at(levels) -> int:
