@@ -1,5 +1,5 @@
 """`fuseflow orders MODEL`: each group's valid dataflow orders (as `order.N=#k` names them), with
-their estimated cost and the default marked.
+their estimated cost and the default (or `order=reference`'s order) marked.
 
     fuseflow orders tests/mlir/matmul_chain.mlir [--schedule S] [--group N] [--limit 50] [-v]
 """
@@ -20,7 +20,8 @@ def run(args) -> int:
         if region is None or (args.group is not None and kernel.index != args.group):
             continue
         region.stats = kernel.region.stats  # costs weighed as the compiler weighed them
-        mark = "given" if kernel.index in compiled.schedule.orders else "default"
+        mark = "given" if kernel.index in compiled.schedule.orders else \
+            "reference" if compiled.schedule.order_rule == "reference" else "default"
         for line in order_listing(region, f"group {kernel.index} ({','.join(kernel.group)})", args.limit,
                                   args.verbose, kernel.order, mark, f"; cost = estimated loop work, {weighed}"):
             print(line, flush=True)

@@ -1,6 +1,7 @@
 """Compile a Program under a Schedule into kernels: one SamGraph per fused group.
 
-Per group: the region (`variants`), its order (given, or `search.default_order`), the layouts
+Per group: the region (`variants`), its order (given, `search.default_order`, or with
+`order=reference` the reference compiler's rule, `reference_order`), the layouts
 it asks of earlier groups' outputs (`layouts.LayoutRequest`, negotiated by `compile_schedule`),
 then the fusion table, the lowering and the schedule's parallel lanes.
 
@@ -29,6 +30,7 @@ from .cost import nest_cost
 from .layouts import LayoutRequest, cheaper_layouts, layouts_for_order, wanted_layouts
 from .lower import lower
 from .nesting import Nesting, OrderWalk, order_problem, valid_orders
+from .reference_order import region_with_reference_order
 from .region import Region
 from .search import PROOF_WORK, NoValidOrder, no_order_proof
 from .table import FusionTable
@@ -83,7 +85,7 @@ def compile_schedule(program: Program, schedule: Schedule | str | None = None, s
     Layouts the schedule gives are never changed. With data statistics (`stats`, an
     `ir.stats.DataStats` of the inputs), default orders weigh loops by the data's densities.
     A group without any valid order raises `NoValidOrder` (saying whether `layout=induced`
-    would compile the schedule)."""
+    would compile the schedule; not for `order=reference`, which keeps the declared layouts)."""
     prog = program if canonical else prepare(program, shapes)
     if schedule is None:
         return _first_that_compiles(prog, shapes, stats)
@@ -92,7 +94,7 @@ def compile_schedule(program: Program, schedule: Schedule | str | None = None, s
     try:
         return _compile(prog, schedule, shapes, stats)
     except NoValidOrder as err:
-        if schedule.layout == "induced":
+        if schedule.layout == "induced" or schedule.order_rule == "reference":
             raise
         induced = copy.deepcopy(schedule)  # the compiler may add to its layouts; the given schedule stays
         induced.layout = "induced"
@@ -196,6 +198,7 @@ class _Compiler:
 
     def __init__(self, prog: Program, schedule: Schedule, shapes: dict | None, pinned: dict, stats=None,
                  declined: set = frozenset(), cost_based: bool = False, negotiate: bool = True):
+        schedule.check()
         self.prog = prog
         self.schedule = schedule
         self.pinned = pinned
@@ -260,6 +263,8 @@ class _Compiler:
     def index_kernel(self, k: int, group: list[str]) -> Kernel | LayoutRequest:
         """The kernel of a fused group: region and order, unless it asks for layouts first."""
         choice = self.schedule.orders.get(k)
+        if choice is None and self.schedule.order_rule == "reference":
+            return self.reference_kernel(k, group)
         by_index = choice is not None and choice.index is not None
         # `order.N=#k` indexes what `fuseflow orders` lists for the schedule without it: the
         # layouts are negotiated as for the default order, then the listed region is indexed
@@ -281,6 +286,18 @@ class _Compiler:
             chosen_here = name not in self.formats or name in self.pinned
             if chosen_here and choice is None and name not in self.schedule.formats:
                 self.chosen_layout.add(name)
+            self.formats[name] = TensorFormat.of(kernel.graph.tensors[name])
+        return kernel
+
+    def reference_kernel(self, k: int, group: list[str]) -> Kernel:
+        """The kernel of a group that takes the reference compiler's order (`order=reference`):
+        no search and no layouts asked of earlier groups; its outputs are not re-laid out for
+        later groups either."""
+        region, order = region_with_reference_order(self.prog, group, self.formats, self.region_shapes, self.free, k)
+        region.stats = self.stats
+        kernel = Kernel(k, group, region, order, FusionTable(region, order), listing=self.listing(group))
+        self.lower_kernel(kernel)
+        for name in region.outputs:
             self.formats[name] = TensorFormat.of(kernel.graph.tensors[name])
         return kernel
 

@@ -11,6 +11,10 @@ A schedule is a printable, parsable string of whitespace-separated items:
   the group's valid orders, as `fuseflow orders` lists them); without one, a group takes the
   valid order with the least estimated work (`fusion.search.default_order`): by sizes alone,
   or weighed by the inputs' densities when data is known (studies and sweeps);
+- `order=reference`: every group without an `order.N=` item takes the order FuseFlow's reference
+  compiler takes, the first topological order concordant with the stored layouts
+  (`fusion.reference_order`), instead of the searched one (`order=search`, the default); with
+  the declared layouts only (not with `layout=induced`);
 - `format.T=compressed,compressed` or `format.T=dense,dense;order=1,0` for a tensor that is
   written between kernels (or an input's storage);
 - `block=B`: blocked execution: every variable whose extent is a multiple of B is counted in
@@ -29,6 +33,8 @@ A schedule is a printable, parsable string of whitespace-separated items:
     'fusion=[a,b][c] order.1=j,i format.b=dense,compressed par.1=j:2,i:4'
     >>> str(Schedule.parse("unfused block=32"))
     'unfused block=32'
+    >>> str(Schedule.parse("order=reference full order=i,k,j"))
+    'full order=reference order.0=i,k,j'
 """
 from __future__ import annotations
 
@@ -40,6 +46,8 @@ from dataclasses import dataclass, field
 from ..errors import UserError
 from ..ir.formats import TensorFormat
 from ..ir.program import IndexOp, Program, op_output
+
+ORDER_RULES = ("search", "reference")  # `order=RULE`: how a group without `order.N=` gets its order
 
 
 @dataclass(frozen=True)
@@ -80,13 +88,16 @@ class Schedule:
     layout: str = "declared"
     pars: dict[int, list[tuple[str, int]]] = field(default_factory=dict)  # group -> [(var, lanes)], outer first
     block: int | None = None  # tile size of blocked execution
+    order_rule: str = "search"  # search | reference: how groups without a given order get one
 
     def __str__(self) -> str:
         items = ["fusion=" + "".join("[" + ",".join(g) + "]" for g in self.groups)
                  if self.fusion == "groups" else self.fusion]
+        if self.order_rule != "search":
+            items.append(f"order={self.order_rule}")
         for k in sorted(self.orders):
             items.append(f"order={self.orders[k]}" if k == 0 and len(self.orders) == 1 and self.fusion != "groups"
-                         else f"order.{k}={self.orders[k]}")
+                         and self.order_rule == "search" else f"order.{k}={self.orders[k]}")
         items += [f"format.{name}={fmt}" for name, fmt in sorted(self.formats.items())]
         if self.layout != "declared":
             items.append(f"layout={self.layout}")
@@ -114,8 +125,13 @@ class Schedule:
                 if not groups or "".join(f"[{g}]" for g in groups) != value:
                     raise UserError(f"cannot read groups {value!r}", "schedule", "write fusion=[t1,t2][t3]")
                 s.fusion, s.groups = "groups", [[n for n in g.split(",") if n] for g in groups]
+            elif key == "order" and value in ORDER_RULES:
+                s.order_rule = value
             elif key == "order" or key.startswith("order."):
                 group = _group_number(item, "0" if key == "order" else key[6:], "order.1=i,j,k")
+                if value in ORDER_RULES:
+                    raise UserError(f"schedule item {item!r}: order={value} is for every group", "schedule",
+                                    f"write order={value}, and order.N=i,k,j for a group that takes another")
                 s.orders[group] = OrderChoice.parse(value, group)
             elif (key == "par" or key.startswith("par.")) and sep:
                 group = _group_number(item, "0" if key == "par" else key[4:], "par.1=i:4")
@@ -132,9 +148,21 @@ class Schedule:
                 s.formats[key[7:]] = value
             else:
                 raise UserError(f"unknown schedule item {item!r}", "schedule",
-                                "use unfused, full, fusion=[..][..], order[.N]=..., format.T=..., layout=induced, "
-                                "par[.N]=VAR:P, block=B")
+                                "use unfused, full, fusion=[..][..], order[.N]=..., order=reference, format.T=..., "
+                                "layout=induced, par[.N]=VAR:P, block=B")
+        s.check()
         return s
+
+    def check(self) -> None:
+        """Refuse items that do not go together: `order=reference` reads the stored layouts,
+        which `layout=induced` leaves to the order."""
+        if self.order_rule not in ORDER_RULES:
+            raise UserError(f"unknown order rule {self.order_rule!r}", "schedule",
+                            "use order=search or order=reference")
+        if self.order_rule == "reference" and self.layout == "induced":
+            raise UserError("order=reference takes the first order concordant with the declared layouts, and "
+                            "layout=induced lays the inputs out by the order instead", "schedule",
+                            "drop one of order=reference and layout=induced")
 
     def partition(self, program: Program) -> list[list[str]]:
         """The groups (op output names), in an order where producers come first."""

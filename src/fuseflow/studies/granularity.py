@@ -272,7 +272,8 @@ def same_schedules(case, read: dict) -> list[tuple[str, str]]:
             if isinstance(parsed, FuseflowError):
                 continue
             key = repr((parsed.partition(case.program), sorted(parsed.orders.items()),
-                        sorted(parsed.formats.items()), parsed.layout, sorted(parsed.pars.items()), parsed.block))
+                        sorted(parsed.formats.items()), parsed.layout, sorted(parsed.pars.items()), parsed.block,
+                        parsed.order_rule))
         except FuseflowError:
             continue
         if key in seen:
