@@ -56,8 +56,9 @@ def test_help_topics_print(capsys):
 
 def test_the_schedule_topic_covers_the_grammar():
     text = topic_text("schedules")
-    for item in ("unfused", "partial", "full", "fusion=[a,b][c]", "order=i,k,j", "order.1=#2", "format.T=",
-                 ";order=1,0", "layout=induced", "layout=declared", "par=i:4", "par.1=i:4,j:2", "block=16"):
+    for item in ("unfused", "partial", "full", "fusion=[a,b][c]", "order=i,k,j", "order.1=#2", "order=reference",
+                 "format.T=", ";order=1,0", "layout=induced", "layout=declared", "par=i:4", "par.1=i:4,j:2",
+                 "block=16"):
         assert item in text, item
 
 
