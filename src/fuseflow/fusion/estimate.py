@@ -252,9 +252,10 @@ class _KernelModel:
         est.cycles = est.bottleneck + OVERLAP_SHARE * (sum(steps) - est.bottleneck) + KERNEL_STARTUP
         return est
 
-    def _node(self, est: KernelEstimate, count: float, what: str, at=None) -> None:
-        """One node streaming `count` tokens (inside a parallel body it is replicated per lane)."""
-        self._steps.append(count / self.lanes(at))
+    def _node(self, est: KernelEstimate, count: float, what: str, at=None, steps: float | None = None) -> None:
+        """One node streaming `count` tokens in `steps` steps (default: one step per token; inside
+        a parallel body it is replicated per lane)."""
+        self._steps.append((count if steps is None else steps) / self.lanes(at))
         self._names.append(what)
         est.tokens += count
 
@@ -283,8 +284,11 @@ class _KernelModel:
             self._node(est, points[-1], f"alu {inst.tensor}", innermost)
         if inst.reduce_vars:
             out = self._value_points(inst, points)
-            # reduce or accumulator: every input, every result
-            self._node(est, points[-1] + out, f"{self.nesting.plan[inst.id].kind} {inst.tensor}", innermost)
+            kind = self.nesting.plan[inst.id].kind
+            # reduce or accumulator: every input, every result; an order-1 accumulator drains a
+            # finished fiber while the next one accumulates (a step per input or result, the more)
+            steps = max(points[-1], out) if kind == "spacc" else points[-1] + out
+            self._node(est, points[-1] + out, f"{kind} {inst.tensor}", innermost, steps)
             est.flops += points[-1] * (body_ops + 1)
         else:
             est.flops += points[-1] * body_ops

@@ -43,7 +43,9 @@ from ..tiles import TileSpec
 
 # status of a kernel call (YIELD: an accumulator's event log is full; the runner empties it)
 WAIT_IN, WAIT_OUT, DONE, FAIL, GROW, YIELD = 1, 2, 3, 4, 5, 6
-ACC, EMIT = 0, 1  # kinds of an accumulator's logged events (tiles.accumulate replays them)
+# kinds of an accumulator's logged events (tiles.accumulate replays them): ACC combined a value into
+# a key, EMIT sent a key's entry out, SEAL queued a key's entry as finished, EMIT_SEALED sent the oldest
+ACC, EMIT, SEAL, EMIT_SEALED = 0, 1, 2, 3
 # state slots
 T, II, STEPS, FLOPS, READS, WRITES, WORDS, PORT, NEED, FREE = range(10)
 STATE_SLOTS = 24

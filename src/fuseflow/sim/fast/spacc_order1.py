@@ -3,7 +3,8 @@ each outer fiber). Mirrors `sim.oracle.spacc`.
 
 Keys 0..`TABLE_LIMIT`-1 accumulate in a dense table (others in a list, sorted at the drain), so
 that each accumulation costs one indexed add; at an outer `S0` the table's touched keys, sorted,
-and the list's merge into coordinate order.
+and the list's merge into coordinate order at the end of a queue of finished output, of which
+every step emits one token (the fiber drains while the next one accumulates).
 
     >>> from fuseflow.sim.fast import apply
     >>> from fuseflow.sim.tokens import format_tokens
@@ -20,7 +21,7 @@ from numba import njit
 from .core import (
     ACC,
     DONE,
-    EMIT,
+    EMIT_SEALED,
     FAIL,
     FLOPS,
     FREE,
@@ -28,6 +29,7 @@ from .core import (
     II,
     NANV,
     NEED,
+    SEAL,
     PORT,
     STEPS,
     WAIT_OUT,
@@ -48,13 +50,14 @@ from .stream import DONE as D_TOK
 from .stream import STOP, VAL, _is_elem
 
 TABLE_LIMIT = 1 << 22  # spacc keys 0..TABLE_LIMIT-1 accumulate in a dense table, others are sorted
-_NT, _M, _DN, _DPOS, _DRAINING, _NEV = range(FREE, FREE + 6)
+_NT, _M, _QH, _QN, _ENDED, _NEV = range(FREE, FREE + 6)
 
 
 @njit(cache=True)
-def _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, dk, dx):
-    """The map in coordinate order into dk/dx: the table's keys and the sorted outside keys
-    (combined in stream order), merged; clears the table's marks. Returns the entry count."""
+def _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, qk, qd, qx, at):
+    """The map in coordinate order into the queue from position `at`: the table's keys and the
+    sorted outside keys (combined in stream order), merged; clears the table's marks. Returns
+    the queue's new length."""
     keys = np.sort(touched[:nt])
     okeys = np.empty(m, dtype=np.int64)
     ovals = np.empty(m, dtype=np.float64)
@@ -73,16 +76,17 @@ def _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, dk, dx):
             no_ += 1
     a = 0
     b = 0
-    dn = 0
+    dn = at
     while a < nt or b < no_:
+        qk[dn] = VAL
         if b >= no_ or (a < nt and keys[a] < okeys[b]):
-            dk[dn] = keys[a]
-            dx[dn] = tbl[keys[a]]
+            qd[dn] = keys[a]
+            qx[dn] = tbl[keys[a]]
             present[keys[a]] = False
             a += 1
         else:
-            dk[dn] = okeys[b]
-            dx[dn] = ovals[b]
+            qd[dn] = okeys[b]
+            qx[dn] = ovals[b]
             b += 1
         dn += 1
     return dn
@@ -90,7 +94,7 @@ def _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, dk, dx):
 
 @njit(cache=True)
 def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v_s, vcons, ck, cd, ct, cg, vk_, vd,
-             vt, vg, red, nanv, tbl, present, touched, xk, xv, dk, dx, log, ev):
+             vt, vg, red, nanv, tbl, present, touched, xk, xv, qk, qd, qx, log, ev):
     nan = nanv[0]
     po, eo, fo, ol = enter(CH, RD, io, 0)
     pi, ei, fi, il = enter(CH, RD, io, 1)
@@ -103,6 +107,9 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
     dv_, bv = out_depth(CH, io, 3, 1)
     nt = S[_NT]
     m = S[_M]
+    qh = S[_QH]
+    qn = S[_QN]
+    ended = S[_ENDED]
     nev = S[_NEV]
     t = S[T]
     ii = S[II]
@@ -110,151 +117,154 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
     steps = 0
     status = 0
     while True:
-        status = missing(po, eo, fo)
-        if status:
-            S[PORT] = 0
-            break
-        o = ko[po]
-        rt = max(o_s[po] + ol, 0)
-        if o == VAL:
+        # the step's input action: 0 none (input ended), 1 accumulate, 2 close an inner fiber,
+        # 3 take an outer stop or D (queueing the fiber and the stop)
+        action = 0
+        rt = 0
+        o = D_TOK
+        on = -1
+        key = 0
+        inside = False
+        if ended:
+            if qh == qn:
+                status = DONE
+                break
+        else:
+            status = missing(po, eo, fo)
+            if status:
+                S[PORT] = 0
+                break
+            o = ko[po]
+            rt = max(o_s[po] + ol, 0)
             status = missing(pi, ei, fi)
             if status:
                 S[PORT] = 1
                 break
-            ik = ki[pi]
             rt = max(rt, i_s[pi] + il)
             status = missing(pv, ev_, fv)
             if status:
                 S[PORT] = 2
-                break
-            if ik == VAL:
-                vk = kv[pv]
-                rt = max(rt, v_s[pv] + vl)
-                if not _is_elem(vk):
-                    status = FAIL
-                    break
-                key = di[pi]
-                inside = 0 <= key < TABLE_LIMIT
-                if inside and key >= tbl.shape[0]:
-                    status = GROW
-                    S[NEED] = key + 1
-                    break
-                if (inside and not present[key] and nt >= touched.shape[0]) or (not inside and m >= xk.shape[0]):
-                    status = GROW
-                    S[NEED] = 0
-                    break
-                if log and nev >= ev.shape[1]:
-                    status = YIELD
-                    break
-                x = float(dv[pv]) if vk == VAL else 0.0
-                if inside:
-                    if present[key]:
-                        tbl[key] = combine(red, tbl[key], x, nan)
-                    else:
-                        present[key] = True
-                        tbl[key] = combine(red, identity(red), x, nan)
-                        touched[nt] = key
-                        nt += 1
-                else:
-                    xk[m] = key
-                    xv[m] = x
-                    m += 1
-                if log:
-                    nev = log_event(ev, nev, 0, key, pv, ACC)
-                flops += 1
-                t = max(t + ii, rt)
-                icons[pi] = t
-                vcons[pv] = t
-                pi += 1
-                pv += 1
-            elif ik == STOP and di[pi] == 0:
-                rt = max(rt, v_s[pv] + vl)
-                if not (kv[pv] == STOP and dv[pv] == 0):
-                    status = FAIL
-                    break
-                t = max(t + ii, rt)
-                icons[pi] = t
-                vcons[pv] = t
-                ocons[po] = t
-                pi += 1
-                pv += 1
-                po += 1
-            else:
-                status = FAIL
-                break
-            steps += 1
-        elif o == STOP or o == D_TOK:
-            on = do[po] if o == STOP else -1
-            if (nt + m) > 0 and not (o == STOP and on == 0):
-                status = FAIL
-                break
-            status = missing(pi, ei, fi)
-            if status:
-                S[PORT] = 1
-                break
-            status = missing(pv, ev_, fv)
-            if status:
-                S[PORT] = 2
-                break
-            rt = max(rt, i_s[pi] + il)
-            if not (ki[pi] == o and (o == D_TOK or di[pi] == on + 1)):
-                status = FAIL
                 break
             rt = max(rt, v_s[pv] + vl)
-            if not (kv[pv] == o and (o == D_TOK or dv[pv] == on + 1)):
-                status = FAIL
-                break
-            if jc >= capc or jv >= capv:
-                status = WAIT_OUT
-                break
-            if log and nev >= ev.shape[1]:
-                status = YIELD
-                break
-            if o == STOP and on == 0 and not S[_DRAINING]:
-                if dk.shape[0] < nt + m:
+            if o == VAL:
+                ik = ki[pi]
+                if ik == VAL:
+                    if not _is_elem(kv[pv]):
+                        status = FAIL
+                        break
+                    key = di[pi]
+                    inside = 0 <= key < TABLE_LIMIT
+                    if inside and key >= tbl.shape[0]:
+                        status = GROW
+                        S[NEED] = key + 1
+                        break
+                    if (inside and not present[key] and nt >= touched.shape[0]) or (not inside and m >= xk.shape[0]):
+                        status = GROW
+                        S[NEED] = 0
+                        break
+                    action = 1
+                elif ik == STOP and di[pi] == 0:
+                    if not (kv[pv] == STOP and dv[pv] == 0):
+                        status = FAIL
+                        break
+                    action = 2
+                else:
+                    status = FAIL
+                    break
+            elif o == STOP or o == D_TOK:
+                on = do[po] if o == STOP else -1
+                if (nt + m) > 0 and not (o == STOP and on == 0):
+                    status = FAIL
+                    break
+                if not (ki[pi] == o and (o == D_TOK or di[pi] == on + 1)):
+                    status = FAIL
+                    break
+                if not (kv[pv] == o and (o == D_TOK or dv[pv] == on + 1)):
+                    status = FAIL
+                    break
+                if qk.shape[0] < qn - qh + nt + m + 1:
                     status = GROW
                     S[NEED] = 0
                     break
-                S[_DN] = _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, dk, dx)
-                S[_DPOS] = 0
-                nt = 0
-                m = 0
-                S[_DRAINING] = 1
-            t = gated(gated(max(t + ii, rt), cg, jc, dc, bc), vg, jv, dv_, bv)
-            steps += 1
-            if S[_DRAINING] and S[_DPOS] < S[_DN]:
-                q = S[_DPOS]
-                ck[jc] = VAL
-                cd[jc] = dk[q]
-                vk_[jv] = VAL
-                vd[jv] = dx[q]
-                if log:
-                    nev = log_event(ev, nev, 0, dk[q], jv, EMIT)
-                S[_DPOS] = q + 1
+                action = 3
             else:
-                S[_DRAINING] = 0
+                status = FAIL
+                break
+        emits = action == 3 or qh < qn
+        if emits and (jc >= capc or jv >= capv):
+            status = WAIT_OUT
+            break
+        if log and nev + 2 + (nt + m if action == 3 else 0) > ev.shape[1]:
+            status = YIELD if nev > 0 else GROW  # GROW: the log cannot hold one fiber's seals
+            S[NEED] = 0
+            break
+        t = max(t + ii, rt)
+        if emits:
+            t = gated(gated(t, cg, jc, dc, bc), vg, jv, dv_, bv)
+        if action == 1:
+            x = float(dv[pv]) if kv[pv] == VAL else 0.0
+            if inside:
+                if present[key]:
+                    tbl[key] = combine(red, tbl[key], x, nan)
+                else:
+                    present[key] = True
+                    tbl[key] = combine(red, identity(red), x, nan)
+                    touched[nt] = key
+                    nt += 1
+            else:
+                xk[m] = key
+                xv[m] = x
+                m += 1
+            if log:
+                nev = log_event(ev, nev, 0, key, pv, ACC)
+            flops += 1
+        elif action == 3:
+            if qh > 0:  # move what is still queued to the front
+                qk[:qn - qh] = qk[qh:qn]
+                qd[:qn - qh] = qd[qh:qn]
+                qx[:qn - qh] = qx[qh:qn]
+                qn -= qh
+                qh = 0
+            first = qn
+            if nt + m > 0:
+                qn = _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, qk, qd, qx, qn)
+                if log:
+                    for q in range(first, qn):
+                        nev = log_event(ev, nev, 0, qd[q], q, SEAL)
+            nt = 0
+            m = 0
+            qk[qn] = o
+            qd[qn] = on if o == STOP else 0
+            qx[qn] = 0.0
+            qn += 1
+            if o == D_TOK:
+                ended = 1
+        if action != 0:  # every input action takes the inner and value heads, all but 1 the outer
+            icons[pi] = t
+            vcons[pv] = t
+            pi += 1
+            pv += 1
+            if action != 1:
                 ocons[po] = t
-                icons[pi] = t
-                vcons[pv] = t
                 po += 1
-                pi += 1
-                pv += 1
-                ck[jc] = o
-                cd[jc] = on if o == STOP else 0
-                vk_[jv] = o
-                vd[jv] = on if o == STOP else 0
+        if emits:
+            ck[jc] = qk[qh]
+            cd[jc] = qd[qh]
+            vk_[jv] = qk[qh]
+            vd[jv] = qx[qh] if qk[qh] == VAL else qd[qh]
+            if log and qk[qh] == VAL:
+                nev = log_event(ev, nev, 0, 0, jv, EMIT_SEALED)
             ct[jc] = t
             vt[jv] = t
             jc += 1
             jv += 1
-            if o == D_TOK and not S[_DRAINING]:
-                status = DONE
-                break
-        else:
-            status = FAIL
-            break
+            qh += 1
+        steps += 1
     S[_NT] = nt
     S[_M] = m
+    S[_QH] = qh
+    S[_QN] = qn
+    S[_ENDED] = ended
     S[_NEV] = nev
     S[T] = t
     S[STEPS] += steps
@@ -279,19 +289,24 @@ class Spacc(Accumulator):
         self.touched = np.empty(256, dtype=np.int64)
         self.xk = np.empty(16, dtype=np.int64)
         self.xv = np.empty(16, dtype=np.float64)
-        self.dk = np.empty(256, dtype=np.int64)
-        self.dx = np.empty(256, dtype=np.float64)
+        self.qk = np.empty(256, dtype=np.int64)
+        self.qd = np.empty(256, dtype=np.int64)
+        self.qx = np.empty(256, dtype=np.float64)
         self._log(_NEV)
 
     def pending(self):
-        """Every step reads the three heads; those at an outer stop or D emit on both outputs."""
+        """Until D is taken every step reads the three heads; a step emits on both outputs when
+        finished output is queued or the outer head is a stop or D."""
+        queued = self.S[_QH] < self.S[_QN]
+        if self.S[_ENDED]:
+            return [], list(self.outs)
         outer = self.head("crd_outer")
         if outer is None:
-            return list(self.ins), self.unsure(self.outs)
-        return list(self.ins), ([] if outer[0] == VAL else list(self.outs))
+            return list(self.ins), (list(self.outs) if queued else self.unsure(self.outs))
+        return list(self.ins), (list(self.outs) if queued or outer[0] != VAL else [])
 
     def extra(self):
-        return (self.red, NANV, self.tbl, self.present, self.touched, self.xk, self.xv, self.dk, self.dx,
+        return (self.red, NANV, self.tbl, self.present, self.touched, self.xk, self.xv, self.qk, self.qd, self.qx,
                 self.logging, self.ev)
 
     def grow(self):
@@ -309,7 +324,12 @@ class Spacc(Accumulator):
             self.touched = e.enlarge(self.touched, self)
         if S[_M] >= self.xk.shape[0]:
             self.xk, self.xv = e.enlarge(self.xk, self), e.enlarge(self.xv, self)
-        if self.dk.shape[0] < S[_NT] + S[_M]:
-            size = int(S[_NT] + S[_M])
-            self.dk, self.dx = e.enlarge(self.dk, self, size), e.enlarge(self.dx, self, size)
+        queued = int(S[_QN] - S[_QH] + S[_NT] + S[_M] + 1)
+        if self.qk.shape[0] < queued:
+            self.qk, self.qd, self.qx = (e.enlarge(a, self, queued) for a in (self.qk, self.qd, self.qx))
+        seals = int(S[_NT] + S[_M] + 2)
+        if self.logging and self.ev.shape[1] < seals:
+            ev = np.empty((4, max(seals, 2 * self.ev.shape[1])), dtype=np.int64)
+            ev[:, :self.ev.shape[1]] = self.ev
+            self.ev = ev
         self.invalidate()

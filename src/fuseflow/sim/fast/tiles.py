@@ -22,10 +22,12 @@ points at.
 """
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 from ..tiles import TileSpec
-from .core import ACC
+from .core import ACC, EMIT, SEAL
 from .stream import EMPTY, STOP, VAL
 
 
@@ -141,10 +143,12 @@ def reduce(runner, before_in, before_out) -> None:
 
 def accumulate(runner, before_out) -> None:
     """Replay an accumulator's event log (ACC: combine the val token at a window position into
-    the entry of (mid, inner) coordinate; EMIT: the entry's tile goes out at a position)."""
+    the entry of (mid, inner) coordinate; EMIT: the entry's tile goes out at a position; SEAL: the
+    entry joins the queue of finished ones; EMIT_SEALED: the oldest finished tile goes out)."""
     spec, kind = runner.tile, runner.params.get("kind", "sum")
     val_in, val_out = runner.in_ch[-1], runner.out_ch[-1]
     acc = runner.__dict__.setdefault("entries", {})
+    sealed = runner.__dict__.setdefault("sealed", deque())
     nev = int(runner.S[runner.nev_slot])
     ev = runner.ev
     for q in range(nev):
@@ -153,8 +157,12 @@ def accumulate(runner, before_out) -> None:
         if ev[3, q] == ACC:
             elem = _elements(runner, val_in, np.array([slot]))[0]
             acc[key] = spec.combine(kind, acc.get(key, spec.identity(kind)), elem)
-        else:
+        elif ev[3, q] == EMIT:
             val_out.tiles[slot] = acc.pop(key)
+        elif ev[3, q] == SEAL:
+            sealed.append(acc.pop(key))
+        else:
+            val_out.tiles[slot] = sealed.popleft()
     runner.S[runner.nev_slot] = 0
     _number(val_out, _new_vals(val_out, before_out[-1]))
 

@@ -7,18 +7,30 @@
 """
 from __future__ import annotations
 
+from collections import deque
+
 from ..tokens import Done, Stop, Val, is_elem
 from .context import _Ctx
 from .reduce import _reducer
 
 
 def _spacc(c: _Ctx) -> None:
+    """Order-1 accumulator: (outer r, inner w, val) -> (w, val) with r reduced.
+
+    Every step takes one input action (accumulate a point, close an inner fiber, or take an
+    outer stop or `D`) and emits one token from a queue of finished output, so that a finished
+    fiber drains while the next one accumulates. An outer `S0` queues the fiber's entries in
+    coordinate order and then the stop; every other stop and `D` queues itself. Once `D` is
+    taken, the steps left only emit."""
     combine, identity, element, flops, wrap = _reducer(c)
     acc: dict = {}
-    drain: list | None = None  # entries still to emit at an outer S0, largest coordinate first
-    while True:
-        outer = c.peek("crd_outer")
-        if isinstance(outer, Val):
+    queue: deque = deque()  # finished (crd, val) tokens, oldest first
+    ended = False
+    while not ended or queue:
+        outer = Done if ended else c.peek("crd_outer")
+        if ended:
+            pass
+        elif isinstance(outer, Val):
             inner = c.peek("crd_inner")
             if isinstance(inner, Val):
                 c.pop("crd_inner")
@@ -44,24 +56,18 @@ def _spacc(c: _Ctx) -> None:
                 c.fail("crd_inner is not aligned with crd_outer", outer, inner)
             if v != want:
                 c.fail("val is not aligned with crd_inner", inner, v)
-            if outer == Stop(0) and drain is None:
-                drain = sorted(acc.items(), key=lambda e: e[0], reverse=True)
-                acc = {}
-            if drain:
-                crd, value = drain.pop()
-                c.emit("crd", Val(crd))
-                c.emit("val", Val(wrap(value)))
-            else:
-                drain = None
-                for port in ("crd_outer", "crd_inner", "val"):
-                    c.pop(port)
-                c.emit_all(outer)
-                c.step()
-                if outer is Done:
-                    return
-                continue
+            for port in ("crd_outer", "crd_inner", "val"):
+                c.pop(port)
+            queue.extend((Val(k), Val(wrap(x))) for k, x in sorted(acc.items(), key=lambda e: e[0]))
+            acc = {}
+            queue.append((outer, outer))
+            ended = outer is Done
         else:
             c.fail("a crd stream holds", outer)
+        if queue:
+            crd, val = queue.popleft()
+            c.emit("crd", crd)
+            c.emit("val", val)
         c.step()
 
 
