@@ -42,7 +42,7 @@ full = 400
 def test_figure12_is_built_in():
     suite = load_suite("figure12")
     tasks = suite.tasks()
-    assert len(tasks) == 54 and len({t.key for t in tasks}) == 54
+    assert len(tasks) == 66 and len({t.key for t in tasks}) == 66
     cases = {(t.model, t.dataset, t.block) for t in tasks}
     for model in ("gcn", "graphsage"):
         for dataset in ("cora", "cora_ml", "citeseer", "dblp", "synthetic:collab", "synthetic:mag"):
@@ -52,7 +52,12 @@ def test_figure12_is_built_in():
     # published speedups as the reference lists them (§6.2)
     pub = suite.published[("gcn", "synthetic:collab", None)]
     assert round(pub["unfused"] / pub["partial"], 2) == 2.58
-    assert all(t.schedule in ("unfused", "partial", "full") and t.baseline == "unfused" for t in tasks)
+    assert all(t.schedule in ("unfused", "partial", "full", "full order=reference") and t.baseline == "unfused"
+               for t in tasks)
+    # the graph models' full fusion also with the reference compiler's order, beside every default row
+    variants = {(t.model, t.dataset) for t in tasks if t.schedule == "full order=reference"}
+    assert variants == {(t.model, t.dataset) for t in tasks if t.model in ("gcn", "graphsage")}
+    assert sum(t.schedule in ("unfused", "partial", "full") for t in tasks) == 54
 
 
 @pytest.mark.parametrize("text, message", [
@@ -64,6 +69,8 @@ def test_figure12_is_built_in():
     ('[suite]\nseeds = [-1]\n[[case]]\nmodel = "gcn"\ndatasets = ["karate"]', "seeds"),
     ('[suite\n', "not valid TOML"),
     ('[sweep]\n', "unknown table 'sweep'"),
+    ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\nvariants = ["full"]', "variant 'full' of bad.toml"),
+    ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\nvariants = [" "]', "variant ' ' in bad.toml"),
 ])
 def test_bad_suite_files(text, message):
     with pytest.raises(UserError, match=message.replace("[", r"\[")):
@@ -263,3 +270,26 @@ def test_page_and_chart_mark_a_sampled_row(tmp_path):
     assert "| 2.00x (1.82-2.22)ˢ |" in text and "1 sampled, `ˢ`" in text
     assert "ˢ GCN Karate partial: sampled, 50 cycles, 95% interval 45 to 55 (+-10.0%), 5.0% of windows" in text
     assert os.path.getsize(figure) > 10_000
+
+
+def test_a_variant_runs_beside_the_schedules_and_is_listed_under_the_table(tmp_path):
+    """`variants` add schedules to a case: their rows take ratios against the case's unfused row, the
+    table keeps its columns (and its winner among them), and a line under it gives the variant."""
+    suite = parse_suite('[suite]\nname = "v"\nschedules = ["unfused", "full"]\n[[case]]\nmodel = "gcn"\n'
+                        'datasets = ["karate"]\nvariants = ["full order=reference"]\n', "v.toml")
+    assert [t.schedule for t in suite.tasks()] == ["unfused", "full", "full order=reference"]
+    path, page = str(tmp_path / "v.db"), str(tmp_path / "v.md")
+    summary = run_suite(suite, path, executor="serial", progress=False)
+    assert (summary.simulated, summary.failed) == (3, 0)
+    db = SweepDB(path, readonly=True)
+    rows = {r["schedule"]: r for r in suite_rows(db, suite)}
+    write_page(db, suite, page=page)
+    db.close()
+    variant = rows["full order=reference"]
+    assert variant["verified"] and variant["schedule_text"] == "full order=reference"
+    assert variant["speedup"] == rows["unfused"]["cycles"] / variant["cycles"]
+    text = open(page).read()
+    assert f"- GCN karate `full order=reference`: {variant['speedup']:.2f}x (full: {rows['full']['speedup']:.2f}x), " \
+           f"{variant['cycles']:,} cycles" in text
+    table = [line for line in text.splitlines() if line.startswith("| GCN |")]
+    assert len(table) == 1 and "order=reference" not in table[0]

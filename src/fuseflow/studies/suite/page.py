@@ -23,6 +23,7 @@ from .run import suite_rows
 
 HEAD = ["model", "dataset", "unfused cycles", "partial", "full", "winner", "published partial / full",
         "published winner", "full FLOPs / unfused", "wall (s)"]
+TABLE_SCHEDULES = ("unfused", "partial", "full")  # the table's schedules; a case's variants are listed below it
 
 
 def _cell(row: dict | None) -> str:
@@ -55,12 +56,13 @@ def table_lines(rows: list[dict], published: dict, labels: dict) -> list[str]:
             (f"~{base['est_cycles']:.3g}" if base.get("est_cycles") else "-")
         pub = published.get((model, dataset, block), {})
         pub_speed = {k: pub["unfused"] / v for k, v in pub.items() if v and pub.get("unfused")}
-        ours = winner({k: (r.get("speedup") if not r.get("error") else None) for k, r in by.items()}) or "-"
+        ours = winner({k: (r.get("speedup") if not r.get("error") else None) for k, r in by.items()
+                       if k in TABLE_SCHEDULES}) or "-"
         theirs = winner(pub_speed) or "-"
         full = by.get("full") or {}
         flops = full.get("flops_ratio")
         name = labels.get((model, dataset), dataset) + (f" b{block}" if block else "")
-        wall = sum(r.get("wall") or 0.0 for r in by.values())
+        wall = sum(r.get("wall") or 0.0 for k, r in by.items() if k in TABLE_SCHEDULES)
         lines.append("| " + " | ".join([
             labels.get((model, None), model), name, unfused, _cell(by.get("partial")), _cell(by.get("full")),
             ours + (" ✓" if theirs != "-" and ours == theirs else ""),
@@ -68,6 +70,32 @@ def table_lines(rows: list[dict], published: dict, labels: dict) -> list[str]:
             theirs, "-" if flops is None else ("~" if full.get("estimated_ratios") else "") + f"{flops:.1f}x",
             f"{wall:.0f}"]) + " |")
     return lines
+
+
+def variant_lines(rows: list[dict], labels: dict) -> list[str]:
+    """One line per row of a schedule the table has no column for (a case's `variants`): its
+    speedup over unfused beside the case's `full`, its cycles and wall time.
+
+        >>> rows = [{"model": "gcn", "dataset": "cora", "schedule": "full", "speedup": 0.3},
+        ...         {"model": "gcn", "dataset": "cora", "schedule": "full order=reference", "speedup": 0.25,
+        ...          "cycles": 400, "wall": 2.0}]
+        >>> variant_lines(rows, {})
+        ['- gcn cora `full order=reference`: 0.25x (full: 0.30x), 400 cycles, 2 s']
+    """
+    full = {(r["model"], r["dataset"], r.get("block")): r for r in rows if r["schedule"] == "full"}
+    out = []
+    for r in rows:
+        if r["schedule"] in TABLE_SCHEDULES:
+            continue
+        key = (r["model"], r["dataset"], r.get("block"))
+        what = f"{labels.get((r['model'], None), r['model'])} {labels.get(key[:2], r['dataset'])}" \
+            + (f" b{r['block']}" if r.get("block") else "")
+        cycles = r.get("model_cycles") or r.get("cycles")
+        details = [f"full: {_cell(full.get(key))}"] if key in full else []
+        out.append(f"- {what} `{r['schedule']}`: {_cell(r)}" + (f" ({', '.join(details)})" if details else "")
+                   + (f", {cycles:,} cycles" if cycles and not r.get("skipped") else "")
+                   + (f", {r['wall']:.0f} s" if r.get("wall") is not None else ""))
+    return out
 
 
 def notes(rows: list[dict], labels: dict) -> list[str]:
@@ -114,6 +142,9 @@ def section(db, suite, figure: str | None, page: str | None) -> str:
              "ratio of the heuristic's estimates (a schedule, or its unfused baseline, not simulated: the last "
              "resort, the reason below); ✓ marks a winner that agrees with the published one.",
              ""] + table_lines(rows, suite.published, suite.labels) + [""]
+    variants = variant_lines(rows, suite.labels)
+    if variants:
+        text += ["Variants beside the table's schedules (speedup over the same unfused row):", ""] + variants + [""]
     if figure:
         link = os.path.relpath(figure, os.path.dirname(os.path.abspath(page))) if page else figure
         text += [f"![Figure 12: speedup over unfused, log scale]({link})", ""]

@@ -14,6 +14,8 @@ A suite file:
     model = "gcn"
     datasets = ["karate", "cora"]
     max_tokens = 1e9          # optional, per case
+    variants = ["full order=reference"]   # optional: schedules also run, beside the suite's (or the
+                                          # case's) own; the results page lists them under its table
     large_memory = true       # optional: on dask, its tasks run one at a time on one worker, guarded by
                               # what the machine has free rather than the worker's share
 
@@ -29,7 +31,9 @@ A suite file:
 
     >>> suite = load_suite("figure12")
     >>> len(suite.tasks()), suite.tasks()[0].key
-    (54, ('model:gcn', 'unfused', 'dataset=synthetic:mag', 0))
+    (66, ('model:gcn', 'unfused', 'dataset=synthetic:mag', 0))
+    >>> [t.schedule for t in suite.tasks()[:4]]
+    ['unfused', 'partial', 'full', 'full order=reference']
     >>> suite.published[("gcn", "cora", None)]["partial"]
     29997611
     >>> suite.notes[0].models, suite.notes[0].text[:24]
@@ -51,7 +55,7 @@ BUILT_IN = ("figure12",)
 SUITE_KEYS = {"name": str, "description": str, "schedules": list, "seeds": list, "max_tokens": (int, float),
               "engine": str}
 CASE_KEYS = {"model": str, "datasets": list, "blocks": list, "max_tokens": (int, float), "scale": (int, float),
-             "seeds": list, "schedules": list, "label": str, "large_memory": bool}
+             "seeds": list, "schedules": list, "variants": list, "label": str, "large_memory": bool}
 MODEL_NAMES = {"gcn": "GCN", "graphsage": "GraphSAGE", "sae": "SAE", "gpt3-bigbird": "GPT-3 + BigBird"}
 NOTE_KEYS = {"models": list, "datasets": list, "text": str}
 PUBLISHED_KEYS = {"model": str, "dataset": str, "block": int, "label": str, "unfused": int, "partial": int,
@@ -128,7 +132,7 @@ class Suite:
     def tasks(self) -> list[SuiteTask]:
         out = []
         for case in self.cases:
-            schedules = case.get("schedules", self.schedules)
+            schedules = list(case.get("schedules", self.schedules)) + list(case.get("variants", []))
             for dataset in case["datasets"]:
                 for block in case.get("blocks") or [None]:
                     for seed in case.get("seeds", self.seeds):
@@ -152,6 +156,10 @@ def _case(table: dict, where: str) -> dict:
     built_in(table.get("model"), where)
     if not table.get("datasets"):
         raise UserError(f"no datasets in {where}", where, 'e.g. datasets = ["karate"]')
+    for variant in table.get("variants", []):
+        if not isinstance(variant, str) or not variant.strip():
+            raise UserError(f"variant {variant!r} in {where} is not a schedule", where,
+                            'e.g. variants = ["full order=reference"]')
     for block in table.get("blocks", []):
         if not isinstance(block, int) or isinstance(block, bool) or block < 1:
             raise UserError(f"block {block!r} in {where} is not a positive whole number", where)
@@ -182,6 +190,12 @@ def parse_suite(text: str, where: str) -> Suite:
         raise UserError(f"schedules in {where} must not be empty, max_tokens positive", where)
     if head.get("engine", "fast") not in ("fast", "oracle"):
         raise UserError(f"unknown engine {head['engine']!r} in {where}", where, "use fast or oracle")
+    schedules = head.get("schedules", ["unfused", "partial", "full"])
+    for n, case in enumerate(cases):
+        again = set(case.get("variants", [])) & set(case.get("schedules", schedules))
+        if again:
+            raise UserError(f"variant {sorted(again)[0]!r} of {where} [[case]] {n + 1} is one of its schedules",
+                            where, "list a schedule once: a variant runs beside the schedules")
     published, labels = {}, {(m, None): name for m, name in MODEL_NAMES.items()}
     for n, entry in enumerate(data.get("published", [])):
         _check(entry, PUBLISHED_KEYS, f"{where} [[published]] {n + 1}")
@@ -193,7 +207,7 @@ def parse_suite(text: str, where: str) -> Suite:
         if "label" in case:
             labels.update({(case["model"], d): case["label"] for d in case["datasets"]})
     name = head.get("name") or os.path.splitext(os.path.basename(where))[0]
-    return Suite(name, cases, [str(s) for s in head.get("schedules", ["unfused", "partial", "full"])],
+    return Suite(name, cases, [str(s) for s in schedules],
                  [int(s) for s in seeds], float(head.get("max_tokens", MAX_TOKENS)), head.get("engine", "fast"),
                  head.get("description", ""), published, labels, _notes(data.get("note", []), where))
 
