@@ -1,7 +1,7 @@
 """Cycle agreement with SAM's own simulator: the same kernels on the same data, side by side.
 
     python bench/sam_agreement.py --sam DIR [--size 500 --density 0.05 --seed 0]
-        [--kernels spmm_ikj,spmm_ijk,spmv,sddmm,elemmul] [--small 200] [--json] [--keep]
+        [--kernels spmm_ikj,spmm_ijk,spmm_kij,spmm_kji,spmv,sddmm,elemmul] [--small 200] [--json] [--keep]
 
 DIR is a checkout of SAM (github.com/weiya711/sam; it is not on PyPI). Its simulator tests run in
 this Python under pytest and import pytest-benchmark, sparse (pydata), scipy and matplotlib.
@@ -19,9 +19,16 @@ fuseflow's default HwConfig). A kernel that cannot run on both sides is skipped 
   kernel    SAM test (sam/sim/test/...)                   program, loop order, formats
   spmm_ikj  reorder-study/test_reorder_matmul_ikj.py      X=B·C, i,k,j; B, C DCSR -> X DCSR
   spmm_ijk  reorder-study/test_reorder_matmul_ijk.py      X=B·C, i,j,k; B DCSR, C DCSC -> X DCSR
+  spmm_kij  reorder-study/test_reorder_matmul_kij.py      X=B·C, k,i,j; B DCSC, C DCSR -> X DCSR
+  spmm_kji  reorder-study/test_reorder_matmul_kji.py      X=B·C, k,j,i; B DCSC, C DCSR -> X DCSC
   spmv      final-apps/test_mat_vecmul_FINAL.py           x=B·c, j,i; B DCSC, c sparse -> x sparse
   sddmm     final-apps/test_mat_sddmm_FINAL.py            X=B∘(C·D), i,j,k; B DCSR, C, D dense -> DCSR
   elemmul   study-apps/test_vec_elemmul_compressed.py     x=b∘c, i; sparse vectors -> sparse
+
+spmm_kij and spmm_kji (outer products, k outermost) reduce into the order-2 sparse accumulator
+(SAM's SparseAccumulator2, fuseflow's spacc2); spmm_kji also writes its result column-major. The
+other loop orders of reorder-study (jki: an order-1 accumulator as ikj, jik: an inner product as
+ijk, both writing DCSC) add nothing these do not cover.
 
 Sizes: matrices are --size square. spmm_ijk (every row meets every column) and sddmm (SAM's test
 fixes k = 256 and C, D = arange) grow faster than the nonzeros in SAM's Python simulator and run
@@ -141,18 +148,25 @@ CC, DD = ("compressed", "compressed"), ("dense", "dense")
 # --- the kernels: operands, SAM's files, the fuseflow program --------------------------------------
 def spmm(sam, rng, n, d, order):
     """SAM: ikj reads B, C DCSR from <formatted>/<name>/matmul_kij; ijk reads B DCSR and C DCSC
-    (C transposed, files numbered by level) from the synthetic tree's sp_0.95 folders."""
+    (C transposed, files numbered by level) from the synthetic tree's sp_0.95 folders; kij and kji
+    read B DCSC and C DCSR from the synthetic tree and write X DCSR (kij) or DCSC (kji)."""
     B, C = rand_matrix(rng, n, n, d), rand_matrix(rng, n, n, d)
+    b_fmt, x_order = (CC, (0, 1)), (0, 1)
     if order == "i,k,j":
         where = os.path.join(sam["formatted"], SSNAME, "matmul_kij")
         write_sam_matrix(where, "B", B), write_sam_matrix(where, "C", C)
         c_fmt = (CC, (0, 1))
-    else:
+    elif order == "i,j,k":
         write_sam_matrix(os.path.join(sam["synthetic"], "matrix/DCSR/B_random_sp_0.95"), "B", B, 0, (0, 1))
         write_sam_matrix(os.path.join(sam["synthetic"], "matrix/DCSC/C_random_sp_0.95"), "C", C, 1, (0, 1))
         c_fmt = (CC, (1, 0))
+    else:  # k,i,j or k,j,i: the outer product, reduced by the order-2 sparse accumulator
+        write_sam_matrix(os.path.join(sam["synthetic"], "matrix/DCSC/B_random_sp_0.95"), "B", B, 1, (0, 1))
+        write_sam_matrix(os.path.join(sam["synthetic"], "matrix/DCSR/C_random_sp_0.95"), "C", C, 0, (0, 1))
+        b_fmt, c_fmt = (CC, (1, 0)), (CC, (0, 1))
+        x_order = (0, 1) if order == "k,i,j" else (1, 0)
     dims = [("i", n, "parallel"), ("j", n, "parallel"), ("k", n, "reduction")]
-    text = mlir(dims, [("B", "ik", CC, (0, 1)), ("C", "kj", *c_fmt)], ("X", "ij", CC, (0, 1)), "muladd")
+    text = mlir(dims, [("B", "ik", *b_fmt), ("C", "kj", *c_fmt)], ("X", "ij", CC, x_order), "muladd")
     return text, {"B": B, "C": C}
 
 
@@ -194,6 +208,10 @@ KERNELS = {  # name: (SAM test, fuseflow order, formats, maker, small)
                  "B,C DCSR -> DCSR", lambda s, r, n, d: spmm(s, r, n, d, "i,k,j"), False),
     "spmm_ijk": ("reorder-study/test_reorder_matmul_ijk.py::test_reorder_matmul_ijk[0.95]", "i,j,k",
                  "B DCSR, C DCSC -> DCSR", lambda s, r, n, d: spmm(s, r, n, d, "i,j,k"), True),
+    "spmm_kij": ("reorder-study/test_reorder_matmul_kij.py::test_reorder_matmul_kij[0.95]", "k,i,j",
+                 "B DCSC, C DCSR -> DCSR", lambda s, r, n, d: spmm(s, r, n, d, "k,i,j"), False),
+    "spmm_kji": ("reorder-study/test_reorder_matmul_kji.py::test_reorder_matmul_kji[0.95]", "k,j,i",
+                 "B DCSC, C DCSR -> DCSC", lambda s, r, n, d: spmm(s, r, n, d, "k,j,i"), False),
     "spmv": ("final-apps/test_mat_vecmul_FINAL.py::test_mat_vecmul_FINAL", "j,i",
              "B DCSC, c sparse -> sparse", spmv, False),
     "sddmm": ("final-apps/test_mat_sddmm_FINAL.py::test_mat_sddmm_locate_fused", "i,j,k",

@@ -247,48 +247,46 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                 S[_DPH] = 0
                 S[_DNR] = nr
                 S[_DRAIN2] = 1
-            if S[_DRAIN2]:  # one token per step: a row's mid coordinate, its entries, its S0
+            if S[_DRAIN2]:  # a step per entry (a row's mid coordinate goes out with its first) and per row's S0
                 r = S[_DR]
                 ph = S[_DPH]
+                if (ph == 0 and jm >= capm) or jc >= capc or jv >= capv:
+                    status = WAIT_OUT
+                    break
+                if log and nev >= ev.shape[1]:
+                    status = YIELD
+                    break
+                t = max(t + ii, rt)
                 if ph == 0:
-                    if jm >= capm:
-                        status = WAIT_OUT
-                        break
-                    t = gated(max(t + ii, rt), mg, jm, dm_, bm)
+                    t = gated(t, mg, jm, dm_, bm)
+                t = gated(gated(t, cg, jc, dc, bc), vg, jv, dv_, bv)
+                if ph == 0:
                     mk_[jm] = VAL
                     md[jm] = d_w1[r]
                     mt[jm] = t
                     jm += 1
                     S[_DE] = d_off[r]
                     S[_DPH] = 1
+                e = S[_DE]
+                if e < d_off[r + 1]:
+                    ck[jc] = VAL
+                    cd[jc] = d_c[e]
+                    vk_[jv] = VAL
+                    vd[jv] = d_v[e]
+                    if log:
+                        nev = log_event(ev, nev, d_w1[r], d_c[e], jv, EMIT)
+                    S[_DE] = e + 1
                 else:
-                    if jc >= capc or jv >= capv:
-                        status = WAIT_OUT
-                        break
-                    if log and nev >= ev.shape[1]:
-                        status = YIELD
-                        break
-                    t = gated(gated(max(t + ii, rt), cg, jc, dc, bc), vg, jv, dv_, bv)
-                    e = S[_DE]
-                    if e < d_off[r + 1]:
-                        ck[jc] = VAL
-                        cd[jc] = d_c[e]
-                        vk_[jv] = VAL
-                        vd[jv] = d_v[e]
-                        if log:
-                            nev = log_event(ev, nev, d_w1[r], d_c[e], jv, EMIT)
-                        S[_DE] = e + 1
-                    else:
-                        ck[jc] = STOP
-                        cd[jc] = 0
-                        vk_[jv] = STOP
-                        vd[jv] = 0.0
-                        S[_DR] = r + 1
-                        S[_DPH] = 0
-                    ct[jc] = t
-                    vt[jv] = t
-                    jc += 1
-                    jv += 1
+                    ck[jc] = STOP
+                    cd[jc] = 0
+                    vk_[jv] = STOP
+                    vd[jv] = 0.0
+                    S[_DR] = r + 1
+                    S[_DPH] = 0
+                ct[jc] = t
+                vt[jv] = t
+                jc += 1
+                jv += 1
                 steps += 1
                 if S[_DR] == S[_DNR]:  # drained: empty the tables
                     clear(rv, rslot, nr)
@@ -373,19 +371,20 @@ class Spacc2(Accumulator):
         return (np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64), np.full(size, -1, dtype=np.int64))
 
     def pending(self):
-        """Every step reads the four heads but the drain's after its first; the drain emits a
-        mid coordinate, then (crd, val) entries and S0 per row; the closing step all three."""
+        """Every step reads the four heads but the drain's after its first; the drain emits
+        (crd, val) entries and S0 per row, a row's mid coordinate with its first step; the
+        closing step all three."""
         S = self.S
         outer = self.head("crd_outer")
         if S[_DRAIN2]:
             first = S[_DR] == 0 and S[_DPH] == 0
-            return (list(self.ins) if first else []), (["crd_mid"] if S[_DPH] == 0 else ["crd", "val"])
+            return (list(self.ins) if first else []), (list(self.outs) if S[_DPH] == 0 else ["crd", "val"])
         if outer is None:
             return list(self.ins), self.unsure(self.outs)
         if outer[0] == VAL:
             return list(self.ins), []
         if outer[0] == STOP and int(outer[1]) == 0 and S[_NR] > 0:
-            return list(self.ins), ["crd_mid"]  # the drain's first step
+            return list(self.ins), list(self.outs)  # the drain's first step
         return list(self.ins), list(self.outs)
 
     def extra(self):

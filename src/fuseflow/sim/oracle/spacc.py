@@ -76,8 +76,8 @@ def _spacc2(c: _Ctx) -> None:
 
     Steps: one per inner (w2, val) pair accumulated; one per mid coordinate (consuming its
     inner `S0`); one per outer coordinate (consuming its mid `S0` and inner `S1`); at an outer
-    `S0`, one step per emitted w1 coordinate, one per emitted (w2, val) entry and one per closing
-    `S0` of a w2 fiber; then one step per outer stop or `D`, consuming the aligned stops of all
+    `S0`, one step per emitted (w2, val) entry and one per closing `S0` of a w2 fiber, each w1
+    coordinate going out with its fiber's first step; then one step per outer stop or `D`, consuming the aligned stops of all
     inputs and emitting `Sn` on crd_mid and `S(n+1)` on crd and val."""
     combine, identity, element, flops, wrap = _reducer(c)
     acc: dict = {}
@@ -124,8 +124,7 @@ def _spacc2(c: _Ctx) -> None:
                     c.fail(f"{port} is not aligned with crd_outer", outer, c.peek(port))
             if outer == Stop(0):
                 for w1 in sorted(acc):
-                    c.emit("crd_mid", Val(w1))
-                    c.step()
+                    c.emit("crd_mid", Val(w1))  # out with the row's first entry (or its S0)
                     for w2, value in sorted(acc[w1].items(), key=lambda e: e[0]):
                         c.emit("crd", Val(w2))
                         c.emit("val", Val(wrap(value)))
