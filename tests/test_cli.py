@@ -3,6 +3,7 @@ import json
 import textwrap
 
 import pytest
+from cli_helpers import error_of
 
 from fuseflow.cli import main
 
@@ -82,6 +83,37 @@ def test_errors_are_one_line_exit_2(argv, needle, capsys):
     assert err.count("\n") == 1 and "Traceback" not in err
     if needle:
         assert needle in err
+
+
+HEAD = "import sys, torch\nclass Net(torch.nn.Module):\n"
+FORWARD = "    def forward(self, A, X):\n"
+
+
+@pytest.mark.parametrize("body, needle, line", [
+    ("import sys\nsys.exit(5)\n" + HEAD + FORWARD + "        return A @ X\n", "importing net.py called sys.exit(5)",
+     2),
+    (HEAD + FORWARD + "        sys.exit(0)\n", "Net.forward called sys.exit(0)", 4),
+    (HEAD + "    def __init__(self):\n        super().__init__()\n        raise ValueError('bad width')\n",
+     "Net.__init__ raised ValueError: bad width", 5),
+    (HEAD + FORWARD + "        raise RuntimeError('oops')\n", "Net.forward raised RuntimeError: oops", 4),
+    (HEAD + FORWARD + "        while True:\n            try:\n                pass\n            except Exception:\n"
+     "                pass\n", "Net.forward did not return within 2 s", None),
+])
+def test_a_model_file_that_exits_raises_or_hangs_is_one_line(tmp_path, capsys, body, needle, line):
+    """Issue #40: the user's module exiting (at import, in forward), raising (in __init__, in
+    forward) or never returning (past --timeout) is the user's error: one line, exit 2, naming the
+    file and line."""
+    path = tmp_path / "net.py"
+    path.write_text(body)
+    timeout = "2" if "did not return" in needle else "600"  # the loop is reached at once (torch.fx), before the export
+    err = error_of(["inspect", f"{path}:Net", "--input", "5x5:csr", "--input", "5x4", "--timeout", timeout], capsys)
+    assert needle in err
+    assert f"{path}:{line or ''}" in err
+
+
+def test_timeout_applies_to_pytorch_classes_only(spmv_file, capsys):
+    assert "--timeout does not apply to MLIR files" in error_of(["inspect", str(spmv_file), "--timeout", "5"],
+                                                                capsys)
 
 
 def test_bad_mlir_names_line(tmp_path, capsys):

@@ -119,6 +119,9 @@ def add_source_arguments(parser, default_model: str | None = None) -> None:
                        help="example input of --torch, in forward() order, e.g. 34x34:csr (layouts: dense, "
                             "csr, csc, coo, bsrB); default: the file's example_inputs()")
     group.add_argument("--init", metavar="JSON", help="keyword arguments of the --torch class's constructor")
+    group.add_argument("--timeout", type=positive_real, metavar="SECONDS",
+                       help="--torch: seconds for importing the file, building the class and tracing its "
+                            "forward() before giving up with an error (default 600)")
     group.add_argument("--func", help="MLIR function to import when the module has several")
     group.add_argument("--format", action="append", metavar="NAME=LEVELS",
                        help="declare an input's storage, e.g. W=compressed,compressed (repeatable)")

@@ -23,6 +23,7 @@ from ..data.inputs import read_inputs
 from ..errors import UserError
 from ..files import read_file
 from ..frontend import from_mlir
+from ..frontend.torch_loader import TIMEOUT as TORCH_TIMEOUT
 from ..frontend.torch_loader import program_from_torch_spec
 from ..ir.canonicalize import prepare
 from ..ir.generate import complete_inputs
@@ -119,8 +120,8 @@ def load_source(args, budget=None) -> Source:
 
 def _refuse_unused(kind: str, args, flag: str) -> None:
     """Flags that do not apply to this kind of model are refused rather than ignored."""
-    unused = {"model": ["--input", "--init", "--func", "--format"], "torch": ["--func", "--dataset"],
-              "mlir": ["--input", "--init", "--dataset"]}[kind]
+    unused = {"model": ["--input", "--init", "--timeout", "--func", "--format"], "torch": ["--func", "--dataset"],
+              "mlir": ["--input", "--init", "--timeout", "--dataset"]}[kind]
     for option in unused:
         if getattr(args, option[2:].replace("-", "_"), None):
             kinds = {"model": "built-in models", "torch": "PyTorch classes", "mlir": "MLIR files"}
@@ -148,7 +149,8 @@ def _generic_presets(program) -> dict:
 
 
 def _torch_source(spec: str, args, formats: dict) -> Source:
-    program = program_from_torch_spec(spec, args.input, args.init, args.density, args.seed, formats)
+    program = program_from_torch_spec(spec, args.input, args.init, args.density, args.seed, formats,
+                                      args.timeout or TORCH_TIMEOUT)
     return Source("torch", spec, program, presets=_generic_presets(prepare(program)))
 
 

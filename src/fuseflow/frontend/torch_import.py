@@ -18,13 +18,16 @@ the same. A sparse matrix parameter's data stays sparse (a scipy `csr_array`).
 from __future__ import annotations
 
 import inspect
+import os
 import re
+import traceback
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import NotSupported, UserError
+from ..errors import FuseflowError, NotSupported, UserError
 from ..ir.formats import TensorFormat
 from ..ir.program import Program
 from .mlir_import import apply_formats, from_mlir
@@ -69,6 +72,46 @@ def from_torch(module, *example_inputs, formats: dict | None = None, name: str |
       input index): per-level strings such as "dense,compressed" or "compressed,compressed".
     - `name`: the program's name (default: the module's class name).
     """
+    return trace_torch(module, *example_inputs, formats=formats).program(name)
+
+
+@dataclass
+class Traced:
+    """A module traced and exported by torch-mlir (`trace_torch`: where the module's own code
+    runs), not yet read as a Program (`program`: fuseflow's part)."""
+
+    mlir: object  # torch-mlir's module, linalg on tensors
+    model_name: str
+    given_names: list[str]  # forward()'s parameters: what int keys of `formats` index
+    arg_names: list[str]  # the exported function's arguments: inputs, then parameters and buffers
+    arg_values: list  # their example values (sparse ones give their layout as a format)
+    state: dict  # parameter or buffer name -> its value (constants of the program)
+    formats: dict
+
+    def program(self, name: str | None = None) -> Program:
+        """The Program of the exported module, formats declared and constants attached."""
+        # with debug locations every op records the line of the model's code that produced it
+        text = self.mlir.operation.get_asm(enable_debug_info=True)
+        try:
+            program = from_mlir(text, arg_names=self.arg_names)
+        except UserError as err:  # torch-mlir lowered an op outside linalg (e.g. tm_tensor.scan for cumsum)
+            if (op := re.search(r"custom op '([\w.]+)'", err.what)) is None:
+                raise
+            raise NotSupported(f"{self.model_name} uses an op that torch-mlir lowers to {op[1]}, outside "
+                               "linalg", "from_torch", TAKEN) from None
+        program.name = name or self.model_name
+        declared = {n: f for n, x in zip(self.arg_names, self.arg_values) if (f := layout_format(x)) is not None}
+        for key, fmt in self.formats.items():
+            declared[self.given_names[key] if isinstance(key, int) else _safe(key)] = fmt
+        apply_formats(program, declared)
+        for n, v in self.state.items():
+            program.constants[_safe(n)] = _constant(v)
+        return program
+
+
+def trace_torch(module, *example_inputs, formats: dict | None = None) -> Traced:
+    """The first half of `from_torch` (same arguments): `module`'s forward traced (torch.fx)
+    and exported (torch.export, torch-mlir), the part that runs the module's own code."""
     import torch  # noqa: PLC0415 - torch is slow to import; only PyTorch models need it
 
     if not isinstance(module, torch.nn.Module):
@@ -78,6 +121,7 @@ def from_torch(module, *example_inputs, formats: dict | None = None, name: str |
             raise UserError(f"example input {k} is a {type(x).__name__}, not a tensor")
     input_names = _input_names(module, len(example_inputs))
     given_names, model_name = input_names, type(module).__name__  # int keys of `formats` index given_names
+    source = _source_file(module)
     rewritten = rewrite(module, list(example_inputs), input_names)
     if rewritten is not None:  # torch.sparse ops, sparse tensors built in forward, PyG layers
         module, example_inputs, input_names = rewritten.module, tuple(rewritten.inputs), rewritten.names
@@ -105,42 +149,52 @@ def from_torch(module, *example_inputs, formats: dict | None = None, name: str |
             mlir_module = fx.export_and_import(_Functional().eval(), *dense_inputs, *map(_stand_in, values),
                                                output_type="linalg-on-tensors")
         except Exception as err:  # noqa: BLE001 - torch.export / torch-mlir failures are the user's model
-            raise _export_failure(model_name, err) from None
-    arg_names = input_names + [_safe(n) for n in state_names]
-    # with debug locations every op records the line of the model's code that produced it
-    text = mlir_module.operation.get_asm(enable_debug_info=True)
-    try:
-        program = from_mlir(text, arg_names=arg_names)
-    except UserError as err:  # torch-mlir lowered an op outside linalg (e.g. tm_tensor.scan for cumsum)
-        if (op := re.search(r"custom op '([\w.]+)'", err.what)) is None:
-            raise
-        raise NotSupported(f"{model_name} uses an op that torch-mlir lowers to {op[1]}, outside "
-                           "linalg", "from_torch", TAKEN) from None
-    program.name = name or model_name
-    declared = {n: f for n, x in zip(arg_names, [*example_inputs, *values]) if (f := layout_format(x)) is not None}
-    for key, fmt in (formats or {}).items():
-        declared[given_names[key] if isinstance(key, int) else _safe(key)] = fmt
-    apply_formats(program, declared)
-    for n, v in zip(state_names, values):
-        program.constants[_safe(n)] = _constant(v)
-    for n, v in (rewritten.constants if rewritten is not None else {}).items():
-        program.constants[_safe(n)] = _constant(v)
-    return program
+            raise _export_failure(model_name, err, source) from None
+    constants = {**dict(zip(state_names, values)), **(rewritten.constants if rewritten is not None else {})}
+    return Traced(mlir_module, model_name, given_names, input_names + [_safe(n) for n in state_names],
+                  [*example_inputs, *values], constants, dict(formats or {}))
 
 
 TAKEN = ("write it with what fuseflow takes: matmuls (@, torch.sparse.mm, nn.Linear), elementwise ops, "
          "sum/max reductions, softmax, reshapes and concatenation")
 
 
-def _export_failure(model_name: str, err) -> NotSupported:
-    """One line for a failed export: the PyTorch op torch-mlir could not lower, if it names one."""
+def _export_failure(model_name: str, err, source: str | None) -> FuseflowError:
+    """One line for a failed export: an exception the model's own code raised (its innermost
+    frame in the model's file) is the user's, with its type, message and line; else the PyTorch
+    op torch-mlir could not lower, if it names one."""
     text = str(err).strip()
+    first = text.splitlines()[0].rstrip(":") if text else type(err).__name__
+    frames = traceback.extract_tb(err.__traceback__)
+    if source and frames and _same_file(frames[-1].filename, source):
+        return UserError(f"{model_name}.forward raised {type(err).__name__}: {first}",
+                         f"{frames[-1].filename}:{frames[-1].lineno}")
     op = re.search(r"\b(?:torch\.)?(aten\.[A-Za-z_][\w.]*)", text)
     if op:
         return NotSupported(f"PyTorch op {op[1].removesuffix('.default')} in {model_name}", "from_torch",
                             TAKEN)
-    first = text.splitlines()[0].rstrip(":") if text else type(err).__name__
     return NotSupported(f"exporting {model_name} with torch-mlir failed: {first}", "from_torch", TAKEN)
+
+
+def _source_file(module) -> str | None:
+    """The file that defines `module`'s class, if Python knows it."""
+    try:
+        return inspect.getsourcefile(type(module))
+    except (TypeError, OSError):  # a built-in class, or one defined where there is no file
+        return None
+
+
+def _same_file(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def user_line(tb, path: str) -> str | None:
+    """`FILE:LINE` of the innermost frame of traceback `tb` (or stack summary) that runs in `path`."""
+    frames = tb if isinstance(tb, traceback.StackSummary) else traceback.extract_tb(tb)
+    for frame in reversed(frames):
+        if _same_file(frame.filename, path):
+            return f"{frame.filename}:{frame.lineno}"
+    return None
 
 
 def _stand_in(x):
