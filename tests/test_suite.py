@@ -129,6 +129,26 @@ def test_schema_2_database_gains_the_sampled_columns(tmp_path):
     db.close()
 
 
+def test_a_database_with_text_in_a_number_column_is_one_line(tmp_path, capsys):
+    """Issue #40: a row whose cycles hold text (a file edited by hand) is refused when the file is
+    opened, naming the database, table, column and row, and left as it was."""
+    path, spec = str(tmp_path / "edited.db"), tmp_path / "karate.toml"
+    spec.write_text(KARATE)
+    db = SweepDB(path)
+    db.insert({"program": "p.mlir", "schedule": "full", "data": "density=0.1", "seed": 0, "status": "ok",
+               "cycles": 7})
+    db.close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE runs SET cycles = 'lots' WHERE id = 1")
+    conn.commit()
+    conn.close()
+    line = error_of(["study", "suite", str(spec), "--db", path, "--executor", "serial", "-q"], capsys)
+    assert f"{path}: table runs, column cycles, row 1 holds text 'lots', not a number" in line
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT cycles FROM runs").fetchall() == [("lots",)]
+    conn.close()
+
+
 @pytest.fixture(scope="module")
 def karate_db(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("suite") / "karate.db")

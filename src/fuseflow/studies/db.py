@@ -180,7 +180,30 @@ class SweepDB:
         if not self._has_unique_key():
             _refuse(self.path, "its runs table has no unique key on (program, schedule, data, seed), so "
                                "concurrent or resumed sweeps could write rows twice")
+        self._check_numbers("runs", [(n, kind) for n, kind, _ in COLUMNS if n in have])
+        if "sessions" in tables:
+            self._check_numbers("sessions", [(r["name"], r["type"]) for r in
+                                             self.conn.execute("PRAGMA table_info(sessions)")])
         return False
+
+    def _check_numbers(self, table: str, columns: list[tuple[str, str]]) -> None:
+        """Refuse a file whose INTEGER or REAL column holds text or bytes in some row (edited by
+        hand or by another program): the first such value, by table, column and row."""
+        numeric = [name for name, kind in columns if kind.split()[0] in ("INTEGER", "REAL")]
+        if not numeric:
+            return
+        test = " OR ".join(f"typeof({n}) NOT IN ('integer', 'real', 'null')" for n in numeric)
+        row = self.conn.execute(f"SELECT rowid AS row_number, {', '.join(numeric)} FROM {table} "
+                                f"WHERE {test} ORDER BY rowid LIMIT 1").fetchone()
+        if row is None:
+            return
+        name = next(n for n in numeric if not isinstance(row[n], (int, float, type(None))))
+        value = row[name]
+        shown = repr(value if len(value) <= 40 else value[:40] + "...")
+        _refuse(self.path, f"table {table}, column {name}, row {row['row_number']} holds "
+                           f"{'text' if isinstance(value, str) else 'bytes'} {shown}, not a number",
+                f"correct or delete that row (sqlite3 {self.path} \"DELETE FROM {table} WHERE rowid = "
+                f"{row['row_number']}\"), or give another --db")
 
     def _upgrade(self) -> None:
         """An older schema brought up to this one in one transaction: 1 -> 2 the suite columns and
