@@ -138,3 +138,23 @@ def test_max_memory_reaches_a_simulator_that_takes_a_budget(monkeypatch, capsys)
 def test_a_synthetic_graph_beyond_memory(capsys):
     err = timed(["study", "fusion", "--model", "gcn", "--dataset", "synthetic:mag", "--scale", "1000"], capsys, 10.0)
     assert "synthetic:mag at scale 1000 (736,389,000 nodes" in err
+
+
+def test_inputs_slow_to_generate_are_announced_first_with_their_size(monkeypatch, capsys):
+    """Issue #40: `--shape '?=100000000'` (6 GiB of generated inputs, within a large budget) said
+    nothing for minutes; inputs that take more than a few seconds to generate are now announced
+    on stderr, before they are generated, with their size."""
+    from fuseflow import checks
+
+    dynamic = str(MLIR / "dynamic.mlir")
+    program = fuseflow.from_mlir(dynamic)
+    assert checks.generation_note(program, {}, {"A": (10**8, 8), "W": (8, 4)}) == \
+        "generating 6.0 GiB of inputs (A: 100000000x8 dense), which takes a while"
+    assert checks.generation_note(program, {}, {"A": (64, 8), "W": (8, 4)}) is None
+    assert main(["simulate", dynamic, "--shape", "?=64", "--json"]) == 0
+    assert "generating" not in capsys.readouterr().err
+    monkeypatch.setattr(checks, "SLOW_SECONDS", 0.0)  # as if these were slow
+    assert main(["simulate", dynamic, "--shape", "?=64", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("fuseflow: note: generating 4.2 KiB of inputs (A: 64x8 dense, W: 8x4 sparse), "
+                          "which takes a while\n"), err

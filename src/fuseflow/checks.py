@@ -27,7 +27,7 @@ from .errors import UserError
 from .ir.program import Program
 from .ir.values import DENSE_LIMIT, as_value, shape_of
 from .ir.verify import infer_shapes
-from .memory import Budget
+from .memory import Budget, format_bytes
 from .schedule import Schedule
 
 FLOAT_BYTES = 8  # inputs are bound as float64
@@ -120,6 +120,39 @@ def check_allocation(program: Program, given: dict, shapes: dict, budget: Budget
     generated = sum(_generated_bytes(program, n, s, density) for n, s in shapes.items() if n not in given)
     bound = sum(math.prod(shape_of(v)) * FLOAT_BYTES for v in given.values() if not sp.issparse(v))
     (budget or Budget()).check(generated + bound, what)
+
+
+GENERATED_PER_SECOND = {"dense": 20e6, "sparse": 2e6}  # elements, stored entries of large sparse inputs (one core)
+SLOW_SECONDS = 3.0  # generating inputs for longer is said first (`generation_note`)
+
+
+def generation_note(program: Program, given: dict, shapes: dict, density: float = 0.1) -> str | None:
+    """What generating the inputs not `given` will make, when it takes more than a few seconds
+    (a note for stderr: the size, the largest inputs named), else None.
+
+        >>> from fuseflow.frontend import from_mlir
+        >>> generation_note(from_mlir("tests/mlir/dynamic.mlir"), {}, {"A": (10**8, 8), "W": (8, 4)})
+        'generating 6.0 GiB of inputs (A: 100000000x8 dense), which takes a while'
+    """
+    sizes, seconds = {}, 0.0
+    for name, shape in shapes.items():
+        if name in given or name in program.constants:
+            continue
+        tensor, elements = program.tensors[name], math.prod(shape)
+        if not tensor.format.is_dense and len(shape) == 2 and not tensor.format.block and elements > DENSE_LIMIT:
+            entries = math.ceil(elements * density)  # `random_sparse`: a scipy matrix of its entries
+            sizes[name] = (entries * 2 * FLOAT_BYTES, "sparse")
+            seconds += entries / GENERATED_PER_SECOND["sparse"]
+        else:
+            sizes[name] = (elements * FLOAT_BYTES, "dense" if tensor.format.is_dense else "sparse")
+            seconds += elements / GENERATED_PER_SECOND["dense"]
+    if seconds < SLOW_SECONDS:
+        return None
+    total = sum(size for size, _ in sizes.values())
+    large = sorted((n for n in sizes if sizes[n][0] >= total / 100), key=lambda n: -sizes[n][0])  # the rest: small
+    named = [f"{n}: {'x'.join(map(str, shapes[n]))} {sizes[n][1]}" for n in large[:3]]
+    more = f" and {len(large) - 3} more" if len(large) > 3 else ""
+    return f"generating {format_bytes(total)} of inputs ({', '.join(named)}{more}), which takes a while"
 
 
 def check_schedule(program: Program, schedule, shapes: dict | None = None) -> Schedule:

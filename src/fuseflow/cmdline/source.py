@@ -18,7 +18,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from ..checks import DYNAMIC_SIZE, check_allocation, dynamic_shapes, input_shapes
+from ..checks import DYNAMIC_SIZE, check_allocation, dynamic_shapes, generation_note, input_shapes
 from ..data.inputs import read_inputs
 from ..errors import UserError
 from ..files import read_file
@@ -64,6 +64,9 @@ class Source:
         """The given inputs plus generated ones for the rest, sizes checked against `budget`."""
         shapes = self.input_shapes()
         check_allocation(self.program, self.given, shapes, budget, f"inputs of {self.program.name}", density)
+        note = generation_note(self.program, self.given, shapes, density)
+        if note:
+            print(f"fuseflow: note: {note}", file=sys.stderr, flush=True)
         return complete_inputs(self.program, self.given, density, seed, shapes)
 
     def canonical(self):
