@@ -150,3 +150,21 @@ def test_cli_simulate_errors(tmp_path, capsys):
     np.savez(tmp_path / "shape.npz", arg0=np.ones((3, 3)))
     assert main(["simulate", os.path.join(MLIR, "spmv.mlir"), "--inputs", str(tmp_path / "shape.npz")]) == 2
     assert "has shape (3, 3)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra", [[], ["--sample", "0.5"]])
+def test_numba_jit_disabled_simulates_on_the_oracle(extra):
+    """Issue #40: NUMBA_DISABLE_JIT=1 (read when numba loads: a process of its own) runs the fast
+    engine's work on the oracle, said in one note, with the same cycles."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "fuseflow", "simulate", os.path.join(MLIR, "spmv.mlir"), "--json", *extra]
+    runs = [subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "NUMBA_DISABLE_JIT": jit})
+            for jit in ("1", "0")]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    assert "NUMBA_DISABLE_JIT is set" in runs[0].stderr and "NUMBA_DISABLE_JIT" not in runs[1].stderr
+    assert runs[0].stderr.count("fuseflow: note: NUMBA_DISABLE_JIT") == 1
+    oracle, fast = (json.loads(run.stdout) for run in runs)
+    assert oracle["verified"] and oracle["cycles"] == fast["cycles"]

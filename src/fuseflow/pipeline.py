@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -78,9 +79,25 @@ class SimResult:
         return result_html(self)
 
 
+def _jit_disabled() -> bool:
+    """Whether numba's JIT is off (NUMBA_DISABLE_JIT=1): the fast engine's kernels then do not
+    compile (they are numba dispatchers); the first time, one line on stderr says so."""
+    from numba.core import config  # noqa: PLC0415 - numba is slow to import; only a simulation needs it
+
+    if config.DISABLE_JIT and not _JIT_NOTE_GIVEN:
+        _JIT_NOTE_GIVEN.append(True)
+        print("fuseflow: note: NUMBA_DISABLE_JIT is set, so the fast engine's kernels cannot be compiled: "
+              "simulating with the oracle engine (the same cycles, more slowly)", file=sys.stderr)
+    return bool(config.DISABLE_JIT)
+
+
+_JIT_NOTE_GIVEN: list = []
+
+
 def engine_function(name: str):
-    """The `run_graph` of engine `name` (fast or oracle)."""
-    if name == "oracle":
+    """The `run_graph` of engine `name` (fast or oracle; the oracle for fast when numba's JIT is
+    disabled)."""
+    if name == "oracle" or name == "fast" and _jit_disabled():
         from .sim.oracle import run_graph
     elif name == "fast":
         try:
