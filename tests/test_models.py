@@ -9,6 +9,7 @@ from fuseflow.cli import main
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.models.gpt3 import bigbird_mask
 from fuseflow.models.registry import build
+from fuseflow.schedule.schedule import Schedule
 from fuseflow.studies.granularity import fusion_study
 
 
@@ -22,6 +23,21 @@ def test_gcn_presets_match_reference_kernel_counts(gcn):
     assert len(compile_schedule(gcn.program, gcn.presets["unfused"], canonical=True).kernels) == 8
     assert len(compile_schedule(gcn.program, gcn.presets["partial"], canonical=True).kernels) == 2
     assert len(compile_schedule(gcn.program, gcn.presets["full"], canonical=True).kernels) == 1
+
+
+def test_graph_models_have_one_layer_fused_presets(gcn):
+    # the reference's Figure 14: one layer as in partial, every other op as in unfused
+    assert gcn.presets["layer1"] == "fusion=[t2,t5,t6,t7][t8][t12][t13][t18_0,t19,t20,t23,t24] layout=induced"
+    assert gcn.presets["layer2"] == "fusion=[t2][t5][t6][t7][t8,t12,t13,t18_0,t19,t20,t23,t24] layout=induced"
+    for preset in ("layer1", "layer2"):
+        assert len(compile_schedule(gcn.program, gcn.presets[preset], canonical=True).kernels) == 5
+    sage = build("graphsage", "karate")
+    partial = Schedule.parse(sage.presets["partial"]).partition(sage.program)
+    for k, layer in enumerate(partial, 1):
+        groups = Schedule.parse(sage.presets[f"layer{k}"]).partition(sage.program)
+        assert layer in groups and not any(set(g) & set(layer) for g in groups if g != layer)
+        unfused = Schedule.parse(sage.presets["unfused"]).partition(sage.program)
+        assert [g for g in groups if g != layer] == [g for g in unfused if not set(g) & set(layer)]
 
 
 def test_gcn_reference_matches_pytorch(gcn):

@@ -5,7 +5,9 @@
 - `partial`: one kernel per statement of the model's `forward` (per layer, or per component of a
   decoder block);
 - `full`: one kernel, or for decoder stacks the partial groups with each block's tail fused with
-  the next block's LN+QKV (cross-layer fusion, as the reference's "fully fused" GPT-3).
+  the next block's LN+QKV (cross-layer fusion, as the reference's "fully fused" GPT-3);
+- `layer1`, `layer2` (the graph models): one layer fused as in `partial`, every other op as in
+  `unfused` (the reference's Figure 14: "only first layer fused", "only second layer fused").
 
     >>> reference_unfused.__name__
     'reference_unfused'
@@ -76,6 +78,24 @@ def cross_layer(program: Program, tail_line: str, head_line: str) -> list[list[s
         merged.append(g)
         used.add(k)
     return merged
+
+
+def only_fused(unfused: list[list[str]], group: list[str]) -> list[list[str]]:
+    """The `unfused` groups with those inside `group` made one, where the first of them stood.
+
+        >>> only_fused([["a"], ["b"], ["c", "d"], ["e"]], ["b", "c", "d"])
+        [['a'], ['b', 'c', 'd'], ['e']]
+    """
+    members = set(group)
+    out: list[list[str]] = []
+    for g in unfused:
+        if not members & set(g):
+            out.append(g)
+        elif not set(g) <= members:
+            raise ValueError(f"unfused group {g} straddles {group}")
+        elif g[0] == next(n for u in unfused for n in u if n in members):
+            out.append(list(group))
+    return out
 
 
 def as_schedule(groups: list[list[str]], extra: str = "layout=induced") -> str:

@@ -2,7 +2,9 @@
 
     >>> case = build("gcn", dataset="karate")
     >>> sorted(case.presets), case.inputs["A"].shape
-    (['full', 'partial', 'unfused'], (34, 34))
+    (['full', 'layer1', 'layer2', 'partial', 'unfused'], (34, 34))
+    >>> case.presets["layer1"]
+    'fusion=[t2,t5,t6,t7][t8][t12][t13][t18_0,t19,t20,t23,t24] layout=induced'
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from ..schedule.schedule import statement_groups
 from .gcn import GCN
 from .gpt3 import GPT3_DEEP, GPT3_MINI, GPT3_SMALL, GPT3_SMALL2, GPT3_TINY, GPT3_WIDE, GPT3BigBird, bigbird_mask
 from .graphsage import GraphSAGE
-from .presets import as_schedule, cross_layer, reference_unfused
+from .presets import as_schedule, cross_layer, only_fused, reference_unfused
 from .sae import BATCH, SAE_SIZES, SparseAutoencoder
 
 MODELS = ("gcn", "graphsage", "sae", "gpt3-bigbird")
@@ -161,6 +163,10 @@ def build(name: str, dataset=None, *, scale: float = 1.0, seed: int = 0, block: 
     case.presets.setdefault("unfused", as_schedule(reference_unfused(case.program)))
     case.presets.setdefault("partial", as_schedule(statement_groups(case.program)))
     case.presets.setdefault("full", "full layout=induced")
+    if name in ("gcn", "graphsage"):  # one layer fused, the rest unfused (the reference's Figure 14)
+        unfused = reference_unfused(case.program)
+        for k, layer in enumerate(statement_groups(case.program), 1):
+            case.presets[f"layer{k}"] = as_schedule(only_fused(unfused, layer))
     if name in BLOCKED_MODELS:
         scalar = dict(case.presets)
         case.presets = {k: f"{v} block={block}" for k, v in scalar.items()}
