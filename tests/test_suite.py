@@ -42,7 +42,7 @@ full = 400
 def test_figure12_is_built_in():
     suite = load_suite("figure12")
     tasks = suite.tasks()
-    assert len(tasks) == 66 and len({t.key for t in tasks}) == 66
+    assert len(tasks) == 76 and len({t.key for t in tasks}) == 76
     cases = {(t.model, t.dataset, t.block) for t in tasks}
     for model in ("gcn", "graphsage"):
         for dataset in ("cora", "cora_ml", "citeseer", "dblp", "synthetic:collab", "synthetic:mag"):
@@ -52,12 +52,33 @@ def test_figure12_is_built_in():
     # published speedups as the reference lists them (§6.2)
     pub = suite.published[("gcn", "synthetic:collab", None)]
     assert round(pub["unfused"] / pub["partial"], 2) == 2.58
-    assert all(t.schedule in ("unfused", "partial", "full", "full order=reference") and t.baseline == "unfused"
-               for t in tasks)
+    assert all(t.schedule in ("unfused", "partial", "full", "full order=reference", "layer1", "layer2")
+               and t.baseline == "unfused" for t in tasks)
     # the graph models' full fusion also with the reference compiler's order, beside every default row
     variants = {(t.model, t.dataset) for t in tasks if t.schedule == "full order=reference"}
     assert variants == {(t.model, t.dataset) for t in tasks if t.model in ("gcn", "graphsage")}
     assert sum(t.schedule in ("unfused", "partial", "full") for t in tasks) == 54
+    # Figure 14's configurations: GCN with one layer fused, on every dataset but the MAG twin
+    for layer in ("layer1", "layer2"):
+        assert {(t.model, t.dataset) for t in tasks if t.schedule == layer} == \
+            {("gcn", d) for d in ("synthetic:collab", "dblp", "cora_ml", "citeseer", "cora")}
+    assert suite.schedule_labels == {"layer1": "only layer 1 fused", "layer2": "only layer 2 fused"}
+
+
+def test_figure12_holds_the_published_figure14_counts():
+    """The reference's Figure 14 (GCN), each configuration's FLOPs and memory accesses over unfused,
+    as the reference's plot gives them."""
+    counts = load_suite("figure12").published_counts
+    published = {"cora_ml": ((8.47, 6.93), (0.82, 0.62), (1.00, 1.00), (0.82, 0.62)),
+                 "dblp": ((11.73, 10.30), (1.00, 0.78), (1.00, 1.00), (1.00, 0.78)),
+                 "synthetic:collab": ((18.59, 15.82), (1.00, 0.80), (1.00, 0.99), (1.00, 0.79))}
+    assert list(counts) == [("gcn", d) for d in published]
+    for dataset, ratios in published.items():
+        case = counts[("gcn", dataset)]
+        assert list(case) == ["unfused", "full", "layer1", "layer2", "partial"]
+        (flops, mem), rest = case["unfused"], list(case.values())[1:]
+        assert [(round(f / flops, 2), round(m / mem, 2)) for f, m in rest] == list(ratios)
+    assert [round(v / 1e6, 1) for v in counts[("gcn", "cora_ml")]["unfused"]] == [292.4, 493.7]
 
 
 @pytest.mark.parametrize("text, message", [
@@ -71,6 +92,20 @@ def test_figure12_is_built_in():
     ('[sweep]\n', "unknown table 'sweep'"),
     ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\nvariants = ["full"]', "variant 'full' of bad.toml"),
     ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\nvariants = [" "]', "variant ' ' in bad.toml"),
+    ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\nvariants = [{schedule = "layer1", name = "x"}]',
+     "unknown key 'name' in bad.toml [[case]] 1 variant 1"),
+    ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\nvariants = [{label = "x"}]', "variant None in bad.toml"),
+    ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\nvariants = [{schedule = "layer1", label = "a"}]\n'
+     '[[case]]\nmodel = "gcn"\ndatasets = ["cora"]\nvariants = [{schedule = "layer1", label = "b"}]',
+     "variant 'layer1' of bad.toml [[case]] 2 is labelled 'b', elsewhere 'a'"),
+    ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\n[[published_counts]]\nmodel = "gcn"\ndataset = "cora"\n'
+     'unfused = [1, 2]', "no case runs gcn on cora"),
+    ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\n[[published_counts]]\nmodel = "gcn"\ndataset = "karate"\n'
+     'unfused = [1, 2]\nlayer1 = [1, 2]', "'layer1' is not a schedule or variant of that case"),
+    ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\n[[published_counts]]\nmodel = "gcn"\ndataset = "karate"\n'
+     'unfused = [1, 2]\nfull = [1]', "full must be [FLOPs, memory accesses]"),
+    ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\n[[published_counts]]\nmodel = "gcn"\ndataset = "karate"\n'
+     'full = [1, 2]', "no counts for the baseline 'unfused'"),
 ])
 def test_bad_suite_files(text, message):
     with pytest.raises(UserError, match=message.replace("[", r"\[")):

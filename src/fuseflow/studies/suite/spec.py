@@ -14,8 +14,9 @@ A suite file:
     model = "gcn"
     datasets = ["karate", "cora"]
     max_tokens = 1e9          # optional, per case
-    variants = ["full order=reference"]   # optional: schedules also run, beside the suite's (or the
-                                          # case's) own; the results page lists them under its table
+    variants = ["full order=reference",   # optional: schedules also run, beside the suite's (or the
+                {schedule = "layer1", label = "only layer 1 fused"}]  # case's) own, a label optional;
+                                          # the results page lists them under its table
     large_memory = true       # optional: on dask, its tasks run one at a time on one worker, guarded by
                               # what the machine has free rather than the worker's share
 
@@ -24,6 +25,12 @@ A suite file:
     datasets = ["tiny"]
     blocks = [16, 32]
 
+    [[published_counts]]      # the reference's Figure 14: FLOPs and memory accesses of a case's
+    model = "gcn"             # schedules (or variants, by schedule or label), [FLOPs, memory];
+    dataset = "karate"        # the results page sets each over the first (the baseline) beside ours
+    unfused = [1000, 2000]
+    "only layer 1 fused" = [900, 1500]
+
     [[note]]                  # why rows differ from the published ones: numbered on the chart
     models = ["gcn"]
     datasets = ["karate"]     # optional: all the model's rows
@@ -31,9 +38,11 @@ A suite file:
 
     >>> suite = load_suite("figure12")
     >>> len(suite.tasks()), suite.tasks()[0].key
-    (66, ('model:gcn', 'unfused', 'dataset=synthetic:mag', 0))
+    (76, ('model:gcn', 'unfused', 'dataset=synthetic:mag', 0))
     >>> [t.schedule for t in suite.tasks()[:4]]
     ['unfused', 'partial', 'full', 'full order=reference']
+    >>> suite.schedule_labels["layer1"], list(suite.published_counts[("gcn", "cora_ml")])
+    ('only layer 1 fused', ['unfused', 'full', 'layer1', 'layer2', 'partial'])
     >>> suite.published[("gcn", "cora", None)]["partial"]
     29997611
     >>> suite.notes[0].models, suite.notes[0].text[:24]
@@ -58,6 +67,7 @@ CASE_KEYS = {"model": str, "datasets": list, "blocks": list, "max_tokens": (int,
              "seeds": list, "schedules": list, "variants": list, "label": str, "large_memory": bool}
 MODEL_NAMES = {"gcn": "GCN", "graphsage": "GraphSAGE", "sae": "SAE", "gpt3-bigbird": "GPT-3 + BigBird"}
 NOTE_KEYS = {"models": list, "datasets": list, "text": str}
+VARIANT_KEYS = {"schedule": str, "label": str}
 PUBLISHED_KEYS = {"model": str, "dataset": str, "block": int, "label": str, "unfused": int, "partial": int,
                   "full": int}
 
@@ -128,6 +138,13 @@ class Suite:
     labels: dict = field(default_factory=lambda: {(m, None): name for m, name in MODEL_NAMES.items()})
     # (model, dataset) -> how the page names it; (model, None) -> the model's name
     notes: list[ChartNote] = field(default_factory=list)
+    schedule_labels: dict = field(default_factory=dict)  # a variant's schedule -> its label, where it has one
+    published_counts: dict = field(default_factory=dict)
+    # (model, dataset) -> {schedule: (FLOPs, memory accesses)}, the baseline first (`[[published_counts]]`)
+
+    def schedule_label(self, schedule: str) -> str:
+        """How the page names a schedule: its label, else the schedule itself."""
+        return self.schedule_labels.get(schedule, schedule)
 
     def tasks(self) -> list[SuiteTask]:
         out = []
@@ -156,10 +173,21 @@ def _case(table: dict, where: str) -> dict:
     built_in(table.get("model"), where)
     if not table.get("datasets"):
         raise UserError(f"no datasets in {where}", where, 'e.g. datasets = ["karate"]')
+    variants, labels = [], {}
     for variant in table.get("variants", []):
+        if isinstance(variant, dict):  # {schedule = "...", label = "..."}
+            _check(variant, VARIANT_KEYS, f"{where} variant {len(variants) + 1}")
+            if "label" in variant:
+                if not variant["label"].strip():
+                    raise UserError(f"variant {len(variants) + 1} in {where} has an empty label", where)
+                labels[variant.get("schedule")] = variant["label"]
+            variant = variant.get("schedule")
         if not isinstance(variant, str) or not variant.strip():
             raise UserError(f"variant {variant!r} in {where} is not a schedule", where,
-                            'e.g. variants = ["full order=reference"]')
+                            'e.g. variants = ["full order=reference", {schedule = "layer1", label = "layer 1"}]')
+        variants.append(variant)
+    if "variants" in table:
+        table = {**table, "variants": variants, "variant_labels": labels}
     for block in table.get("blocks", []):
         if not isinstance(block, int) or isinstance(block, bool) or block < 1:
             raise UserError(f"block {block!r} in {where} is not a positive whole number", where)
@@ -174,10 +202,10 @@ def parse_suite(text: str, where: str) -> Suite:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise UserError(f"{where} is not valid TOML: {err}", where) from None
-    unknown = sorted(set(data) - {"suite", "case", "published", "note"})
+    unknown = sorted(set(data) - {"suite", "case", "published", "published_counts", "note"})
     if unknown:
         raise UserError(f"unknown table {unknown[0]!r} in {where}", where,
-                        "use [suite], [[case]], [[published]] and [[note]]")
+                        "use [suite], [[case]], [[published]], [[published_counts]] and [[note]]")
     head = data.get("suite", {})
     _check(head, SUITE_KEYS, f"{where} [suite]")
     cases = [_case(c, f"{where} [[case]] {n + 1}") for n, c in enumerate(data.get("case", []))]
@@ -203,13 +231,55 @@ def parse_suite(text: str, where: str) -> Suite:
         published[key] = {k: entry[k] for k in ("unfused", "partial", "full") if k in entry}
         if "label" in entry:
             labels[key[:2]] = entry["label"]
-    for case in cases:
+    schedule_labels: dict[str, str] = {}
+    for n, case in enumerate(cases):
         if "label" in case:
             labels.update({(case["model"], d): case["label"] for d in case["datasets"]})
+        for schedule, label in case.get("variant_labels", {}).items():
+            if schedule_labels.setdefault(schedule, label) != label:
+                raise UserError(f"variant {schedule!r} of {where} [[case]] {n + 1} is labelled {label!r}, "
+                                f"elsewhere {schedule_labels[schedule]!r}", where, "give a schedule one label")
     name = head.get("name") or os.path.splitext(os.path.basename(where))[0]
-    return Suite(name, cases, [str(s) for s in schedules],
-                 [int(s) for s in seeds], float(head.get("max_tokens", MAX_TOKENS)), head.get("engine", "fast"),
-                 head.get("description", ""), published, labels, _notes(data.get("note", []), where))
+    suite = Suite(name, cases, [str(s) for s in schedules],
+                  [int(s) for s in seeds], float(head.get("max_tokens", MAX_TOKENS)), head.get("engine", "fast"),
+                  head.get("description", ""), published, labels, _notes(data.get("note", []), where),
+                  schedule_labels)
+    suite.published_counts = _published_counts(data.get("published_counts", []), suite, where)
+    return suite
+
+
+def _published_counts(tables: list, suite: Suite, where: str) -> dict:
+    """The `[[published_counts]]` tables: per (model, dataset), each schedule's published
+    [FLOPs, memory accesses], keyed by the schedule (a variant may be named by its label), the
+    case's baseline first, then in the table's order. Each must name a case and schedules it runs."""
+    out: dict[tuple, dict] = {}
+    for n, table in enumerate(tables):
+        at = f"{where} [[published_counts]] {n + 1}"
+        model, dataset = table.get("model"), table.get("dataset")
+        if not isinstance(model, str) or not isinstance(dataset, str):
+            raise UserError(f"{at} needs a model and a dataset", where, 'e.g. model = "gcn" dataset = "cora_ml"')
+        tasks = {t.schedule: t for t in suite.tasks() if (t.model, t.dataset, t.block) == (model, dataset, None)}
+        if not tasks:
+            raise UserError(f"{at}: no case runs {model} on {dataset}", where)
+        by_label = {suite.schedule_label(s): s for s in tasks}
+        counts = {}
+        for key, value in table.items():
+            if key in ("model", "dataset"):
+                continue
+            schedule = key if key in tasks else by_label.get(key)
+            if schedule is None:
+                raise UserError(f"{at}: {key!r} is not a schedule or variant of that case", where,
+                                f"its schedules: {', '.join(map(repr, by_label))}")
+            if not (isinstance(value, list) and len(value) == 2 and all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in value)):
+                raise UserError(f"{at}: {key} must be [FLOPs, memory accesses], two positive numbers", where)
+            counts[schedule] = (value[0], value[1])
+        baseline = next(iter(tasks.values())).baseline
+        if baseline not in counts:
+            raise UserError(f"{at} has no counts for the baseline {baseline!r}", where,
+                            "the page sets every count over the baseline's")
+        out[(model, dataset)] = {baseline: counts.pop(baseline), **counts}
+    return out
 
 
 def _notes(tables: list, where: str) -> list[ChartNote]:
