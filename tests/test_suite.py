@@ -348,3 +348,101 @@ def test_a_variant_runs_beside_the_schedules_and_is_listed_under_the_table(tmp_p
            f"{variant['cycles']:,} cycles" in text
     table = [line for line in text.splitlines() if line.startswith("| GCN |")]
     assert len(table) == 1 and "order=reference" not in table[0]
+
+
+FIGURE14 = """
+[suite]
+name = "f14"
+schedules = ["unfused", "partial", "full"]
+[[case]]
+model = "gcn"
+datasets = ["karate", "cora"]
+variants = [{schedule = "layer1", label = "only layer 1 fused"}, {schedule = "layer2", label = "only layer 2 fused"}]
+[[published_counts]]
+model = "gcn"
+dataset = "karate"
+unfused = [1000, 2000]
+full = [8000, 14000]
+"only layer 1 fused" = [800, 1200]
+layer2 = [1000, 2000]
+partial = [800, 1200]
+[[published_counts]]
+model = "gcn"
+dataset = "cora"
+unfused = [500, 1000]
+full = [4000, 7000]
+"""
+
+
+def _figure14_db(path: str) -> SweepDB:
+    """Karate's unfused, partial, full (sampled) and layer1 rows (layer2 not run); nothing on cora."""
+    db = SweepDB(path)
+    db.start_session("f14", 10, 1, "serial", None)
+    for schedule, flops, reads, writes, extra in (
+            ("unfused", 100, 150, 50, {}), ("partial", 90, 100, 20, {}),
+            ("full", 900, 1000, 400,
+             {"mode": "sampled", "cycles_low": 90, "cycles_high": 110, "sampled_fraction": 0.05}),
+            ("layer1", 95, 110, 30, {})):
+        db.insert({"program": "model:gcn", "schedule": schedule, "data": "dataset=karate", "seed": 0,
+                   "program_name": "gcn", "dataset": "karate", "label": schedule, "status": "ok", "cycles": 100,
+                   "flops": flops, "mem_reads": reads, "mem_writes": writes, "kernels": 1, "verified": 1,
+                   "suite": "f14", **extra})
+    return db
+
+
+def test_figure14_section_sets_counts_over_unfused_beside_the_published(tmp_path):
+    """The page's Figure-14 section: per case, each configuration's FLOPs and memory accesses over
+    unfused beside the published ratios, how each row ran (a sampled one marked), "not run" for rows
+    the database lacks, unfused's own counts beside the published ones; its chart goes beside
+    Figure 12's, and the section after the suite's, before the page's next level-2 heading."""
+    suite = parse_suite(FIGURE14, "f14.toml")
+    db = _figure14_db(str(tmp_path / "f14.db"))
+    page, figure = str(tmp_path / "results.md"), str(tmp_path / "figure12.png")
+    with open(page, "w") as handle:
+        handle.write("# Results\n\n<!-- suite f14 begin -->\nold\n<!-- suite f14 end -->\n### notes\n\nkept\n\n"
+                     "## Later\n\nalso kept\n")
+    figure14 = str(tmp_path / "figure14.png")
+    assert write_page(db, suite, page=page, figure=figure) == [figure, figure14, page]
+    db.close()
+    assert os.path.getsize(figure14) > 10_000
+    text = open(page).read()
+    before, section = text.split("<!-- suite f14 figure14 begin -->\n")
+    section, after = section.split("<!-- suite f14 figure14 end -->\n")
+    assert before.endswith("### notes\n\nkept\n\n") and after == "## Later\n\nalso kept\n"
+    assert section.startswith("## Figure 14") and "4 of the 7 rows it needs are in the database" in section
+    lines = section.splitlines()
+    karate = lines[lines.index("#### GCN karate") + 4:lines.index("#### GCN karate") + 8]
+    assert karate == [
+        "| full | 9.00xˢ | 8.00x | 7.00xˢ | 7.00x | sampled (`ˢ`): 5.0% of windows, cycles +-10.0% (95%), "
+        "counts scaled from the sample |",
+        "| only layer 1 fused (`layer1`) | 0.95x | 0.80x | 0.70x | 0.60x | whole, verified |",
+        "| only layer 2 fused (`layer2`) | not run | 1.00x | not run | 1.00x | not run |",
+        "| partial | 0.90x | 0.80x | 0.60x | 0.60x | whole, verified |"]
+    assert "Unfused (whole, verified): 100 FLOPs and 200 memory accesses; published 1,000 and 2,000 " \
+           "(ours 0.10x and 0.10x the published)." in section
+    assert "| full | not run | 8.00x | not run | 7.00x | not run |" in section
+    assert "Unfused: not run; published 500 FLOPs and 1,000 memory accesses." in section
+    assert "![Figure 14: FLOPs against memory accesses over unfused, log-log](figure14.png)" in section
+    # the variants' lines under the Figure-12 table name them by their labels
+    assert "- GCN karate only layer 1 fused (`layer1`): 1.00x (full: 1.00x (0.91-1.11)ˢ), 100 cycles" in text
+    # written again: the sections are replaced where they stand
+    db = SweepDB(str(tmp_path / "f14.db"), readonly=True)
+    write_page(db, suite, page=page)
+    db.close()
+    again = open(page).read()
+    assert again.count("<!-- suite f14 figure14 begin -->") == 1 and "![Figure 14" not in again
+    assert again.split("<!-- suite f14 figure14 end -->\n")[1] == after
+    assert again.split("<!-- suite f14 figure14 begin -->")[0].endswith("### notes\n\nkept\n\n")
+
+
+def test_figure14_chart_from_the_cli(tmp_path, capsys):
+    suite_file = tmp_path / "f14.toml"
+    suite_file.write_text(FIGURE14)
+    path = str(tmp_path / "f14.db")
+    _figure14_db(path).close()
+    out = str(tmp_path / "f14.pdf")
+    assert main(["plot", path, "--figure", "14", "--suite", str(suite_file), "-o", out]) == 0
+    assert open(out, "rb").read(4) == b"%PDF"
+    suite_file.write_text(KARATE)
+    assert "suite karate has no published counts" in error_of(["plot", path, "--figure", "14", "--suite",
+                                                               str(suite_file)], capsys)

@@ -263,7 +263,9 @@ def _add_suite_command(studies) -> None:
     p.add_argument("--csv", metavar="OUT.csv", help="write the suite's rows as CSV")
     p.add_argument("--page", metavar="OUT.md", help="write the results page (its generated part, between "
                                                    "markers, if the file has them)")
-    p.add_argument("--figure", metavar="OUT.png", help="draw the Figure-12 chart")
+    p.add_argument("--figure", metavar="OUT.png", help="draw the Figure-12 chart (and beside it the Figure-14 "
+                                                      "chart, figure12 in the name made figure14, where the suite "
+                                                      "has published counts)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.set_defaults(run=Handler("suite"))
 
@@ -317,14 +319,16 @@ def _add_sweep_commands(sub) -> None:
     p = sub.add_parser("plot", help="charts and heuristic/pruning statistics of a sweep database")
     p.add_argument("db", help="a database written by `fuseflow sweep`")
     p.add_argument("-o", "--output", metavar="DIR", help="directory for the charts (default DB-charts/); with "
-                                                          "--figure the chart's file (default DB-figure12.png)")
+                                                          "--figure the chart's file (default DB-figureN.png)")
     p.add_argument("--program", help="only rows of this program")
     p.add_argument("--factors", help="pruning factors to evaluate, comma-separated (default 1.25,1.5,2,3)")
     p.add_argument("--no-charts", action="store_true", help="print the statistics only")
     p.add_argument("--format", choices=("png", "svg", "pdf"), default="png",
                    help="the charts' file format (default png; svg and pdf are vector files)")
-    p.add_argument("--figure", metavar="12", help="draw the reference's Figure 12 from a suite's rows: speedup "
-                                                  "over unfused per model and dataset (`fuseflow study suite`)")
+    p.add_argument("--figure", metavar="12|14", help="draw the reference's Figure 12 from a suite's rows: speedup "
+                                                     "over unfused per model and dataset (`fuseflow study suite`); "
+                                                     "14: FLOPs against memory accesses over unfused (a suite with "
+                                                     "published counts, e.g. figure12)")
     p.add_argument("--suite", metavar="NAME|FILE.toml", help="with --figure: the suite (default: the one that "
                                                              "wrote the rows)")
     p.set_defaults(run=Handler("plot"))

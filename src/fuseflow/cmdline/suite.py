@@ -1,10 +1,12 @@
 """`fuseflow study suite [figure12|FILE.toml]`: a suite of fusion studies on dask into SQLite,
-resumable, with its rows as JSON or CSV, its Figure-12 chart and its results page.
+resumable, with its rows as JSON or CSV, its Figure-12 chart (and Figure-14 chart, where the suite
+has published counts) and its results page.
 
     fuseflow study suite figure12 --db figure12.db                 # a local cluster sized to the machine
     fuseflow study suite mine.toml --db mine.db --scheduler tcp://host:8786 --json
     fuseflow study suite figure12 --db figure12.db --page docs/results.md --figure docs/figure12.png
     fuseflow plot figure12.db --figure 12 -o figure12.png
+    fuseflow plot figure12.db --figure 14 -o figure14.png
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import sys
 from ..errors import UserError
 from ..files import check_output
 from ..studies.db import open_existing
-from ..studies.suite.page import draw_figure, write_page
+from ..studies.suite.page import draw_figure, draw_figure14, write_page
 from ..studies.suite.run import run_suite, study_rows, suite_rows
 from ..studies.suite.spec import BUILT_IN, Suite, load_suite
 from ..tables import to_csv
@@ -62,8 +64,9 @@ def run(args) -> int:
 
 
 def figure(args) -> int:
-    """`plot DB --figure 12`: the Figure-12 chart of the suite in DB (`--suite`, else the suite
-    that wrote the rows: a built-in one's published numbers are drawn beside)."""
+    """`plot DB --figure 12` (or 14): the Figure-12 chart of the suite in DB (`--suite`, else the
+    suite that wrote the rows: a built-in one's published numbers are drawn beside), or its
+    Figure-14 chart (a suite with `[[published_counts]]`)."""
     db = open_existing(args.db)
     try:
         return _figure(args, db)
@@ -72,11 +75,13 @@ def figure(args) -> int:
 
 
 def _figure(args, db) -> int:
-    if args.figure != "12":
-        raise UserError(f"no figure {args.figure!r}", "--figure", "the figure drawn is 12 (the fusion suite)")
+    if args.figure not in ("12", "14"):
+        raise UserError(f"no figure {args.figure!r}", "--figure", "the figures drawn are 12 (the fusion suite) and 14 "
+                        "(its FLOPs and memory accesses)")
     rows = [r for r in db.rows() if r.get("suite")]
     if not rows:
-        raise UserError(f"{args.db} has no suite rows", "plot --figure 12", "run `fuseflow study suite` into it first")
+        raise UserError(f"{args.db} has no suite rows", f"plot --figure {args.figure}",
+                        "run `fuseflow study suite` into it first")
     name = args.suite or rows[-1]["suite"]
     suite = load_suite(name) if args.suite or name in BUILT_IN else Suite(name, [])
     if suite.cases:
@@ -85,8 +90,11 @@ def _figure(args, db) -> int:
         study = study_rows([r for r in rows if r["suite"] == name])
     if not study:
         raise UserError(f"{args.db} has no rows of suite {suite.name}", "--suite", "name the suite that wrote them")
-    out = args.output or os.path.splitext(args.db)[0] + "-figure12.png"
+    if args.figure == "14" and not suite.published_counts:
+        raise UserError(f"suite {suite.name} has no published counts", "--figure 14",
+                        "Figure 14 needs a suite with [[published_counts]], e.g. --suite figure12")
+    out = args.output or os.path.splitext(args.db)[0] + f"-figure{args.figure}.png"
     check_output(out, "-o", (".png", ".svg", ".pdf"))
-    draw_figure(study, suite, out)
+    (draw_figure14 if args.figure == "14" else draw_figure)(study, suite, out)
     print(f"wrote {out}")
     return 0

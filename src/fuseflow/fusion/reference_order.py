@@ -8,7 +8,9 @@ those tensors first touch them; take the first order of Kahn's algorithm that al
 lowest-numbered ready variable. Here the tensors are the region's stored accesses (`Region.leaves`)
 ordered by where the program declares their tensor (inputs as the MLIR types list them, then
 tensors written by earlier groups), then by the instance that reads them (producers first), then
-operand; variables no stored access touches come last, in first-use order.
+operand; variables no stored access touches come last, in first-use order. The compiler takes
+the first of the group's region variants (`variants.region_variants`: how producers are shared
+or copied) whose such order is valid (`nesting.Nesting`), else reports why the first is not.
 
 Unlike the search (`search.default_order`), the rule reads the order off the storage alone: a
 fused GraphSAGE cannot put its 2-class loop outermost and read A a second time transposed.

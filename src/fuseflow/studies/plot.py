@@ -352,9 +352,101 @@ def figure12(rows: list[dict], published: dict | None = None, labels: dict | Non
     return fig
 
 
-def figure12_chart(rows: list[dict], path: str, **kw) -> str:
-    """`figure12` saved to `path` (PNG at 300 dpi, SVG or PDF by the suffix)."""
-    fig = figure12(rows, **kw)
+def _saved(fig, path: str) -> str:
+    """`fig` saved to `path` (PNG at 300 dpi, SVG or PDF by the suffix) and closed."""
     fig.savefig(path, dpi=300)
     _pyplot().close(fig)
     return path
+
+
+def figure12_chart(rows: list[dict], path: str, **kw) -> str:
+    """`figure12` saved to `path` (PNG at 300 dpi, SVG or PDF by the suffix)."""
+    return _saved(figure12(rows, **kw), path)
+
+
+COUNT_MARKERS = "osDv^<>p"  # a configuration's marker, in the order the published counts list them
+
+
+def _count_point(row: dict | None) -> tuple[float, float] | None:
+    """A row's (memory accesses, FLOPs) over its baseline's, where both are known."""
+    if not row or row.get("error"):
+        return None
+    x, y = row.get("mem_ratio"), row.get("flops_ratio")
+    ok = all(v is not None and math.isfinite(v) and v > 0 for v in (x, y))
+    return (x, y) if ok else None
+
+
+def figure14(rows: list[dict], counts: dict, labels: dict | None = None, schedule_labels: dict | None = None,
+             width: float = 2 * COLUMN_IN):
+    """The reference's Figure 14 from a suite's study rows: a panel per case of `counts`
+    ({(model, dataset): {schedule: (FLOPs, memory accesses)}}, the baseline first), each
+    configuration's FLOPs against its memory accesses over the baseline's, log-log: ours filled,
+    the published hollow (a thin line joins the two), one colour and marker per configuration;
+    `~` marks the heuristic's estimates, `s` a sampled row, and a panel lists what did not run.
+    The dotted diagonal is the baseline's FLOPs per access."""
+    plt = _pyplot()
+    from matplotlib.lines import Line2D  # noqa: PLC0415 - matplotlib is slow to import
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: PLC0415 - slow to import
+
+    by_key = {(r["model"], r["dataset"], r["schedule"]): r for r in rows if r.get("block") is None}
+    schedules = list(dict.fromkeys(s for published in counts.values() for s in published))
+    style = {s: (PALETTE[k % len(PALETTE)], COUNT_MARKERS[k % len(COUNT_MARKERS)]) for k, s in enumerate(schedules)}
+    fig, axes = plt.subplots(1, max(len(counts), 1), figsize=(width, 2.3), squeeze=False)
+    for ax, ((model, dataset), published) in zip(axes[0], counts.items()):
+        pub_flops, pub_mem = next(iter(published.values()))
+        points, missing = [], []
+        for schedule, (flops, mem) in published.items():
+            color, marker = style[schedule]
+            theirs = (mem / pub_mem, flops / pub_flops)
+            row = by_key.get((model, dataset, schedule))
+            ours = _count_point(row)
+            ax.plot(*theirs, marker=marker, markersize=5, markerfacecolor="none", markeredgecolor=color,
+                    linestyle="none", zorder=3)
+            points.append(theirs)
+            if ours is None:
+                missing.append((schedule_labels or {}).get(schedule, schedule))
+                continue
+            points.append(ours)
+            ax.plot(*zip(theirs, ours), color=color, linewidth=0.5, alpha=0.6, zorder=2)
+            ax.plot(*ours, marker=marker, markersize=5, color=color, markeredgecolor="black", markeredgewidth=0.3,
+                    linestyle="none", zorder=4)
+            mark = ("~" if _estimated(row) else "") + ("s" if row.get("mode") == "sampled" else "")
+            if mark:
+                ax.annotate(mark, ours, xytext=(3, 3), textcoords="offset points", fontsize=FONT - 1)
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        low, high = min(xs + ys) / 1.6, max(xs + ys) * 1.6
+        ax.plot([low, high], [low, high], linestyle=":", color="#999999", linewidth=0.6, zorder=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(min(xs) / 1.4, max(xs) * 1.4)
+        ax.set_ylim(min(ys) / 1.4, max(ys) * 1.4)
+        for axis, values in ((ax.xaxis, xs), (ax.yaxis, ys)):
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if max(values) / min(values) < 100
+                                              else (1.0,)))
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            axis.set_minor_formatter(NullFormatter())
+        ax.tick_params(axis="both", labelsize=FONT, length=2, pad=1.5)
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.set_title(f"{(labels or {}).get((model, None), model)} {(labels or {}).get((model, dataset), dataset)}",
+                     fontsize=FONT + 1, loc="left", pad=2, fontweight="bold")
+        ax.set_xlabel("memory accesses / unfused", fontsize=FONT)
+        if missing:
+            ax.text(0.02, 0.98, "not run: " + ", ".join(missing), transform=ax.transAxes, fontsize=FONT - 1,
+                    va="top", ha="left", wrap=True)
+    axes[0][0].set_ylabel("FLOPs / unfused", fontsize=FONT)
+    handles = [Line2D([], [], marker=style[s][1], color=style[s][0], markeredgecolor="black", markeredgewidth=0.3,
+                      linestyle="none") for s in schedules]
+    names = [(schedule_labels or {}).get(s, s) for s in schedules]
+    handles += [Line2D([], [], marker="o", color="black", linestyle="none", markersize=4),
+                Line2D([], [], marker="o", markerfacecolor="none", markeredgecolor="black", linestyle="none",
+                       markersize=4)]
+    names += ["fuseflow", "published"]
+    fig.legend(handles, names, loc="upper center", ncol=len(names), fontsize=FONT, frameon=False,
+               handlelength=1.0, columnspacing=0.8, handletextpad=0.3, bbox_to_anchor=(0.5, 1.0))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.25 / 2.3), w_pad=0.8)
+    return fig
+
+
+def figure14_chart(rows: list[dict], path: str, **kw) -> str:
+    """`figure14` saved to `path` (PNG at 300 dpi, SVG or PDF by the suffix)."""
+    return _saved(figure14(rows, **kw), path)

@@ -1,8 +1,11 @@
 """The results page of a suite, generated from its database: the table of our speedups beside
 the published ones (winners compared), sampled rows with their intervals, rows left to the
 heuristic marked with their reason, the Figure-12 chart (error bars on sampled rows) and the
-suite's wall time. A page with the markers `<!-- suite NAME begin -->` and
-`<!-- suite NAME end -->` keeps everything outside them (hand-written explanations).
+suite's wall time; where the suite has `[[published_counts]]`, a Figure-14 section: per case,
+each schedule's FLOPs and memory accesses over the baseline's beside the published ones, and
+its chart. A page with the markers `<!-- suite NAME begin -->` and `<!-- suite NAME end -->`
+(and `<!-- suite NAME figure14 begin -->`, `... end -->`) keeps everything outside them
+(hand-written explanations).
 
     >>> rows = [{"model": "gcn", "dataset": "cora", "block": None, "schedule": s, "speedup": v,
     ...          "cycles": c, "flops_ratio": 1.0, "wall": 1.0}
@@ -18,7 +21,7 @@ import datetime
 import os
 
 from ...files import atomic_path, write_text
-from ..plot import figure12_chart, winner
+from ..plot import figure12_chart, figure14_chart, winner
 from .run import suite_rows
 
 HEAD = ["model", "dataset", "unfused cycles", "partial", "full", "winner", "published partial / full",
@@ -72,15 +75,18 @@ def table_lines(rows: list[dict], published: dict, labels: dict) -> list[str]:
     return lines
 
 
-def variant_lines(rows: list[dict], labels: dict) -> list[str]:
-    """One line per row of a schedule the table has no column for (a case's `variants`): its
-    speedup over unfused beside the case's `full`, its cycles and wall time.
+def variant_lines(rows: list[dict], labels: dict, schedule_labels: dict | None = None) -> list[str]:
+    """One line per row of a schedule the table has no column for (a case's `variants`, named by
+    their label where `schedule_labels` has one): its speedup over unfused beside the case's
+    `full`, its cycles and wall time.
 
         >>> rows = [{"model": "gcn", "dataset": "cora", "schedule": "full", "speedup": 0.3},
         ...         {"model": "gcn", "dataset": "cora", "schedule": "full order=reference", "speedup": 0.25,
         ...          "cycles": 400, "wall": 2.0}]
         >>> variant_lines(rows, {})
         ['- gcn cora `full order=reference`: 0.25x (full: 0.30x), 400 cycles, 2 s']
+        >>> variant_lines(rows, {}, {"full order=reference": "as the reference"})[0][:46]
+        '- gcn cora as the reference (`full order=refer'
     """
     full = {(r["model"], r["dataset"], r.get("block")): r for r in rows if r["schedule"] == "full"}
     out = []
@@ -92,7 +98,9 @@ def variant_lines(rows: list[dict], labels: dict) -> list[str]:
             + (f" b{r['block']}" if r.get("block") else "")
         cycles = r.get("model_cycles") or r.get("cycles")
         details = [f"full: {_cell(full.get(key))}"] if key in full else []
-        out.append(f"- {what} `{r['schedule']}`: {_cell(r)}" + (f" ({', '.join(details)})" if details else "")
+        label = (schedule_labels or {}).get(r["schedule"])
+        name = f"{label} (`{r['schedule']}`)" if label else f"`{r['schedule']}`"
+        out.append(f"- {what} {name}: {_cell(r)}" + (f" ({', '.join(details)})" if details else "")
                    + (f", {cycles:,} cycles" if cycles and not r.get("skipped") else "")
                    + (f", {r['wall']:.0f} s" if r.get("wall") is not None else ""))
     return out
@@ -142,7 +150,7 @@ def section(db, suite, figure: str | None, page: str | None) -> str:
              "ratio of the heuristic's estimates (a schedule, or its unfused baseline, not simulated: the last "
              "resort, the reason below); ✓ marks a winner that agrees with the published one.",
              ""] + table_lines(rows, suite.published, suite.labels) + [""]
-    variants = variant_lines(rows, suite.labels)
+    variants = variant_lines(rows, suite.labels, suite.schedule_labels)
     if variants:
         text += ["Variants beside the table's schedules (speedup over the same unfused row):", ""] + variants + [""]
     if figure:
@@ -150,6 +158,134 @@ def section(db, suite, figure: str | None, page: str | None) -> str:
         text += [f"![Figure 12: speedup over unfused, log scale]({link})", ""]
     text += notes(rows, suite.labels)
     return "\n".join(text).strip() + "\n"
+
+
+# -- Figure 14: FLOPs and memory accesses over the baseline ------------------------------------------
+COUNTS_HEAD = ["configuration", "FLOPs / unfused", "published", "memory accesses / unfused", "published", "run"]
+COUNTING = ("FLOPs are the simulator's ALU results plus its reducers' and accumulators' accumulations (the "
+            "reference: `Op count` + `Reduce count`). Memory accesses are `mem_reads + mem_writes`: reads of "
+            "compressed levels (two segment reads per fiber looked up, one coordinate read per coordinate) and "
+            "of value arrays, writes of compressed levels (a coordinate per entry, a segment entry per fiber) "
+            "and of values (one per value token, empty ones included); the reference sums its scanners' "
+            "`Crd read count`, its compressed writers' `Crd write count` (coordinates and segments), its "
+            "arrays' `Num reads` and its value writers' `Write count` (values only, empty tokens not counted). "
+            "Its reader's count was not checked for segment reads.")
+
+
+def _sampled_pair(row: dict, base: dict | None) -> bool:
+    return "sampled" in (row.get("mode"), (base or {}).get("mode"))
+
+
+def _count_ratio(row: dict | None, base: dict | None, key: str) -> str:
+    """A row's FLOPs or memory accesses (`key`: flops_ratio, mem_ratio) over the baseline's:
+    `~` where they are the heuristic's estimates, `ˢ` where either rests on a sample."""
+    if row is None:
+        return "not run"
+    if row.get("error"):
+        return "failed"
+    value = row.get(key)
+    if value is None or value != value:  # no ratio (the baseline has not run, or failed)
+        return "-"
+    return ("~" if row.get("estimated_ratios") else "") + f"{value:.2f}x" + ("ˢ" if _sampled_pair(row, base) else "")
+
+
+def _how_it_ran(row: dict | None) -> str:
+    """How a row's counts came about: whole (verified or not), sampled (the windows simulated and
+    the cycles' 95% interval: the counts themselves carry none), the heuristic's, failed, not run."""
+    if row is None:
+        return "not run"
+    if row.get("error"):
+        return "failed"
+    if row.get("skipped"):
+        return "heuristic estimate (`~`)"
+    if row.get("mode") == "sampled":
+        spread = (row["cycles_high"] - row["cycles_low"]) / 2 / row["cycles"] if row.get("cycles") else None
+        return (f"sampled (`ˢ`): {row.get('sampled_fraction') or 0:.1%} of windows" +
+                (f", cycles +-{spread:.1%} (95%)" if spread is not None else "") + ", counts scaled from the sample")
+    return "whole, " + ("verified" if row.get("verified") else "not verified")
+
+
+def _absolute(row: dict | None, key: str) -> tuple[str, float | None]:
+    """A baseline row's count (`flops` or `mem`) as text and value; `~` where it is the heuristic's."""
+    if row is None or row.get("error"):
+        return "not run" if row is None else "failed", None
+    if row.get("skipped"):
+        value = row.get("est_" + key)
+        return (f"~{value:,.0f}", value) if value else ("-", None)
+    value = row.get(key)
+    return (f"{value:,}" + ("ˢ" if row.get("mode") == "sampled" else ""), value) if value is not None else ("-", None)
+
+
+def counts_lines(rows: list[dict], suite) -> list[str]:
+    """The Figure-14 tables: per case of `suite.published_counts`, each schedule's FLOPs and memory
+    accesses over the baseline's, ours beside the published, how each row ran, and the baseline's
+    own counts beside the published ones."""
+    by_key = {(r["model"], r["dataset"], r["schedule"]): r for r in rows if r.get("block") is None}
+    out = []
+    for (model, dataset), published in suite.published_counts.items():
+        baseline, (pub_flops, pub_mem) = next(iter(published.items()))
+        base = by_key.get((model, dataset, baseline))
+        name = f"{suite.labels.get((model, None), model)} {suite.labels.get((model, dataset), dataset)}"
+        out += [f"#### {name}", "", "| " + " | ".join(COUNTS_HEAD) + " |", "|" + "---|" * len(COUNTS_HEAD)]
+        for schedule, (flops, mem) in list(published.items())[1:]:
+            row = by_key.get((model, dataset, schedule))
+            label = suite.schedule_label(schedule)
+            out.append("| " + " | ".join([
+                label + (f" (`{schedule}`)" if label != schedule else ""),
+                _count_ratio(row, base, "flops_ratio"), f"{flops / pub_flops:.2f}x",
+                _count_ratio(row, base, "mem_ratio"), f"{mem / pub_mem:.2f}x", _how_it_ran(row)]) + " |")
+        ours_flops, flops_value = _absolute(base, "flops")
+        ours_mem, mem_value = _absolute(base, "mem")
+        name = suite.schedule_label(baseline).capitalize()
+        line = f"{name} ({_how_it_ran(base)}): {ours_flops} FLOPs and {ours_mem} memory accesses; published " \
+            f"{pub_flops:,} and {pub_mem:,}" if flops_value or mem_value else \
+            f"{name}: {_how_it_ran(base)}; published {pub_flops:,} FLOPs and {pub_mem:,} memory accesses"
+        if flops_value and mem_value:
+            line += f" (ours {flops_value / pub_flops:.2f}x and {mem_value / pub_mem:.2f}x the published)"
+        out += ["", line + ".", ""]
+    return out
+
+
+def counts_section(db, suite, figure: str | None, page: str | None) -> str:
+    """The generated Figure-14 part of the page (`suite.published_counts`)."""
+    rows = suite_rows(db, suite)
+    keys = {(r["model"], r["dataset"], r["schedule"]) for r in rows if r.get("block") is None}
+    wanted = [(m, d, s) for (m, d), counts in suite.published_counts.items() for s in counts]
+    ran = sum(1 for key in wanted if key in keys)
+    text = ["## Figure 14: FLOPs and memory accesses", "",
+            f"Generated from `{os.path.basename(db.path)}` with the section above: the reference's Figure 14, each "
+            f"configuration's simulator-counted FLOPs and memory accesses over unfused, ours beside the published "
+            f"(the artifact's plotting defaults); {ran} of the {len(wanted)} rows it needs are in the database. "
+            + COUNTING, ""] + counts_lines(rows, suite)
+    if any(r.get("mode") == "sampled" for r in rows if (r["model"], r["dataset"], r["schedule"]) in set(wanted)):
+        text += ["`ˢ`: the ratio rests on a sampled row (its own or unfused's), whose FLOPs and memory accesses "
+                 "are totals estimated from the sampled windows; the database keeps a 95% interval for its "
+                 "cycles only.", ""]
+    if figure:
+        link = os.path.relpath(figure, os.path.dirname(os.path.abspath(page))) if page else figure
+        text += [f"![Figure 14: FLOPs against memory accesses over unfused, log-log]({link})", ""]
+    return "\n".join(text).strip() + "\n"
+
+
+def figure14_path(figure: str) -> str:
+    """Where the Figure-14 chart goes beside the Figure-12 chart `figure`: `figure12` in its
+    name becomes `figure14`, else `-figure14` is added before the suffix.
+
+        >>> figure14_path("docs/figure12.png"), figure14_path("out/chart.pdf")
+        ('docs/figure14.png', 'out/chart-figure14.pdf')
+    """
+    folder, name = os.path.split(figure)
+    stem, suffix = os.path.splitext(name)
+    return os.path.join(folder, name.replace("figure12", "figure14") if "figure12" in stem
+                        else f"{stem}-figure14{suffix}")
+
+
+def draw_figure14(rows: list[dict], suite, path: str) -> str:
+    """The Figure-14 chart of a suite's study rows (`suite.published_counts`), written atomically."""
+    with atomic_path(path, "--figure") as temp:
+        figure14_chart(rows, temp, counts=suite.published_counts, labels=suite.labels,
+                       schedule_labels=suite.schedule_labels)
+    return path
 
 
 def in_figure_order(rows: list[dict], published: dict) -> list[dict]:
@@ -169,22 +305,48 @@ def draw_figure(rows: list[dict], suite, path: str, labels: dict | None = None) 
     return path
 
 
+def _replaced(old: str, begin: str, end: str, body: str) -> str | None:
+    """`old` with what lies between `begin` and `end` (the markers included) replaced by `body`;
+    None when it lacks them."""
+    if begin not in old or end not in old:
+        return None
+    head, rest = old.split(begin, 1)
+    return head + body + rest.split(end, 1)[1].lstrip("\n")
+
+
+def _after_section(text: str, end: str, body: str) -> str:
+    """`body` placed after the section that holds `end`: before the next level-2 heading after
+    it, else at the end of `text`."""
+    at = text.index(end)
+    heading = text.find("\n## ", at)
+    if heading < 0:
+        return text.rstrip("\n") + "\n\n" + body
+    return text[:heading + 1] + body + text[heading + 1:]
+
+
 def write_page(db, suite, page: str | None = None, figure: str | None = None) -> list[str]:
     """Write the figure and the page (or the page's generated part, between its markers);
-    returns the paths written."""
+    returns the paths written. Where the suite has `published_counts`, the Figure-14 chart goes
+    beside the figure (`figure14_path`) and its section after the suite's (between its own
+    markers: where the page lacks them, before the next level-2 heading after the suite's section)."""
     written = []
+    figure14 = figure14_path(figure) if figure and suite.published_counts else None
     if figure:
-        draw_figure(suite_rows(db, suite), suite, figure)
+        rows = suite_rows(db, suite)
+        draw_figure(rows, suite, figure)
         written.append(figure)
+        if figure14:
+            draw_figure14(rows, suite, figure14)
+            written.append(figure14)
     if page:
         begin, end = f"<!-- suite {suite.name} begin -->", f"<!-- suite {suite.name} end -->"
         body = f"{begin}\n{section(db, suite, figure, page)}{end}\n"
         old = open(page, encoding="utf-8").read() if os.path.isfile(page) else ""
-        if begin in old and end in old:
-            head, rest = old.split(begin, 1)
-            text = head + body + rest.split(end, 1)[1].lstrip("\n")
-        else:
-            text = f"# Suite {suite.name}: results\n\n{suite.description}\n\n{body}"
+        text = _replaced(old, begin, end, body) or f"# Suite {suite.name}: results\n\n{suite.description}\n\n{body}"
+        if suite.published_counts:
+            begin14, end14 = f"<!-- suite {suite.name} figure14 begin -->", f"<!-- suite {suite.name} figure14 end -->"
+            body14 = f"{begin14}\n{counts_section(db, suite, figure14, page)}{end14}\n"
+            text = _replaced(text, begin14, end14, body14) or _after_section(text, end, body14)
         write_text(page, text, "--page")
         written.append(page)
     return written
