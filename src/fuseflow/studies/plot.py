@@ -429,10 +429,8 @@ def figure14(rows: list[dict], counts: dict, labels: dict | None = None, schedul
         ax.spines[["top", "right"]].set_visible(False)
         ax.set_title(f"{(labels or {}).get((model, None), model)} {(labels or {}).get((model, dataset), dataset)}",
                      fontsize=FONT + 1, loc="left", pad=2, fontweight="bold")
-        ax.set_xlabel("memory accesses / unfused", fontsize=FONT)
-        if missing:
-            ax.text(0.02, 0.98, "not run: " + ", ".join(missing), transform=ax.transAxes, fontsize=FONT - 1,
-                    va="top", ha="left", wrap=True)
+        below = textwrap.fill("not run: " + ", ".join(missing), int(width / len(counts) * 72 / (FONT * 0.5)))
+        ax.set_xlabel("memory accesses / unfused" + ("\n" + below if missing else ""), fontsize=FONT)
     axes[0][0].set_ylabel("FLOPs / unfused", fontsize=FONT)
     handles = [Line2D([], [], marker=style[s][1], color=style[s][0], markeredgecolor="black", markeredgewidth=0.3,
                       linestyle="none") for s in schedules]
