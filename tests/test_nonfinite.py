@@ -106,3 +106,19 @@ def test_a_mismatch_in_a_study_exits_3(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert code == 3, err
     assert "differs from the reference at" in err
+
+
+@pytest.mark.parametrize("extra", [[], ["--sample", "0.5"]])
+def test_a_fully_masked_softmax_row_is_undefined_data_not_a_bug(extra, capsys):
+    """Issue #40: a masked softmax row whose every entry is masked is 0/0 (exp(-inf - -inf)): NaN
+    in the reference and PyTorch, 0 in the sparse graph, which takes values to be finite. The
+    program's result is undefined on such data: one line naming the row and the op, exit 2."""
+    softmax = os.path.join(HERE, "mlir", "masked_softmax.mlir")
+    line = error_of(["simulate", softmax, "--seed", "2", "--density", "0.3", *extra], capsys)
+    assert "masked_softmax.mlir:26:9: the program's result is undefined in row 3 of out" in line
+    assert "exp(filled(i,j) - max(i)) is NaN at (3, 0) from filled = -inf and max = -inf" in line
+    program = fuseflow.from_mlir(softmax)
+    data = fuseflow.random_inputs(program, density=0.3, seed=2)
+    assert np.isnan(reference(program, data)["out"][3]).all() and not data["M"][3].any()
+    data["M"][3, 0] = 1.0  # one unmasked entry: defined, and verified
+    assert fuseflow.simulate(program, "full", data).verified

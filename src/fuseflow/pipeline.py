@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -17,7 +18,7 @@ import numpy as np
 from .errors import FuseflowError, UserError
 from .fusion.compile import Compiled, compile_schedule
 from .ir.generate import complete_inputs
-from .ir.program import Program
+from .ir.program import IndexOp, Program, op_output
 from .ir.reference import bind_inputs, reference
 from .ir.values import densify, entries, is_sparse, shape_of
 from .memory import Budget, release_freed
@@ -150,6 +151,81 @@ def compare(name: str, got, want, rtol: float, atol: float) -> tuple[float, str 
     return error, f"simulated {name} differs from the reference at {where(first)}: {a[first]:.6g} vs {b[first]:.6g}"
 
 
+def undefined_result(program: Program, data: dict, name: str, got, want, rtol: float,
+                     atol: float) -> UserError | None:
+    """The error for data on which the program's result is undefined (`undefined_error`), when
+    every entry where simulated output `name` differs from the reference is NaN there and 0
+    simulated; else None (a mismatch of any other kind is fuseflow's bug)."""
+    where, a, b = _aligned(got, want)
+    bad = ~np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+    if not bad.any() or not np.all(np.isnan(b[bad]) & (a[bad] == 0)):
+        return None
+    return undefined_error(program, data, name, where(int(np.argmax(bad))))
+
+
+def undefined_error(program: Program, data: dict, name: str | None = None,
+                    first: tuple | None = None) -> UserError | None:
+    """A one-line error when some op makes NaN of values that are not (inf - inf, 0 * inf, 0/0)
+    and it reaches an output (`name` at `first`, by default the first output holding NaN), else
+    None. The reference follows IEEE arithmetic (and PyTorch) there; the sparse graph takes every
+    value to be finite and gives 0 (`ir.background`): e.g. a softmax row whose every entry is
+    masked. Evaluated again with every intermediate kept, if that fits in memory."""
+    try:
+        Budget().check(sum(math.prod(t.shape) for t in program.tensors.values() if None not in t.shape)
+                       * 8, "the reference's intermediates")
+        values = reference(program, bind_inputs(program, data), keep_intermediates=True)
+    except (MemoryError, FuseflowError):
+        return None
+    made = _first_nan_made(program, values)
+    if name is None:
+        name = next((n for n in program.outputs if n in values and _nan_at(values[n]) is not None), None)
+    if made is None or name is None:
+        return None
+    gold = densify(values[name], "a reference output")
+    first = first or _nan_at(gold)
+    if first is None or not np.isnan(gold[first]):
+        return None
+    op, at, operands = made
+    place = f"row {first[0]} of {name}" if gold.ndim >= 2 and np.isnan(gold[first[0]]).all() else \
+        f"{name} at {first}"
+    source = f" from {operands}" if operands else ""
+    return UserError(f"the program's result is undefined in {place} (NaN in the reference, 0 simulated): "
+                     f"{op} is NaN at {at}{source} (inf - inf, 0 * inf and 0/0 are undefined)",
+                     op.loc or f"program {program.name}",
+                     "give inputs for which the program is defined (a masked softmax needs an unmasked "
+                     "entry in every row: e.g. a higher --density or another --seed)")
+
+
+def _nan_at(value) -> tuple | None:
+    """The first position of a NaN in `value` (dense or sparse), or None."""
+    dense = densify(value, "a reference output")
+    nan = np.isnan(dense)
+    return tuple(int(c) for c in np.unravel_index(int(np.argmax(nan)), dense.shape)) if nan.any() else None
+
+
+def _first_nan_made(program: Program, values: dict):
+    """(the first op whose result holds NaN where none of the tensors it reads does, its first
+    NaN position, the values read there, e.g. "filled = -inf, max = -inf"), or None."""
+    def has_nan(name: str) -> bool:
+        value = values[name]
+        return bool(np.isnan(value.data if is_sparse(value) else np.asarray(value)).any())
+
+    for op in program.ops:
+        out = op_output(op)
+        if out not in values or not has_nan(out) or any(has_nan(n) for n in op.tensors_read if n in values):
+            continue
+        at = _nan_at(values[out])
+        read = []
+        if isinstance(op, IndexOp) and not op.reduce_vars:
+            position = dict(zip(op.output.vars, at))
+            for access in op.inputs:
+                index = tuple(position.get(i) if isinstance(i, str) else i for i in access.indices)
+                if None not in index and access.tensor in values:
+                    read.append(f"{access.tensor} = {densify(values[access.tensor], 'an operand')[index]:g}")
+        return op, at, " and ".join(dict.fromkeys(read))
+    return None
+
+
 def first_mismatch(name: str, got, want, rtol: float, atol: float) -> str | None:
     return compare(name, got, want, rtol, atol)[1]
 
@@ -194,8 +270,9 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
             err, problem = compare(name, run.outputs[name], gold[name], rtol, atol)
             error = max(error, err)
             if problem:
-                raise VerificationError(problem, f"schedule {compiled.schedule}",
-                                        "please report this with the program and schedule")
+                raise undefined_result(program, data, name, run.outputs[name], gold[name], rtol, atol) or \
+                    VerificationError(problem, f"schedule {compiled.schedule}",
+                                      "please report this with the program and schedule")
         verified = True
         del gold
         release_freed()

@@ -9,7 +9,8 @@ PyTorch's masked softmax, while a plain 0/1 mask product keeps background 0 and 
 
 Unknown operands are taken to be finite and nonzero (`0 * x = 0`, `0 / x = 0`). The one place
 this differs from PyTorch: a softmax row whose entries are all masked gives 0 here and NaN
-(0/0) in PyTorch.
+(0/0) in PyTorch and the reference; the program's result is undefined there, and `simulate`
+says so in one line naming the row (`pipeline.undefined_error`), not as a mismatch.
 
     >>> from fuseflow.ir.expr import Binary, In, Const, Unary
     >>> evaluate(Unary("exp", In(0)), [float("-inf")])

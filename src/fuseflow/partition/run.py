@@ -23,7 +23,7 @@ import numpy as np
 
 from ..ir.reference import ReferenceRun
 from ..memory import Budget, MemoryLimitError
-from ..pipeline import KernelResult, SimResult, VerificationError, compare, prepared
+from ..pipeline import KernelResult, SimResult, VerificationError, compare, prepared, undefined_error
 from ..sim.window import Window
 from .drain import measured_drain
 from .footing import combined_pattern, patterns_read_as_written, stored_as_written
@@ -186,7 +186,13 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
         if check:
             with clock.phase(f"kernel {kernel.index}: verified"):
                 values.update(ref.values(written[i] - set(values)))
-                _verify(part, values, rtol, atol, str(compiled.schedule))
+                try:
+                    _verify(part, values, rtol, atol, str(compiled.schedule))
+                except VerificationError:  # data on which the program is undefined, or a bug
+                    undefined = undefined_error(program, data)
+                    if undefined is None:
+                        raise
+                    raise undefined from None
         parts.append(part)
         kernels.append(_kernel_result(kernel, part))
         del values
