@@ -77,8 +77,9 @@ def _spacc2(c: _Ctx) -> None:
     Steps: one per inner (w2, val) pair accumulated; one per mid coordinate (consuming its
     inner `S0`); one per outer coordinate (consuming its mid `S0` and inner `S1`); at an outer
     `S0`, one step per emitted (w2, val) entry and one per closing `S0` of a w2 fiber, each w1
-    coordinate going out with its fiber's first step; then one step per outer stop or `D`, consuming the aligned stops of all
-    inputs and emitting `Sn` on crd_mid and `S(n+1)` on crd and val."""
+    coordinate going out with its fiber's first step; then one step per outer stop or `D`,
+    consuming the aligned stops of all inputs and emitting `Sn` on crd_mid and `S(n+1)` on crd
+    and val."""
     combine, identity, element, flops, wrap = _reducer(c)
     acc: dict = {}
     while True:
