@@ -15,5 +15,6 @@ def pytest_configure(config):
     from fuseflow.sim.fast import pool
 
     pool.POISON = True
-    # commands the tests run as processes run in them, not in a resident worker (cmdline.resident)
+    # commands the tests run as processes run in them, not in a resident worker (cmdline.resident;
+    # the default, kept where a developer's shell sets FUSEFLOW_WORKER=1)
     os.environ["FUSEFLOW_WORKER"] = "0"

@@ -24,16 +24,11 @@ def _internal(err: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line `argv` (default: the process's own, which a `simulate` first offers to
-    the resident worker, `cmdline.resident`, and after running itself leaves one started)."""
-    path = resident.socket_path() if argv is None and resident.wanted(sys.argv[1:]) else None
-    if path is None:
-        return run(argv)
-    status = resident.hand_over(sys.argv[1:], path)
-    if status is None:
-        status = run(argv)
-        resident.start(path)
-    return status
+    """Run the command line `argv` (default: the process's own, which a `simulate` offers to the
+    resident worker when `FUSEFLOW_WORKER=1`, `cmdline.resident`)."""
+    if argv is None and resident.enabled():
+        return resident.dispatch(sys.argv[1:], run)
+    return run(argv)
 
 
 def run(argv: list[str] | None = None) -> int:
