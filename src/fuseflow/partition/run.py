@@ -186,13 +186,7 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
         if check:
             with clock.phase(f"kernel {kernel.index}: verified"):
                 values.update(ref.values(written[i] - set(values)))
-                try:
-                    _verify(part, values, rtol, atol, str(compiled.schedule))
-                except VerificationError:  # data on which the program is undefined, or a bug
-                    undefined = undefined_error(program, data)
-                    if undefined is None:
-                        raise
-                    raise undefined from None
+                _verify_or_undefined(part, values, rtol, atol, str(compiled.schedule), program, data)
         parts.append(part)
         kernels.append(_kernel_result(kernel, part))
         del values
@@ -343,6 +337,18 @@ def _verifiable(part) -> bool:
     its outer loop indexes every output or every sampled window's partial sums were checked."""
     return isinstance(part, KernelShards) or not part.setup.reduces or \
         all(run.partials is not None for run in part.runs)
+
+
+def _verify_or_undefined(part, values: dict, rtol: float, atol: float, schedule: str, program, data) -> None:
+    """`_verify`; a mismatch on data where the program's result is undefined (a NaN the
+    reference makes) raises that one-line error instead."""
+    try:
+        _verify(part, values, rtol, atol, schedule)
+    except VerificationError:
+        undefined = undefined_error(program, data)
+        if undefined is None:
+            raise
+        raise undefined from None
 
 
 def _verify(part, values: dict, rtol: float, atol: float, schedule: str) -> None:
