@@ -123,6 +123,20 @@ def test_a_study_records_the_estimate_of_a_schedule_that_does_not_fit():
         fusion_study(case, ["unfused"], budget=_FirstKernels(0))
 
 
+def test_a_sampled_schedule_that_does_not_fit_is_estimated_not_failed():
+    from fuseflow.fusion.estimate import CostModel
+    from fuseflow.models.registry import build
+    from fuseflow.studies.granularity import study_schedule
+
+    case = build("gcn", dataset="karate")
+    model = CostModel(case.program, case.inputs)
+    # a budget too small for anything: sampled (max_tokens far below the schedule's events)
+    row = study_schedule(case, "unfused", model, max_tokens=1e3, budget=Budget("1"))
+    assert row["verified"] == "skipped" and "would not fit in memory" in row["skipped"], row
+    with pytest.raises(MemoryLimitError):  # the baseline of a study must fit
+        study_schedule(case, "unfused", model, max_tokens=1e3, budget=Budget("1"), first=True)
+
+
 def test_a_memory_check_that_would_fail_empties_the_engine_buffer_pool_first():
     pool.clear()
     kept = pool.take(8 << 20, np.float64)  # 64 MB, touched: resident

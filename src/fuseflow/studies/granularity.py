@@ -73,9 +73,20 @@ def sample_plan(compiled, est, max_tokens: float) -> SamplePlan | None:
                       whole_below=SAMPLE_FROM_WINDOWS, window_cycles=SAMPLE_WINDOW_CYCLES)
 
 
-def _sampled_row(case, name: str, compiled, est, plan: SamplePlan, engine: str, start: float, budget=None) -> dict:
-    """The row of a schedule estimated from a sample of its kernels' windows (`partition`)."""
-    result = simulate_partitioned(case.program, compiled, case.inputs, engine=engine, sample=plan, budget=budget)
+def _sampled_row(case, name: str, compiled, est, plan: SamplePlan, engine: str, start: float, budget=None,
+                 first: bool = False) -> dict:
+    """The row of a schedule estimated from a sample of its kernels' windows (`partition`); its
+    estimates, as `_simulate_row`'s, if it would not fit in memory (the `first` raises)."""
+    try:
+        result = simulate_partitioned(case.program, compiled, case.inputs, engine=engine, sample=plan, budget=budget)
+    except MemoryLimitError as err:
+        if first:
+            raise
+        return _skipped_row(case, name, compiled, est, f"would not fit in memory: {err.one_line()}",
+                            time.perf_counter() - start)
+    finally:  # the run's garbage and freed heap go now, not during the next schedule's run
+        gc.collect()
+        release_freed()
     return _result_row(case, name, result, est, time.perf_counter() - start)
 
 
@@ -171,7 +182,7 @@ def study_schedule(case, name: str, model: CostModel, engine: str = "fast", max_
         if plan is not None:
             _note(progress, out, f"  sampling {case.name} on {case.dataset}: {name} "
                                  f"(estimated {_load(compiled, est):.2g} token events)")
-            return _sampled_row(case, name, compiled, est, plan, engine, start, budget)
+            return _sampled_row(case, name, compiled, est, plan, engine, start, budget, first)
         _note(progress, out, f"  skipping {case.name} on {case.dataset}: {name} "
                              f"(estimated {_load(compiled, est):.2g} token events)")
         return _skipped_row(case, name, compiled, est, _too_long(compiled, est, max_tokens),
