@@ -22,6 +22,8 @@ import socket
 import time
 from dataclasses import dataclass
 
+import psutil
+
 from ...errors import FuseflowError
 from ...fusion.estimate import CostModel
 from ...memory import Budget
@@ -35,6 +37,7 @@ from .spec import Suite, SuiteTask
 
 EVENT_SECONDS = 1.0  # least time between two progress events of a task on a worker
 LARGE_MEMORY = "fuseflow-large-memory"  # the dask resource of the worker that runs large-memory tasks
+LARGE_MEMORY_SHARE = 0.6  # of the machine's memory: a large-memory task's guard (the other workers keep the rest)
 _CASE: dict = {}  # this process's last built case: {case key: (ModelCase, CostModel)}
 
 
@@ -121,6 +124,17 @@ def _fields(study: dict) -> dict:
     return row
 
 
+def large_memory_budget() -> Budget:
+    """The memory guard of a large-memory task: `LARGE_MEMORY_SHARE` of the machine's memory,
+    its resident memory counted (a share of what is available at each check let such a task grow
+    past the machine between two checks).
+
+        >>> large_memory_budget().limit < psutil.virtual_memory().total
+        True
+    """
+    return Budget(int(psutil.virtual_memory().total * LARGE_MEMORY_SHARE))
+
+
 def run_suite_task(task: dict, max_memory: int | None = None, post=None) -> dict:
     """One task of a suite (a `SuiteTask` as a dict) as a database row; never raises: a failure
     becomes the row's error. Progress goes to `post`, else to the dask client if on a worker."""
@@ -129,7 +143,7 @@ def run_suite_task(task: dict, max_memory: int | None = None, post=None) -> dict
            "program_name": t.model, "dataset": t.dataset, "block": t.block, "status": "error", "verified": 0,
            "worker": f"{socket.gethostname()}:{os.getpid()}"}
     start = time.perf_counter()
-    budget = Budget() if t.large_memory and max_memory is None else worker_budget(max_memory)
+    budget = large_memory_budget() if t.large_memory and max_memory is None else worker_budget(max_memory)
     reporter = _Reporter(t.label(), post or post_progress, [])
     reporter.send(0.0, note="building and estimating")
     try:
