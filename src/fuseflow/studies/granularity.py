@@ -75,16 +75,23 @@ def sample_plan(compiled, est, max_tokens: float) -> SamplePlan | None:
 
 def _sampled_row(case, name: str, compiled, est, plan: SamplePlan, engine: str, start: float, budget=None,
                  first: bool = False) -> dict:
-    """The row of a schedule estimated from a sample of its kernels' windows (`partition`); its
-    estimates, as `_simulate_row`'s, if it would not fit in memory (the `first` raises)."""
+    """The row of a schedule estimated from a sample of its kernels' windows (`partition`), or
+    its estimates if it would not fit in memory (`_row_or_estimates`)."""
+    return _row_or_estimates(case, name, compiled, est, start, first, lambda: simulate_partitioned(
+        case.program, compiled, case.inputs, engine=engine, sample=plan, budget=budget))
+
+
+def _row_or_estimates(case, name: str, compiled, est, start: float, first: bool, run) -> dict:
+    """The study row of `run()`'s result, or the heuristic's estimates with the guard's reason
+    if it would not fit in memory (the `first`, the baseline, must fit: the error is raised)."""
     try:
-        result = simulate_partitioned(case.program, compiled, case.inputs, engine=engine, sample=plan, budget=budget)
+        result = run()
     except MemoryLimitError as err:
         if first:
             raise
         return _skipped_row(case, name, compiled, est, f"would not fit in memory: {err.one_line()}",
                             time.perf_counter() - start)
-    finally:  # the run's garbage and freed heap go now, not during the next schedule's run
+    finally:  # the run's cyclic garbage and freed heap go now, not during the next schedule's run
         gc.collect()
         release_freed()
     return _result_row(case, name, result, est, time.perf_counter() - start)
@@ -128,24 +135,17 @@ def _simulate_row(case, name: str, compiled, est, engine: str, progress: bool, o
     """Simulate one compiled schedule with a live progress display (token events of the
     heuristic's per-kernel estimates; `watch(label, estimated_events)`, if given, makes the
     display instead: a context with `on_kernel` and `on_events`); its study row, or its
-    estimates if it would not fit in memory (the `first`, the baseline, must fit: the error is
-    raised)."""
+    estimates if it would not fit in memory (`_row_or_estimates`)."""
     _note(progress, out, f"  simulating {case.name} on {case.dataset}: {name} ...")
     label, events = f"{case.name} {name}", [k.tokens for k in est.kernels]
-    try:
+
+    def run():
         with (watch(label, events) if watch else
               RunProgress(label, events, out=out, enabled=None if progress else False)) as bar, numba_notice(out):
-            result = simulate(case.program, compiled, case.inputs, engine=engine, budget=budget,
-                              on_kernel=bar.on_kernel, on_events=bar.on_events)
-    except MemoryLimitError as err:  # estimated instead, with the guard's reason
-        if first:
-            raise
-        return _skipped_row(case, name, compiled, est, f"would not fit in memory: {err.one_line()}",
-                            time.perf_counter() - start)
-    finally:  # the run's cyclic garbage and freed heap go now, not during the next schedule's run
-        gc.collect()
-        release_freed()
-    return _result_row(case, name, result, est, time.perf_counter() - start)
+            return simulate(case.program, compiled, case.inputs, engine=engine, budget=budget,
+                            on_kernel=bar.on_kernel, on_events=bar.on_events)
+
+    return _row_or_estimates(case, name, compiled, est, start, first, run)
 
 
 def _result_row(case, name: str, result, est, wall: float) -> dict:
