@@ -17,58 +17,63 @@ from .reduce import _reducer
 def _spacc(c: _Ctx) -> None:
     """Order-1 accumulator: (outer r, inner w, val) -> (w, val) with r reduced.
 
-    Every step takes one input action (accumulate a point, close an inner fiber, or take an
-    outer stop or `D`) and emits one token from a queue of finished output, so that a finished
-    fiber drains while the next one accumulates. An outer `S0` queues the fiber's entries in
-    coordinate order and then the stop; every other stop and `D` queues itself. Once `D` is
+    Every step takes one input action (`_spacc_input`) and emits one token from a queue of
+    finished output, so that a finished fiber drains while the next one accumulates. Once `D` is
     taken, the steps left only emit."""
-    combine, identity, element, flops, wrap = _reducer(c)
+    reducer = _reducer(c)
     acc: dict = {}
     queue: deque = deque()  # finished (crd, val) tokens, oldest first
     ended = False
     while not ended or queue:
-        outer = Done if ended else c.peek("crd_outer")
-        if ended:
-            pass
-        elif isinstance(outer, Val):
-            inner = c.peek("crd_inner")
-            if isinstance(inner, Val):
-                c.pop("crd_inner")
-                v = c.pop("val")
-                if not is_elem(v):
-                    c.fail("val is not aligned with crd_inner", inner, v)
-                acc[inner.x] = combine(acc.get(inner.x, identity), element(v))
-                c.counters["flops"] += flops
-            elif inner == Stop(0):
-                c.pop("crd_inner")
-                v = c.pop("val")
-                if v != inner:
-                    c.fail("val is not aligned with crd_inner", inner, v)
-                c.pop("crd_outer")
-            else:
-                c.fail("an outer coordinate needs an inner fiber", outer, inner)
-        elif isinstance(outer, Stop) or outer is Done:
-            if acc and outer != Stop(0):
-                c.fail("outer coordinates not closed by S0 before", outer)
-            want = Stop(outer.n + 1) if isinstance(outer, Stop) else Done
-            inner, v = c.peek("crd_inner"), c.peek("val")
-            if inner != want:
-                c.fail("crd_inner is not aligned with crd_outer", outer, inner)
-            if v != want:
-                c.fail("val is not aligned with crd_inner", inner, v)
-            for port in ("crd_outer", "crd_inner", "val"):
-                c.pop(port)
-            queue.extend((Val(k), Val(wrap(x))) for k, x in sorted(acc.items(), key=lambda e: e[0]))
-            acc = {}
-            queue.append((outer, outer))
-            ended = outer is Done
-        else:
-            c.fail("a crd stream holds", outer)
+        if not ended:
+            ended = _spacc_input(c, reducer, acc, queue)
         if queue:
             crd, val = queue.popleft()
             c.emit("crd", crd)
             c.emit("val", val)
         c.step()
+
+
+def _spacc_input(c: _Ctx, reducer, acc: dict, queue: deque) -> bool:
+    """One input action of `_spacc`: accumulate a point, close an inner fiber, or take an outer
+    stop or `D`; an outer `S0` queues the fiber's entries in coordinate order and then the stop,
+    every other stop and `D` queue themselves. True once `D` is taken."""
+    combine, identity, element, flops, wrap = reducer
+    outer = c.peek("crd_outer")
+    if isinstance(outer, Val):
+        inner = c.peek("crd_inner")
+        if isinstance(inner, Val):
+            c.pop("crd_inner")
+            v = c.pop("val")
+            if not is_elem(v):
+                c.fail("val is not aligned with crd_inner", inner, v)
+            acc[inner.x] = combine(acc.get(inner.x, identity), element(v))
+            c.counters["flops"] += flops
+        elif inner == Stop(0):
+            c.pop("crd_inner")
+            v = c.pop("val")
+            if v != inner:
+                c.fail("val is not aligned with crd_inner", inner, v)
+            c.pop("crd_outer")
+        else:
+            c.fail("an outer coordinate needs an inner fiber", outer, inner)
+        return False
+    if not (isinstance(outer, Stop) or outer is Done):
+        c.fail("a crd stream holds", outer)
+    if acc and outer != Stop(0):
+        c.fail("outer coordinates not closed by S0 before", outer)
+    want = Stop(outer.n + 1) if isinstance(outer, Stop) else Done
+    inner, v = c.peek("crd_inner"), c.peek("val")
+    if inner != want:
+        c.fail("crd_inner is not aligned with crd_outer", outer, inner)
+    if v != want:
+        c.fail("val is not aligned with crd_inner", inner, v)
+    for port in ("crd_outer", "crd_inner", "val"):
+        c.pop(port)
+    queue.extend((Val(k), Val(wrap(x))) for k, x in sorted(acc.items(), key=lambda e: e[0]))
+    acc.clear()
+    queue.append((outer, outer))
+    return outer is Done
 
 
 def _spacc2(c: _Ctx) -> None:
