@@ -49,6 +49,9 @@ def test_figure12_is_built_in():
             assert (model, dataset, None) in cases
     assert {("gpt3-bigbird", "small2", b) for b in (16, 32, 64)} | {("sae", d, None) for d in
                                                                     ("imagenet", "nih-cxr", "luna16")} <= cases
+    # GPT-3 as the reference ran it: scalar streams, the block only shaping the mask
+    gpt3 = [t for t in tasks if t.model == "gpt3-bigbird"]
+    assert len(gpt3) == 9 and not any(t.tiled for t in gpt3) and gpt3[0].data == "dataset=small2 block=16 scalar"
     # published speedups as the reference lists them (§6.2)
     pub = suite.published[("gcn", "synthetic:collab", None)]
     assert round(pub["unfused"] / pub["partial"], 2) == 2.58
@@ -106,6 +109,9 @@ def test_figure12_holds_the_published_figure14_counts():
      'unfused = [1, 2]\nfull = [1]', "full must be [FLOPs, memory accesses]"),
     ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\n[[published_counts]]\nmodel = "gcn"\ndataset = "karate"\n'
      'full = [1, 2]', "no counts for the baseline 'unfused'"),
+    ('[[case]]\nmodel = "gcn"\ndatasets = ["karate"]\ntiled = false', "gcn has no tiles to turn off"),
+    ('[[case]]\nmodel = "gpt3-bigbird"\ndatasets = ["tiny"]\n[[case]]\nmodel = "gpt3-bigbird"\n'
+     'datasets = ["tiny"]\ntiled = false', "runs gpt3-bigbird tiny block None both tiled and scalar"),
 ])
 def test_bad_suite_files(text, message):
     with pytest.raises(UserError, match=message.replace("[", r"\[")):
@@ -446,3 +452,18 @@ def test_figure14_chart_from_the_cli(tmp_path, capsys):
     suite_file.write_text(KARATE)
     assert "suite karate has no published counts" in error_of(["plot", path, "--figure", "14", "--suite",
                                                                str(suite_file)], capsys)
+
+
+def test_a_scalar_case_runs_the_blocked_models_presets_on_scalar_streams():
+    """`tiled = false`: the presets keep their names, lose their tiles; the row says which it ran."""
+    from fuseflow.studies.suite.run import run_suite_task  # noqa: PLC0415
+    from fuseflow.studies.suite.spec import SuiteTask  # noqa: PLC0415
+
+    tiled, scalar = build("gpt3-bigbird", "tiny", block=16), build("gpt3-bigbird", "tiny", block=16, tiled=False)
+    assert scalar.presets["unfused"] == tiled.presets["unfused-unblocked"] == \
+        tiled.presets["unfused"].replace(" block=16", "")
+    assert not any(name.endswith("-unblocked") for name in scalar.presets)
+    row = run_suite_task(SuiteTask("gpt3-bigbird", "tiny", "unfused", block=16, tiled=False).to_dict(),
+                         post=lambda _message: None)
+    assert row["status"] == "ok" and row["data"] == "dataset=tiny block=16 scalar", row
+    assert "block=" not in row["schedule_text"] and row["verified"]

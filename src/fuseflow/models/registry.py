@@ -26,13 +26,13 @@ from .gcn import GCN
 from .gpt3 import GPT3_DEEP, GPT3_MINI, GPT3_SMALL, GPT3_SMALL2, GPT3_TINY, GPT3_WIDE, GPT3BigBird, bigbird_mask
 from .graphsage import GraphSAGE
 from .presets import as_schedule, cross_layer, only_fused, reference_unfused
+from .resolve import BLOCKED_MODELS
 from .sae import BATCH, SAE_SIZES, SparseAutoencoder
 
 MODELS = ("gcn", "graphsage", "sae", "gpt3-bigbird")
 # gpt3.py's GPT3_* sizes, smallest first; small2: two decoders of small standing for its twelve
 GPT3_CONFIGS = ("tiny", "mini", "wide", "deep", "small", "small2")
 SAE_DATASETS = ("small", "imagenet", "nih-cxr", "luna16")  # sae.py's SAE_SIZES
-BLOCKED_MODELS = ("gpt3-bigbird",)  # presets run blocked (block=B, tiles of the BigBird block size)
 
 
 @dataclass
@@ -134,7 +134,7 @@ def datasets_of(name: str) -> list[str]:
     return list({"sae": SAE_DATASETS, "gpt3-bigbird": GPT3_CONFIGS}.get(name, ()))
 
 
-def build(name: str, dataset=None, *, scale: float = 1.0, seed: int = 0, block: int = 16,
+def build(name: str, dataset=None, *, scale: float = 1.0, seed: int = 0, block: int = 16, tiled: bool = True,
           hidden: int = 16, density: float = 0.1, data_dir=None, budget=None) -> ModelCase:
     """A built-in model on a dataset (a `ModelCase`: `.program`, `.inputs`, `.presets`).
 
@@ -148,7 +148,8 @@ def build(name: str, dataset=None, *, scale: float = 1.0, seed: int = 0, block: 
       synthetic graphs and sae's inputs; `hidden`: gcn/graphsage hidden width; `density`:
       share of sae's weights kept; `block`: gpt3-bigbird's BigBird block size, whose presets
       run blocked with tiles of it (its `<preset>-unblocked` presets run the same groups on
-      scalar streams).
+      scalar streams); `tiled=False` makes the scalar ones its presets (`unfused`, ... on scalar
+      streams, the block only shaping the mask: how the reference's Figure 12 ran it).
     - `data_dir`, `budget`: as in `load_graph` (where to read or download graphs; a
       `fuseflow.Budget` bounding what loading may allocate).
     """
@@ -167,7 +168,7 @@ def build(name: str, dataset=None, *, scale: float = 1.0, seed: int = 0, block: 
         unfused = reference_unfused(case.program)
         for k, layer in enumerate(statement_groups(case.program), 1):
             case.presets[f"layer{k}"] = as_schedule(only_fused(unfused, layer))
-    if name in BLOCKED_MODELS:
+    if name in BLOCKED_MODELS and tiled:
         scalar = dict(case.presets)
         case.presets = {k: f"{v} block={block}" for k, v in scalar.items()}
         case.presets.update({f"{k}-unblocked": v for k, v in scalar.items()})

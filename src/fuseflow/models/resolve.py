@@ -28,6 +28,7 @@ BUILT_IN = {"gcn": "graph", "graphsage": "graph", "sae": ("small", "imagenet", "
             "gpt3-bigbird": ("tiny", "mini", "wide", "deep", "small", "small2")}
 GRAPH_DATASETS = "karate, cora, citeseer, cora_ml, dblp, synthetic:{cora,cora_ml,dblp,collab,mag,...}, a graph .npz"
 KINDS = ("mlir", "torch", "model")
+BLOCKED_MODELS = ("gpt3-bigbird",)  # presets run blocked (block=B, tiles of the BigBird block size)
 
 
 @dataclass(frozen=True)

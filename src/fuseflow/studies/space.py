@@ -40,7 +40,7 @@ from ..ir.program import IndexOp, op_output
 from ..ir.reference import bind_inputs
 from ..ir.stats import stats_for
 from ..ir.values import shape_of
-from ..models.resolve import resolve
+from ..models.resolve import BLOCKED_MODELS, resolve
 from ..schedule.schedule import OrderChoice, Schedule
 
 PRESETS = ("unfused", "partial", "full")
@@ -179,13 +179,13 @@ def _npz_data(program, path: str) -> dict:
 def load(ref: ProgramRef, point: DataPoint, seed: int = 0, source: str | None = None) -> Loaded:
     """The program and the inputs of one data point (deterministic in ref, point and seed)."""
     if ref.kind == "model":
-        blocked = point.block is not None and ref.name in _registry().BLOCKED_MODELS
+        blocked = point.block is not None and ref.name in BLOCKED_MODELS
         case = _model_case(ref.name, point.dataset, seed, ref.scale, point.density,
                            point.block if blocked else None)
         program, inputs, presets = case.program, dict(case.inputs), dict(case.presets)
         if point.block and not blocked:
             raise UserError("block applies to random data of MLIR programs and to blocked models "
-                            f"({', '.join(_registry().BLOCKED_MODELS)})", "sweep",
+                            f"({', '.join(BLOCKED_MODELS)})", "sweep",
                             "drop blocks for this model")
         missing = [n for n in program.inputs if n not in inputs and n not in program.constants]
         if missing:

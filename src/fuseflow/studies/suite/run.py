@@ -58,7 +58,7 @@ def _built(task: SuiteTask, budget):
         gc.collect()  # the last case's arrays go before the next one is built
         _trim()
         case = build(task.model, task.dataset, scale=task.scale, seed=task.seed, block=task.block or 16,
-                     budget=budget)
+                     tiled=task.tiled, budget=budget)
         _CASE[task.case] = case, CostModel(case.program, case.inputs)
     return _CASE[task.case]
 

@@ -57,14 +57,15 @@ from dataclasses import dataclass, field
 
 from ...errors import UserError
 from ...files import read_file
-from ...models.resolve import ModelRef, built_in
+from ...models.resolve import BLOCKED_MODELS, ModelRef, built_in
 from .. import MAX_TOKENS
 
 BUILT_IN = ("figure12",)
 SUITE_KEYS = {"name": str, "description": str, "schedules": list, "seeds": list, "max_tokens": (int, float),
               "engine": str}
 CASE_KEYS = {"model": str, "datasets": list, "blocks": list, "max_tokens": (int, float), "scale": (int, float),
-             "seeds": list, "schedules": list, "variants": list, "label": str, "large_memory": bool}
+             "seeds": list, "schedules": list, "variants": list, "label": str, "large_memory": bool,
+             "tiled": bool}
 MODEL_NAMES = {"gcn": "GCN", "graphsage": "GraphSAGE", "sae": "SAE", "gpt3-bigbird": "GPT-3 + BigBird"}
 NOTE_KEYS = {"models": list, "datasets": list, "text": str}
 VARIANT_KEYS = {"schedule": str, "label": str}
@@ -86,12 +87,14 @@ class SuiteTask:
     engine: str = "fast"
     baseline: str = "unfused"  # the schedule its ratios are taken against
     large_memory: bool = False  # on dask: one at a time on one worker, guarded by the machine's free memory
+    tiled: bool = True  # a blocked model's presets on tiles of its block (False: on scalar streams)
 
     @property
     def data(self) -> str:
-        """The data point key of the results database: `dataset=cora`, `dataset=small2 block=16`."""
+        """The data point key of the results database: `dataset=cora`, `dataset=small2 block=16`,
+        `dataset=small2 block=16 scalar` (a blocked model's presets on scalar streams)."""
         return f"dataset={self.dataset}" + (f" block={self.block}" if self.block else "") + \
-            (f" scale={self.scale:g}" if self.scale != 1.0 else "")
+            ("" if self.tiled else " scalar") + (f" scale={self.scale:g}" if self.scale != 1.0 else "")
 
     @property
     def key(self) -> tuple:
@@ -101,15 +104,16 @@ class SuiteTask:
     @property
     def case(self) -> tuple:
         """What the task builds: tasks with the same `case` share one built model."""
-        return self.model, self.dataset, self.block, self.seed, self.scale
+        return self.model, self.dataset, self.block, self.seed, self.scale, self.tiled
 
     def label(self) -> str:
-        return f"{self.model} {self.dataset}" + (f" b{self.block}" if self.block else "") + f" {self.schedule}"
+        return f"{self.model} {self.dataset}" + (f" b{self.block}" if self.block else "") + \
+            ("" if self.tiled else " scalar") + f" {self.schedule}"
 
     def to_dict(self) -> dict:
         return dict(model=self.model, dataset=self.dataset, schedule=self.schedule, seed=self.seed,
                     block=self.block, scale=self.scale, max_tokens=self.max_tokens, engine=self.engine,
-                    baseline=self.baseline, large_memory=self.large_memory)
+                    baseline=self.baseline, large_memory=self.large_memory, tiled=self.tiled)
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,8 @@ class Suite:
                     for seed in case.get("seeds", self.seeds):
                         out += [SuiteTask(case["model"], str(dataset), str(s), int(seed), block,
                                           float(case.get("scale", 1.0)), float(case.get("max_tokens", self.max_tokens)),
-                                          self.engine, str(schedules[0]), bool(case.get("large_memory", False)))
+                                          self.engine, str(schedules[0]), bool(case.get("large_memory", False)),
+                                          bool(case.get("tiled", True)))
                                 for s in schedules]
         return out
 
@@ -193,6 +198,9 @@ def _case(table: dict, where: str) -> dict:
             raise UserError(f"block {block!r} in {where} is not a positive whole number", where)
     if table.get("max_tokens", 1) <= 0 or table.get("scale", 1) <= 0:
         raise UserError(f"max_tokens and scale in {where} must be positive", where)
+    if "tiled" in table and table["model"] not in BLOCKED_MODELS:
+        raise UserError(f"tiled in {where}: {table['model']} has no tiles to turn off", where,
+                        f"only {', '.join(BLOCKED_MODELS)} runs on tiles")
     return table
 
 
@@ -219,7 +227,12 @@ def parse_suite(text: str, where: str) -> Suite:
     if head.get("engine", "fast") not in ("fast", "oracle"):
         raise UserError(f"unknown engine {head['engine']!r} in {where}", where, "use fast or oracle")
     schedules = head.get("schedules", ["unfused", "partial", "full"])
+    tiling: dict[tuple, bool] = {}
     for n, case in enumerate(cases):
+        for point in ((case["model"], d, b) for d in case["datasets"] for b in case.get("blocks") or [None]):
+            if tiling.setdefault(point, case.get("tiled", True)) != case.get("tiled", True):
+                raise UserError(f"{where} [[case]] {n + 1} runs {point[0]} {point[1]} block {point[2]} both tiled "
+                                "and scalar", where, "the results page has one row a block: use two suites")
         again = set(case.get("variants", [])) & set(case.get("schedules", schedules))
         if again:
             raise UserError(f"variant {sorted(again)[0]!r} of {where} [[case]] {n + 1} is one of its schedules",
