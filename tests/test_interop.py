@@ -4,17 +4,14 @@ Comal: the protobuf is parsed again; every node is one operation of the kind the
 every stream id is written once and read once, by fields of the same stream kind; following ids
 (through broadcasts) connects exactly the producers and consumers the fuseflow graph connects;
 every tensor file decodes to the data (inputs) or the numpy reference (expected outputs).
-SAM: the `.gv` text is parsed by Graphviz (`dot -Tjson`) and its nodes and edges are compared with
-the graph's.
+The SAM `.gv` export has its own tests (tests/test_samgv.py); here only the CLI writes both.
 """
 from __future__ import annotations
 
 import collections
 import json
 import os
-import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -23,13 +20,11 @@ import pytest
 import fuseflow
 from fuseflow import cli
 from fuseflow.fusion.compile import compile_schedule
-from fuseflow.interop import _values, emit_comal, emit_sam_gv, read_tensor_files
+from fuseflow.interop import _values, emit_comal, read_tensor_files
 from fuseflow.ir.formats import TensorFormat
 from fuseflow.sam.comal import comal_name, stream_ids
 from fuseflow.sam.comal_loader import check
 from fuseflow.sam.comal_schema import message
-from fuseflow.sam.samgv import sam_form, unread_nodes
-from fuseflow.sam.samgv_check import check_samgv, parse_gv
 
 MLIR = Path(__file__).parent / "mlir"
 PROGRAMS = sorted(p.name for p in MLIR.glob("*.mlir"))
@@ -192,83 +187,6 @@ def test_comal_notes_name_what_has_no_equivalent(tmp_path):
     ops = [op for op in message("ComalGraph").FromString((tmp_path / "k0" / "graph.bin").read_bytes()).graph.operators]
     coalesces = [op for op in ops if op.WhichOneof("op") == "alu" and "coalesce" in op.alu.label]
     assert len(coalesces) == 2 and all(op.alu.scalar == 1.0 for op in coalesces)
-
-
-def _gv(path: Path) -> dict:
-    out = subprocess.run(["dot", "-Tjson", str(path)], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
-
-
-@pytest.mark.skipif(shutil.which("dot") is None,
-                    reason="Graphviz's dot is not installed (scripts/setup.sh installs it)")
-@pytest.mark.parametrize("name", PROGRAMS)
-def test_sam_gv_round_trip(tmp_path, name):
-    """Graphviz reads each .gv back to the nodes and edges of the graph in SAM's primitives."""
-    compiled, _ = _compiled(name, "full")
-    paths = emit_sam_gv(compiled, str(tmp_path))
-    graphs = [sam_form(k.graph) for k in compiled.kernels if not k.is_reshape]
-    assert len(paths) == len(graphs)
-    for path, graph in zip(paths, graphs):
-        parsed = _gv(Path(path))
-        nodes = {int(o["name"]): o for o in parsed["objects"]}
-        gvid = {o["_gvid"]: int(o["name"]) for o in parsed["objects"]}
-        dropped = {n.id for n in graph.nodes if n.kind == "root" or (n.kind == "broadcast" and
-                   graph.nodes[n.inputs["in"].node].kind == "root")} | unread_nodes(graph)
-        assert set(nodes) == {n.id for n in graph.nodes} - dropped
-        for node in graph.nodes:
-            if node.id in nodes and node.kind == "scan":
-                attrs = nodes[node.id]
-                assert attrs["type"] == "fiberlookup" and attrs["index"] == node.var
-                assert attrs["root"] == str(graph.nodes[_true(graph, node.inputs["ref"]).node].kind == "root").lower()
-        edges = collections.Counter((gvid[e["tail"]], gvid[e["head"]], e["type"]) for e in parsed.get("edges", []))
-        want = collections.Counter((s.node, n.id, graph.stream_kind(s)) for n in graph.nodes if n.id not in dropped
-                                   for s in n.inputs.values() if s.node not in dropped)
-        assert edges == want
-
-
-# what keeps a test program's graph out of SAM's generator: its first such node or rule
-SAM_REFUSES = re.compile(r"SAM has no (locate|erf|eq|exp|div|smax|tanh)$"
-                         r"|.* reads a (union|intersect): SAM names joiner inputs by tensor$"
-                         r"|writes \w+, \w+: SAM's test has one output|fiberlookup of \w+ reads")
-SAM_TAKES_FULL = {"batch_matmul.mlir", "dynamic.mlir", "spmm_ikj.mlir", "spmm_jik.mlir", "spmv.mlir"}
-
-
-@pytest.mark.parametrize("name", PROGRAMS)
-def test_sam_generator_takes_graphs_of_sam_primitives(tmp_path, name):
-    """Replaying SAM's test generator (sam/samgv_check) on every kernel of every preset: it takes
-    every graph made of SAM's primitives; the others fail on a primitive SAM lacks or one of its
-    generator's limits, never on a missing attribute or a malformed size."""
-    for k, preset in enumerate(PRESETS):
-        compiled, _ = _compiled(name, preset)
-        os.makedirs(tmp_path / str(k))
-        for path in emit_sam_gv(compiled, str(tmp_path / str(k))):
-            problem = check_samgv(Path(path).read_text())
-            assert problem is None or SAM_REFUSES.match(problem), (preset, path, problem)
-            if preset == "full" and name in SAM_TAKES_FULL:
-                assert problem is None, (path, problem)
-
-
-def test_sam_gv_attributes_and_edge_names(tmp_path):
-    """SpMV (a dense vector located into: a dense scan intersected with A's columns) in SAM's
-    words: output first in the comment, writer sizes, edges named by tensor or variable."""
-    compiled, _ = _compiled("spmm_ikj.mlir", "full")
-    text = Path(emit_sam_gv(compiled, str(tmp_path))[0]).read_text()
-    parsed = parse_gv(text)
-    formats = [x.split("=")[0] for x in parsed.comment.split(",")]
-    writes = {a["tensor"] for a in parsed.nodes.values() if a.get("type") == "fiberwrite"}
-    assert writes == {formats[0]}
-    for attrs in parsed.nodes.values():
-        if attrs.get("type") == "fiberwrite" and attrs.get("format") == "compressed":
-            assert attrs["segsize"] and attrs["crdsize"]
-        if attrs.get("mode") == "vals":
-            assert attrs["size"].startswith("1*")
-        if attrs.get("type") == "repeat":
-            assert attrs["tensor"]
-    labels = {a["label"]: a.get("comment") for _, _, a in parsed.edges}
-    named = {label: comment for label, comment in labels.items() if "-" in label}
-    assert named and all(comment == label.split("_", 1)[1] for label, comment in named.items())
-    assert any(label.startswith("crd_in-") for label in named) and any(label.startswith("ref_out-") for label in named)
-    assert any(label.startswith("crd_inner-") for label in named)
 
 
 def test_cli_emit_both_formats(tmp_path, capsys):

@@ -16,7 +16,7 @@
 - `notes.txt`: the nodes Comal has no exact equivalent for.
 
 `DIR/manifest.json` lists the kernels in the order to run them. `emit_sam_gv(compiled, DIR)`
-writes `k<N>.gv` per kernel (`sam.samgv`).
+writes `k<N>.gv` per kernel SAM's simulator can run (`sam.samgv`) and says why it refuses the others.
 
     >>> import tempfile, fuseflow
     >>> from fuseflow.fusion.compile import compile_schedule
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 
 import numpy as np
 from google.protobuf import text_format
@@ -39,8 +40,7 @@ from .ir.formats import TensorFormat
 from .ir.reference import bind_inputs, reference
 from .sam.comal import comal_name, entry_point, to_comal
 from .sam.comal_loader import check
-from .sam.samgv import to_samgv
-from .sam.samgv_check import check_samgv
+from .sam.samgv import NotInSam, to_samgv
 from .sim.storage import Level, StoredTensor
 
 FORMATS = ("comal", "sam-gv")
@@ -147,17 +147,30 @@ def emit_comal(compiled, data: dict, directory: str) -> dict:
     return manifest
 
 
-def emit_sam_gv(compiled, directory: str) -> list[str]:
-    """Write `k<N>.gv` (SAM's Graphviz form) for every kernel with a graph; returns the paths."""
-    paths = []
+@dataclass
+class SamExport:
+    """What `emit_sam_gv` did: the `.gv` files written, and each kernel refused with the reason."""
+    paths: list[str]
+    refused: list[tuple[str, str]]
+
+
+def emit_sam_gv(compiled, directory: str) -> SamExport:
+    """Write `k<N>.gv` (SAM's Graphviz form, as SAM's simulator runs it) for every kernel with a
+    graph that SAM can run; the others are refused with the reason (`sam.samform`), no file."""
+    export = SamExport([], [])
     for kernel in compiled.kernels:
         if kernel.is_reshape:
             continue
+        try:
+            text = to_samgv(kernel.graph)
+        except NotInSam as why:
+            export.refused.append((f"k{kernel.index}", str(why)))
+            continue
         path = os.path.join(directory, f"k{kernel.index}.gv")
         with open(path, "w") as handle:
-            handle.write(to_samgv(kernel.graph))
-        paths.append(path)
-    return paths
+            handle.write(text)
+        export.paths.append(path)
+    return export
 
 
 def emit(compiled, fmt: str, directory: str, data: dict) -> str:
@@ -169,13 +182,13 @@ def emit(compiled, fmt: str, directory: str, data: dict) -> str:
     except OSError as err:
         raise UserError(f"cannot create {directory}: {err.strerror}", "--emit") from None
     if fmt == "sam-gv":
-        paths = emit_sam_gv(compiled, directory)
-        refused = []
-        for path in paths:
-            with open(path) as handle:
-                refused.append((os.path.basename(path), check_samgv(handle.read())))
-        return (f"wrote {len(paths)} SAM graph{'s' * (len(paths) != 1)} to {directory}/"
-                + "".join(f"\nSAM's test generator would refuse {name}: {why}" for name, why in refused if why))
+        export = emit_sam_gv(compiled, directory)
+        wrote = f"wrote {len(export.paths)} SAM graph{'s' * (len(export.paths) != 1)} to {directory}/"
+        if export.refused:
+            kernel, why = export.refused[0]
+            more = f" ({len(export.refused) - 1} more kernels refused)" if len(export.refused) > 1 else ""
+            raise NotInSam(f"SAM's simulator cannot run {kernel}: {why}{more}; {wrote}", "--emit sam-gv")
+        return wrote
     manifest = emit_comal(compiled, data, directory)
     graphs = [k for k in manifest["kernels"] if "graph" in k]
     notes = sum(len(k["notes"]) for k in graphs)

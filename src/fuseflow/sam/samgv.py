@@ -1,7 +1,7 @@
-"""SamGraphs as SAM's Graphviz (`.gv`) graphs: the node and edge attributes SAM's tools read.
+"""SamGraphs as SAM's Graphviz (`.gv`) graphs, in the form SAM's simulator runs.
 
 A SAM graph is `digraph SAM` with a `comment` listing each tensor's level formats and mode order,
-the output first (`x=s0,B=ss01`: compressed, compressed, modes 0 then 1). Every node carries its
+the output first (`X=ss01,B=ds01`: compressed, compressed, modes 0 then 1). Every node carries its
 attributes twice: as `comment="type=...,index=...,..."` and as separate attributes (`type`,
 `index`, `tensor`, `mode` (the tensor dimension a level stores), `format`, ...), with SAM's label
 and colour. Level writers say how much they may write in SAM's size notation (`segsize`,
@@ -10,17 +10,21 @@ carry `type` (crd, ref, val, repsig), SAM's line style and a label; where SAM's 
 apart by tensor or variable the label names it (`crd_in-B`, `ref_out-B`, `crd_outer-i`) and the
 edge's `comment` holds that name (`in-B`, `outer-i`). As in SAM, there is no root node: scanners
 and repeats it feeds say `root="true"`, and every repeat names the tensor its references reach.
-SAM has no locate: a locate into a dense level is written as SAM writes that access, a dense scan
-intersected with the coordinates located (`sam_form`). SAM's type names are used where SAM has the
-primitive (fiberlookup, repsiggen, arrayvals, spaccumulator, crddrop, fiberwrite, ...); fuseflow's
-own keep their names (fork, join, and ALU ops such as `exp`), which SAM's tools refuse
-(`sam/samgv_check` says which).
+
+SAM's generated tests name the output `X` (`x` for a vector) and every tensor with one letter
+(they read `B_shape`, `B0_dim`): tensors are renamed so, and the graph attribute `names` says
+which program tensor each letter stands for (`names="X=Y B=A"`). They write compressed levels
+only, so every output level is written compressed (a dense level's writer lists every
+coordinate). SAM has no locate: a locate into a dense level is written as SAM writes that access,
+a dense scan intersected with the coordinates located (`sam_form`). Accumulators and the other
+differences from SAM's simulator are rewritten by `sam.samform`, which refuses what SAM cannot
+run (`NotInSam`, a one-line reason).
 
     >>> from fuseflow.fusion.compile import compile_schedule
     >>> from fuseflow.frontend import from_mlir
     >>> text = to_samgv(compile_schedule(from_mlir("tests/mlir/spmv.mlir"), "full").kernels[0].graph)
-    >>> text.splitlines()[:2]
-    ['digraph SAM {', '    comment="y=d0,A=ds01,x=d0"']
+    >>> text.splitlines()[:3]
+    ['digraph SAM {', '    comment="x=s0,A=ds01,B=d0"', '    names="x=y A=A B=x"']
     >>> 'type="fiberlookup" index="i" tensor="A" mode="0" format="dense" src="true" root="true"' in text
     True
 """
@@ -29,39 +33,52 @@ from __future__ import annotations
 import copy
 import json
 
-from .comal import comal_name
 from .graph import SamGraph, Stream
-from .labels import node_label, ref_tensor, source_name, stream_var
+from .labels import node_label, stream_var
+from .samform import GvEdge, GvNode, GvTensor, NotInSam, SamGv, simulator_form
+from .samgv_check import check_samgv
 
 EDGE = {"crd": {"style": "dashed"}, "ref": {"style": "bold"}, "val": {}, "repsig": {"style": "dotted"}}
-SAM_TYPE = {"scan": "fiberlookup", "repsig": "repsiggen", "array": "arrayvals", "spacc": "spaccumulator",
-            "spacc2": "spaccumulator", "crd_drop": "crddrop", "level_write": "fiberwrite",
-            "value_write": "fiberwrite", "reduce": "reduce"}
 COLOR = {"scan": "green4", "locate": "green4", "level_write": "green3", "value_write": "green3", "array": "green2",
          "repeat": "cyan2", "repsig": "cyan3", "intersect": "purple", "union": "purple", "crd_drop": "orange",
          "fork": "gray", "join": "gray"}
+LETTERS = "BCDEFGHIJKLMNOPQRSTUVWYZAabcdefghijklmnopqrstuvwyz"
+
+__all__ = ["NotInSam", "records", "render", "sam_form", "sam_names", "to_samgv", "unread_nodes"]
 
 
 def _q(text) -> str:
     return json.dumps(str(text), ensure_ascii=False)
 
 
-def _tensor(graph: SamGraph, storage: str) -> str:
-    """SAM's name of a stored tensor: the program's name, or a safe name for a re-laid-out copy."""
-    source = source_name(graph, storage)
-    return source if storage == source else comal_name(storage)
+def sam_names(graph: SamGraph) -> dict[str, str]:
+    """A one-letter SAM name for every stored tensor: the output `X` (`x` for a vector), an input
+    its program name where that is one letter other than x, else the next free letter.
 
-
-def _formats(graph: SamGraph) -> str:
-    """The graph comment: each tensor's level formats and mode order, the output first as SAM's
-    tools expect (`x=s0,B=ss01`); a tensor without levels is `none`."""
-    parts = []
-    ordered = sorted(graph.tensors.items(), key=lambda item: item[1].role != "output")
-    for name, meta in ordered:
-        levels = "".join("s" if x.startswith("compressed") else "d" for x in meta.levels)
-        order = "".join(str(m) for m in meta.mode_order)
-        parts.append(f"{_tensor(graph, name)}={levels + order or 'none'}")
-    return ",".join(parts)
+        >>> from fuseflow.sam.graph import GraphTensor
+        >>> g = SamGraph("g")
+        >>> g.tensors = {"Y": GraphTensor("output", (2, 3), ("dense", "compressed"), (0, 1)),
+        ...              "A": GraphTensor("input", (2, 4), ("dense", "compressed"), (0, 1)),
+        ...              "X": GraphTensor("input", (4, 3), ("dense", "dense"), (0, 1))}
+        >>> sam_names(g)
+        {'Y': 'X', 'A': 'A', 'X': 'B'}
+    """
+    outputs = [n for n, m in graph.tensors.items() if m.role == "output"]
+    if len(outputs) != 1:
+        raise NotInSam(f"writes {', '.join(outputs) or 'nothing'}: SAM's generated test writes one output")
+    out = outputs[0]
+    names = {out: "X" if len(graph.tensors[out].shape) > 1 else "x"}
+    free = [c for c in LETTERS]
+    for name, meta in graph.tensors.items():
+        if meta.role == "input" and len(meta.stores(name)) == 1 and meta.stores(name) in free:
+            names[name] = meta.stores(name)
+            free.remove(names[name])
+    for name in graph.tensors:
+        if name not in names:
+            if not free:
+                raise NotInSam("reads more tensors than SAM's one-letter names allow")
+            names[name] = free.pop(0)
+    return names
 
 
 def _digits(n: int) -> str:
@@ -79,15 +96,14 @@ def _digits(n: int) -> str:
         n += 1
 
 
-def _size(graph: SamGraph, extents: list[int]) -> str:
-    """A product of extents in SAM's size notation: `B0_dim` (dimension 0 of input B, a one-letter
-    tensor read by the generated test) where an input has a dimension of that extent, else digits."""
-    dims = {}
+def _size(graph: SamGraph, names: dict[str, str], extents: list[int]) -> str:
+    """A product of extents in SAM's size notation: `B0_dim` (dimension 0 of input B, read by the
+    generated test from B's shape file) where an input has a dimension of that extent, else digits."""
+    dims: dict[int, str] = {}
     for name, meta in graph.tensors.items():
-        sam = _tensor(graph, name)
-        if meta.role == "input" and len(sam) == 1 and sam not in "xX":
+        if meta.role == "input" and len(meta.shape) <= 10:
             for m, extent in enumerate(meta.shape):
-                dims.setdefault(int(extent), f"{sam}{m}_dim")
+                dims.setdefault(int(extent), f"{names[name]}{m}_dim")
     return "*".join(dims.get(int(e)) or _digits(e) for e in extents) or "1"
 
 
@@ -97,24 +113,60 @@ def _stored_extents(graph: SamGraph, storage: str) -> list[int]:
     return [int(meta.shape[m]) for m in meta.mode_order] if meta is not None else []
 
 
+def _true(graph: SamGraph, stream: Stream) -> Stream:
+    """The stream a chain of broadcasts copies."""
+    while graph.nodes[stream.node].kind == "broadcast":
+        stream = graph.nodes[stream.node].inputs["in"]
+    return stream
+
+
 def _from_root(graph: SamGraph, stream: Stream) -> bool:
+    return graph.nodes[_true(graph, stream).node].kind == "root"
+
+
+def _ref_storage(graph: SamGraph, stream: Stream) -> str:
+    """The stored tensor a reference stream points into ("" for the root reference or values)."""
     node = graph.nodes[stream.node]
-    while node.kind == "broadcast":
-        node = graph.nodes[node.inputs["in"].node]
-    return node.kind == "root"
+    if node.kind in ("scan", "locate"):
+        return node.params.get("tensor", "")
+    if node.kind in ("broadcast", "fork"):
+        return _ref_storage(graph, node.inputs["in"])
+    if node.kind == "join":
+        return _ref_storage(graph, node.inputs["in0"])
+    if node.kind == "repeat":
+        return _ref_storage(graph, node.inputs["in"])
+    if node.kind in ("intersect", "union"):
+        return _ref_storage(graph, node.inputs["pay" + stream.port[3:]])
+    return ""
 
 
-def _attributes(graph: SamGraph, node) -> tuple[str, dict, str]:
+def _downstream_storage(graph: SamGraph, node) -> str:
+    """The tensor a root repeat's references reach: the first scan, locate or array below it."""
+    todo, seen = [node.id], set()
+    while todo:
+        current = todo.pop(0)
+        for reader in graph.nodes:
+            if any(s.node == current for s in reader.inputs.values()) and reader.id not in seen:
+                seen.add(reader.id)
+                if reader.kind in ("scan", "locate", "array") and reader.params.get("tensor"):
+                    return reader.params["tensor"]
+                if reader.kind in ("broadcast", "repeat", "fork", "join"):
+                    todo.append(reader.id)
+    return ""
+
+
+def _attributes(graph: SamGraph, names: dict[str, str], node) -> tuple[str, dict, str]:
     """(SAM type, attributes, label) of a node."""
     p, lab = node.params, node_label(graph, node)
-    tensor = _tensor(graph, p["tensor"]) if p.get("tensor") else ""
+    tensor = names.get(p.get("tensor", ""), "")
     mode = "" if lab.mode is None else str(lab.mode)
     kind = node.kind
     if kind == "scan":
         root = _from_root(graph, node.inputs["ref"])
-        attrs = {"index": node.var, "tensor": tensor or f"universe_{node.var}", "mode": mode or "0",
-                 "format": p.get("format", "dense"), "src": "true", "root": str(root).lower()}
-        return "fiberlookup", attrs, f"FiberLookup {node.var}: {attrs['tensor']}{attrs['mode']}\\n{attrs['format']}"
+        attrs = {"index": node.var, "tensor": tensor, "mode": mode or "0",
+                 "format": p.get("format", "dense"), "src": "true", "root": str(root).lower(),
+                 **({"stride": str(p["stride"])} if p.get("stride") is not None else {})}
+        return "fiberlookup", attrs, f"FiberLookup {node.var}: {tensor}{attrs['mode']}\\n{attrs['format']}"
     if kind == "locate":
         attrs = {"index": node.var, "tensor": tensor, "mode": mode, "dim_size": str(p.get("dim"))}
         return "locate", attrs, f"Locate {node.var}: {tensor}{mode}"
@@ -122,13 +174,14 @@ def _attributes(graph: SamGraph, node) -> tuple[str, dict, str]:
         return "repsiggen", {"index": lab.var}, f"RepeatSignalGenerator {lab.var}"
     if kind == "repeat":
         root = _from_root(graph, node.inputs["in"])
-        of = ref_tensor(graph, node.inputs["in"]) or _downstream_tensor(graph, node)
+        of = names.get(_ref_storage(graph, node.inputs["in"]) or _downstream_storage(graph, node), "")
         attrs = {"index": lab.var, "tensor": of, "root": str(root).lower()}
         return "repeat", attrs, f"Repeat {lab.var}: {of or lab.detail}"
     if kind in ("intersect", "union"):
         return kind, {"index": node.label}, f"{kind} {node.label}"
     if kind == "array":
-        return "arrayvals", {"tensor": tensor}, f"Array Vals: {tensor}"
+        attrs = {"tensor": tensor, **({"fill": f"{p['fill']:g}"} if p.get("fill") else {})}
+        return "arrayvals", attrs, f"Array Vals: {tensor}"
     if kind == "alu":
         attrs = {} if p.get("scalar") is None else {"const0": f"{p['scalar']:g}"}
         if p["op"] in ("add", "sub"):
@@ -140,70 +193,54 @@ def _attributes(graph: SamGraph, node) -> tuple[str, dict, str]:
         return "reduce", {"kind": reducer}, "Reduce" + ("" if reducer == "sum" else f" {reducer}")
     if kind in ("spacc", "spacc2"):
         ports = ["crd_inner", "crd_mid", "crd_outer"] if kind == "spacc2" else ["crd_inner", "crd_outer"]
-        attrs = {"order": str(len(ports) - 1),
+        attrs = {"order": str(len(ports) - 1), "kind": p.get("kind", "sum"),
                  **{f"in{k}": stream_var(graph, node.inputs[q]) for k, q in enumerate(ports)}}
-        names = " ".join(f"{k}={attrs[f'in{k}']}" for k in range(len(ports)))
-        return "spaccumulator", attrs, f"SparseAccumulator {attrs['order']}\\n{names}"
+        names_ = " ".join(f"{k}={attrs[f'in{k}']}" for k in range(len(ports)))
+        return "spaccumulator", attrs, f"SparseAccumulator {attrs['order']}\\n{names_}"
     if kind == "crd_drop":
         outer, inner = stream_var(graph, node.inputs["outer"]), stream_var(graph, node.inputs["inner"])
         return "crddrop", {"outer": outer, "inner": inner}, f"CrdDrop {outer},{inner}"
-    if kind == "level_write":
-        attrs = {"index": lab.var, "tensor": tensor, "mode": mode, "format": p["format"]}
-        if p["format"] == "compressed":  # fibers above the level + 1, and coordinates, at most
-            above = _stored_extents(graph, p["tensor"])[:int(p.get("level", 0))]
-            extent = _stored_extents(graph, p["tensor"])[int(p.get("level", 0))]
-            attrs["segsize"] = f"{_size(graph, above)}+1" if above else "2"
-            attrs["crdsize"] = _size(graph, above + [extent])
+    if kind == "level_write":  # written compressed: SAM's tests write no dense level
+        attrs = {"index": lab.var, "tensor": tensor, "mode": mode, "format": "compressed"}
+        above = _stored_extents(graph, p["tensor"])[:int(p.get("level", 0))]
+        extent = _stored_extents(graph, p["tensor"])[int(p.get("level", 0))]
+        attrs["segsize"] = f"{_size(graph, names, above)}+1" if above else "2"
+        attrs["crdsize"] = _size(graph, names, above + [extent])
         attrs["sink"] = "true"
-        return "fiberwrite", attrs, f"FiberWrite {lab.var}: {tensor}{mode}\\n{p['format']}"
+        return "fiberwrite", attrs, f"FiberWrite {lab.var}: {tensor}{mode}\\ncompressed"
     if kind == "value_write":
-        attrs = {"mode": "vals", "tensor": tensor, "size": f"1*{_size(graph, _stored_extents(graph, p['tensor']))}",
-                 "sink": "true"}
-        return "fiberwrite", attrs, f"FiberWrite Vals: {tensor}"
+        size = _size(graph, names, _stored_extents(graph, p["tensor"]))
+        return "fiberwrite", {"mode": "vals", "tensor": tensor, "size": f"1*{size}", "sink": "true"}, \
+            f"FiberWrite Vals: {tensor}"
     if kind == "broadcast":
         return "broadcast", {}, ""
     return kind, {"lanes": str(p.get("lanes"))}, f"{kind.capitalize()} {p.get('lanes')}"
 
 
-def _edge_label(graph: SamGraph, node, port: str, kind: str) -> str:
+def _edge_label(graph: SamGraph, names: dict[str, str], node, port: str, kind: str) -> str:
     """SAM's label of the edge into `port` of `node`: the stream kind, with the tensor or variable
     it belongs to where SAM's tools tell ports apart by it (`crd_in-B`, `ref_out-B`, `crd_outer-i`)."""
     if node.kind in ("intersect", "union"):
-        side = "in-" + (ref_tensor(graph, node.inputs["pay" + port.lstrip("crdpay")]) or port)
+        side = "in-" + (names.get(_ref_storage(graph, node.inputs["pay" + port.lstrip("crdpay")]), "") or port)
         return f"{kind}_{side}"
     if node.kind in ("crd_drop", "spacc", "spacc2") and kind == "crd":
         return f"crd_{port.replace('crd_', '')}-{stream_var(graph, node.inputs[port])}"
     source = graph.nodes[node.inputs[port].node]
     out = node.inputs[port].port
     if source.kind in ("intersect", "union") and out.startswith("pay"):
-        return f"{kind}_out-{ref_tensor(graph, Stream(source.id, out)) or out}"
+        return f"{kind}_out-{names.get(_ref_storage(graph, Stream(source.id, out)), '') or out}"
     if source.kind == "crd_drop":
         return f"crd_{out}-{stream_var(graph, source.inputs[out])}"
+    if source.kind in ("spacc", "spacc2") and kind == "crd":  # the variable tells SAM's outputs apart
+        return f"crd-{stream_var(graph, node.inputs[port])}"
     return kind
-
-
-def _downstream_tensor(graph: SamGraph, node) -> str:
-    """The tensor a root repeat's references reach: the first scan, locate or array below it."""
-    todo, seen = [node.id], set()
-    while todo:
-        current = todo.pop(0)
-        for reader in graph.nodes:
-            if any(s.node == current for s in reader.inputs.values()) and reader.id not in seen:
-                seen.add(reader.id)
-                if reader.kind in ("scan", "locate", "array") and reader.params.get("tensor"):
-                    return _tensor(graph, reader.params["tensor"])
-                if reader.kind in ("broadcast", "repeat", "fork", "join"):
-                    todo.append(reader.id)
-    return ""
 
 
 def _aligned_ref(graph: SamGraph, crd: Stream) -> Stream | None:
     """The reference stream that runs token-aligned with coordinates `crd` (a scan's references,
     a joiner's first payload)."""
+    crd = _true(graph, crd)
     node = graph.nodes[crd.node]
-    while node.kind == "broadcast":
-        crd = node.inputs["in"]
-        node = graph.nodes[crd.node]
     if node.kind == "scan":
         return Stream(node.id, "ref")
     if node.kind in ("intersect", "union") and graph.stream_kind(Stream(node.id, "pay0")) == "ref":
@@ -245,34 +282,88 @@ def unread_nodes(graph: SamGraph) -> set[int]:
         dead |= more
 
 
-def to_samgv(graph: SamGraph) -> str:
-    """SAM's `.gv` text of `graph` (see the module docstring)."""
+def _tensor_records(graph: SamGraph, names: dict[str, str]) -> list[GvTensor]:
+    """Each tensor's SAM name, level formats and mode order, the output first, its levels compressed."""
+    out = []
+    for name, meta in sorted(graph.tensors.items(), key=lambda item: item[1].role != "output"):
+        levels = "".join("s" if x.startswith("compressed") or meta.role == "output" else "d" for x in meta.levels)
+        out.append(GvTensor(names[name], levels, "".join(str(m) for m in meta.mode_order), meta.role,
+                            name, tuple(int(s) for s in meta.shape)))
+    return out
+
+
+def records(graph: SamGraph) -> SamGv:
+    """`graph` (after `sam_form`) as SAM's nodes and edges, tensors renamed (see the module
+    docstring); roots, the broadcasts of the root reference and nodes nothing reads left out."""
     graph = sam_form(graph)
-    lines = ["digraph SAM {", f"    comment={_q(_formats(graph))}"]
+    names = sam_names(graph)
     dropped = unread_nodes(graph) | {n.id for n in graph.nodes if n.kind == "root"
                                      or (n.kind == "broadcast" and _from_root(graph, n.inputs["in"]))}
+    gv = SamGv(_tensor_records(graph, names), {}, [])
     for node in graph.nodes:
-        if node.id in dropped:
-            continue
-        sam, attrs, label = _attributes(graph, node)
-        comment = ",".join([f"type={sam}"] + [f"{k}={v}" for k, v in attrs.items()])
-        extra = " ".join(f"{k}={_q(v)}" for k, v in attrs.items())
-        if sam == "broadcast":
-            lines.append(f'    {node.id} [comment={_q(comment)} shape=point style=invis type="broadcast"]')
-            continue
-        lines.append(f'    {node.id} [comment={_q(comment)} label="{label}" color={COLOR.get(node.kind, "brown")} '
-                     f'shape=box style=filled type={_q(sam)}{" " + extra if extra else ""}]')
+        if node.id not in dropped:
+            sam, attrs, label = _attributes(graph, names, node)
+            gv.nodes[node.id] = GvNode(node.id, sam, attrs, label, COLOR.get(node.kind, "brown"))
     for node in graph.nodes:
         if node.id in dropped:
             continue
         for port, stream in node.inputs.items():
-            if stream.node in dropped:
-                continue
-            kind = graph.stream_kind(stream)
-            label = _edge_label(graph, node, port, kind)
-            style = "".join(f" style={v}" for v in EDGE[kind].values())
-            named = label.split("_", 1)[1] if "-" in label else ""  # the tensor or variable: `in-B`, `outer-i`
-            lines.append(f"    {stream.node} -> {node.id} [label={_q(label)}{style} type={_q(kind)}"
-                         + (f" comment={_q(named)}]" if named else "]"))
+            if stream.node not in dropped:
+                kind = graph.stream_kind(stream)
+                gv.edges.append(GvEdge(stream.node, node.id, kind, _edge_label(graph, names, node, port, kind)))
+    return gv
+
+
+def render(gv: SamGv, order: list[int] | None = None) -> str:
+    """The `.gv` text of SAM-form records, nodes declared in `order` (default: by id)."""
+    lines = ["digraph SAM {", f"    comment={_q(gv.formats())}",
+             f"    names={_q(' '.join(f'{t.name}={t.source_name}' for t in gv.tensors))}"]
+    for node in (gv.nodes[n] for n in (order or list(gv.nodes))):
+        comment = ",".join([f"type={node.type}"] + [f"{k}={v}" for k, v in node.attrs.items()])
+        extra = " ".join(f"{k}={_q(v)}" for k, v in node.attrs.items())
+        if node.type == "broadcast":
+            lines.append(f'    {node.id} [comment={_q(comment)} shape=point style=invis type="broadcast"]')
+            continue
+        lines.append(f'    {node.id} [comment={_q(comment)} label="{node.label}" color={node.color} '
+                     f'shape=box style=filled type={_q(node.type)}{" " + extra if extra else ""}]')
+    for e in gv.edges:
+        style = "".join(f" style={v}" for v in EDGE[e.kind].values())
+        named = e.label.split("_", 1)[1] if "_" in e.label and "-" in e.label else ""  # `in-B`, `outer-i`
+        lines.append(f"    {e.src} -> {e.dst} [label={_q(e.label)}{style} type={_q(e.kind)}"
+                     + (f" comment={_q(named)}]" if named else "]"))
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def to_samgv(graph: SamGraph) -> str:
+    """SAM's `.gv` text of `graph` in the form SAM's simulator runs (see the module docstring), its
+    nodes declared in the first order the replay of SAM's generator (`sam.samgv_check`) takes;
+    raises `NotInSam` (a one-line reason) for a graph SAM cannot run."""
+    gv = simulator_form(records(graph))
+    problems = []
+    for order in _declaration_orders(gv):
+        text = render(gv, order)
+        problem = check_samgv(text)
+        if problem is None:
+            return text
+        problems.append(problem)
+    raise NotInSam(problems[0])
+
+
+def _declaration_orders(gv: SamGv) -> list[list[int]]:
+    """Orders to declare the nodes in: SAM's generator walks the graph in declaration order, and
+    in some its add branch reads a stale index or a joiner's inputs pair wrongly (`samgv_check`).
+
+    The generator's main loop makes up to ten passes; in each it visits every edge (a breadth-first
+    walk from the nodes in declaration order) and writes the code of the edge's head once all
+    its inputs are written."""
+    ids = list(gv.nodes)
+    last = {kind: [n for n in ids if gv.nodes[n].type != kind] + [n for n in ids if gv.nodes[n].type == kind]
+            for kind in ("add", "broadcast")}
+    first = {kind: [n for n in ids if gv.nodes[n].type == kind] + [n for n in ids if gv.nodes[n].type != kind]
+             for kind in ("add", "broadcast")}
+    # the inputs of the adds first: the generator's walk meets an add's edges before its inputs are
+    # written, and writes the add first thing in its next pass, where the stale index is 1
+    feeds_add = {e.src for e in gv.edges if gv.nodes[e.dst].type == "add"}
+    add_inputs_first = [n for n in ids if n in feeds_add] + [n for n in ids if n not in feeds_add]
+    return [ids, add_inputs_first, ids[::-1], last["add"], first["add"], last["broadcast"], first["broadcast"]]

@@ -7,8 +7,12 @@ arrayvals, repsiggen, repeat, intersect, union, spaccumulator (order 1 or 2), cr
 mul, add, reduce and fiberwrite, and drops the whole graph on any other type. Sizes of written
 levels are expressions whose tokens are one digit or `<tensor><dim>_dim`. A joiner's inputs are
 named by the tensor of the node they come from, and what reads a joiner's output finds its input
-pair by its own tensor. It writes one output tensor, the first of the comment.
-`check_samgv(text)` returns the first thing that stops it (None when it produces a test).
+pair by its own tensor. It writes one output tensor, the first of the comment. Its `add` branch
+reads the edge labels at a stale loop index (whatever `i` the node written before it left), so
+an add written after a joiner of two inputs (i = 3) stops it with an IndexError: the replay walks
+the graph as the generator does (`generator_walk_problem`), which also checks that a joiner's
+edges, taken in pairs as the generator takes them, name each input once. `check_samgv(text)` returns the first thing
+that stops it (None when it produces a test).
 
     >>> check_samgv('digraph SAM {\\n    comment="x=s0"\\n    1 [comment="type=exp"]\\n}')
     'SAM has no exp'
@@ -17,6 +21,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+import networkx as nx
 
 SAM_TYPES = {"fiberlookup", "arrayvals", "repsiggen", "repeat", "intersect", "union", "spaccumulator",
              "crddrop", "crdhold", "mul", "add", "reduce", "fiberwrite", "broadcast"}
@@ -115,6 +121,57 @@ def _joiner_problem(graph: GvGraph, info: dict[str, dict[str, str]]) -> str | No
     return None
 
 
+def _as_generator_reads(graph: GvGraph) -> nx.MultiDiGraph:
+    """The graph as SAM's generator holds it: nodes and edges in file order, then each broadcast
+    replaced by edges from its source to its readers (appended, with the reader's edge data)."""
+    g = nx.MultiDiGraph()
+    for name, attrs in graph.nodes.items():
+        g.add_node(name, **attrs)
+    for s, d, attrs in graph.edges:
+        g.add_edge(s, d, **attrs)
+    for name in list(g.nodes):
+        if _info(g.nodes[name]).get("type") == "broadcast":
+            for pred in list(g.predecessors(name)):
+                for succ in list(g.successors(name)):
+                    g.add_edge(pred, succ, **g.get_edge_data(name, succ)[0])
+            g.remove_node(name)
+    return g
+
+
+# node types whose code in the generator's main loop runs `for i in range(<parents>)`
+LOOPS_OVER_I = {"fiberlookup", "intersect", "union", "crdhold", "spaccumulator", "mul", "fiberwrite"}
+
+
+def generator_walk_problem(graph: GvGraph) -> str | None:
+    """What goes wrong when SAM's generator walks the graph: a joiner whose inputs, paired as
+    neighbours in its edge list (crd, ref), do not give each input once (it would read one twice),
+    or an add whose edge labels it reads at an index past its inputs (an IndexError), walking
+    nodes as its main loop does; None when neither happens."""
+    g = _as_generator_reads(graph)
+    info = {n: _info(g.nodes[n]) or {} for n in g.nodes}
+    parents = {n: [u for u, _ in g.in_edges(n)] for n in g.nodes}
+    for v, attrs in info.items():
+        if attrs.get("type") in ("intersect", "union") and sorted(parents[v][0::2]) != sorted(set(parents[v])):
+            return f"{attrs['type']} {attrs.get('index', '')}: SAM's generator pairs its inputs wrongly"
+    done = {n: 0 for n in g.nodes if parents[n]}
+    for n in g.nodes:
+        if info[n].get("type") == "fiberlookup" and info[n].get("root") == "true":
+            done[n] = 1
+    i = 0
+    for i in range(10):
+        for _, v in [(u, v) for u, v, *_ in nx.edge_bfs(g)]:
+            if done.get(v, 1) == 1 or any(done.get(p, 1) != 1 for p in g.predecessors(v)):
+                continue
+            kind = info[v].get("type")
+            if kind == "add" and i >= len(parents[v]):
+                return f"add {v}: SAM's generator reads its inputs' labels at a stale index ({i}) and fails"
+            if kind in LOOPS_OVER_I and parents[v]:
+                i = len(parents[v]) - 1
+            if kind in SAM_TYPES:
+                done[v] = 1
+    return None
+
+
 def check_samgv(text: str) -> str | None:
     """The first thing that stops SAM's test generator on `text`; None when it writes a test."""
     graph = parse_gv(text)
@@ -137,4 +194,4 @@ def check_samgv(text: str) -> str | None:
     written = {a.get("tensor") for a in info.values() if a["type"] == "fiberwrite"}
     if written != {formats[0][0]}:
         return f"writes {', '.join(sorted(t for t in written if t))}: SAM's test has one output, {formats[0][0]}"
-    return _joiner_problem(graph, info)
+    return _joiner_problem(graph, info) or generator_walk_problem(graph)
