@@ -114,8 +114,11 @@ def whole_inputs(program, density: float, seed: int, shapes) -> dict:
 
 
 def write_inputs(text: str, graph, values: dict, where: str) -> None:
-    """SAM's tensor files of every tensor the `.gv` reads, under its one-letter SAM name."""
+    """SAM's tensor files of every tensor the `.gv` reads, under its one-letter SAM name; a dense
+    level the `.gv` reads as compressed (`sam.samgv.full_levels`) gets seg and crd files that list
+    every coordinate of every fiber."""
     names = dict(x.split("=", 1) for x in re.search(r'names="([^"]*)"', text).group(1).split())
+    formats = dict(x.split("=", 1) for x in re.search(r'comment="([^"]*)"', text).group(1).split(","))
     os.makedirs(where, exist_ok=True)
     for sam, storage in names.items():
         meta = graph.tensors[storage]
@@ -123,6 +126,14 @@ def write_inputs(text: str, graph, values: dict, where: str) -> None:
             continue
         stored = StoredTensor.from_dense(values[meta.stores(storage)], TensorFormat.of(meta), meta.fill)
         write_tensor_files(stored, sam, where)
+        fibers = 1  # positions of the level above
+        for k, level in enumerate(stored.levels):
+            if not level.is_compressed and formats[sam][k] == "s":
+                m = meta.mode_order[k]
+                np.savetxt(os.path.join(where, f"tensor_{sam}_mode_{m}_seg"), np.arange(fibers + 1) * level.dim, "%d")
+                np.savetxt(os.path.join(where, f"tensor_{sam}_mode_{m}_crd"), np.tile(np.arange(level.dim), fibers),
+                           "%d")
+            fibers = len(level.crd) if level.is_compressed else fibers * level.dim
         crd1 = os.path.join(where, f"tensor_{sam}_mode_1_crd")
         if os.path.exists(crd1):  # the name SAM's generator reads a `ds01` tensor's crd from
             shutil.copy(crd1, os.path.join(where, f"tensor_{sam}_dirnametensor_{sam}_mode_1_crd"))

@@ -15,7 +15,9 @@ SAM's generated tests name the output `X` (`x` for a vector) and every tensor wi
 (they read `B_shape`, `B0_dim`): tensors are renamed so, and the graph attribute `names` says
 which program tensor each letter stands for (`names="X=Y B=A"`). They write compressed levels
 only, so every output level is written compressed (a dense level's writer lists every
-coordinate). SAM has no locate: a locate into a dense level is written as SAM writes that access,
+coordinate), and a dense input level scanned below another is read as a compressed level holding
+every coordinate (`full_levels`: SAM's dense scanner fails on an empty fiber of references).
+SAM has no locate: a locate into a dense level is written as SAM writes that access,
 a dense scan intersected with the coordinates located (`sam_form`). Accumulators and the other
 differences from SAM's simulator are rewritten by `sam.samform`, which refuses what SAM cannot
 run (`NotInSam`, a one-line reason).
@@ -24,7 +26,7 @@ run (`NotInSam`, a one-line reason).
     >>> from fuseflow.frontend import from_mlir
     >>> text = to_samgv(compile_schedule(from_mlir("tests/mlir/spmv.mlir"), "full").kernels[0].graph)
     >>> text.splitlines()[:3]
-    ['digraph SAM {', '    comment="x=s0,A=ds01,B=d0"', '    names="x=y A=A B=x"']
+    ['digraph SAM {', '    comment="x=s0,A=ds01,B=s0"', '    names="x=y A=A B=x"']
     >>> 'type="fiberlookup" index="i" tensor="A" mode="0" format="dense" src="true" root="true"' in text
     True
 """
@@ -44,7 +46,7 @@ COLOR = {"scan": "green4", "locate": "green4", "level_write": "green3", "value_w
          "fork": "gray", "join": "gray"}
 LETTERS = "BCDEFGHIJKLMNOPQRSTUVWYZAabcdefghijklmnopqrstuvwyz"
 
-__all__ = ["NotInSam", "records", "render", "sam_form", "sam_names", "to_samgv", "unread_nodes"]
+__all__ = ["NotInSam", "full_levels", "records", "render", "sam_form", "sam_names", "to_samgv", "unread_nodes"]
 
 
 def _q(text) -> str:
@@ -155,16 +157,18 @@ def _downstream_storage(graph: SamGraph, node) -> str:
     return ""
 
 
-def _attributes(graph: SamGraph, names: dict[str, str], node) -> tuple[str, dict, str]:
-    """(SAM type, attributes, label) of a node."""
+def _attributes(graph: SamGraph, names: dict[str, str], node, full: set) -> tuple[str, dict, str]:
+    """(SAM type, attributes, label) of a node; `full`: the (tensor, level) pairs read as compressed
+    levels that hold every coordinate (`full_levels`)."""
     p, lab = node.params, node_label(graph, node)
     tensor = names.get(p.get("tensor", ""), "")
     mode = "" if lab.mode is None else str(lab.mode)
     kind = node.kind
     if kind == "scan":
         root = _from_root(graph, node.inputs["ref"])
+        fmt = "compressed" if (p.get("tensor"), p.get("level", 0)) in full else p.get("format", "dense")
         attrs = {"index": node.var, "tensor": tensor, "mode": mode or "0",
-                 "format": p.get("format", "dense"), "src": "true", "root": str(root).lower(),
+                 "format": fmt, "src": "true", "root": str(root).lower(),
                  **({"stride": str(p["stride"])} if p.get("stride") is not None else {})}
         return "fiberlookup", attrs, f"FiberLookup {node.var}: {tensor}{attrs['mode']}\\n{attrs['format']}"
     if kind == "locate":
@@ -282,11 +286,22 @@ def unread_nodes(graph: SamGraph) -> set[int]:
         dead |= more
 
 
-def _tensor_records(graph: SamGraph, names: dict[str, str]) -> list[GvTensor]:
-    """Each tensor's SAM name, level formats and mode order, the output first, its levels compressed."""
+def full_levels(graph: SamGraph) -> set[tuple[str, int]]:
+    """The dense input levels scanned below another level: SAM's dense scanner fails when its
+    references hold an empty fiber (which a fiber above, empty, gives it), so these are read as
+    compressed levels that hold every coordinate (positions and values as the dense level's)."""
+    return {(n.params["tensor"], n.params.get("level", 0)) for n in graph.nodes
+            if n.kind == "scan" and n.params.get("format", "dense") == "dense" and n.params.get("tensor")
+            and not _from_root(graph, n.inputs["ref"])}
+
+
+def _tensor_records(graph: SamGraph, names: dict[str, str], full: set) -> list[GvTensor]:
+    """Each tensor's SAM name, level formats and mode order, the output first; output levels and
+    `full` levels are compressed."""
     out = []
     for name, meta in sorted(graph.tensors.items(), key=lambda item: item[1].role != "output"):
-        levels = "".join("s" if x.startswith("compressed") or meta.role == "output" else "d" for x in meta.levels)
+        levels = "".join("s" if x.startswith("compressed") or meta.role == "output" or (name, k) in full else "d"
+                         for k, x in enumerate(meta.levels))
         out.append(GvTensor(names[name], levels, "".join(str(m) for m in meta.mode_order), meta.role,
                             name, tuple(int(s) for s in meta.shape)))
     return out
@@ -299,10 +314,11 @@ def records(graph: SamGraph) -> SamGv:
     names = sam_names(graph)
     dropped = unread_nodes(graph) | {n.id for n in graph.nodes if n.kind == "root"
                                      or (n.kind == "broadcast" and _from_root(graph, n.inputs["in"]))}
-    gv = SamGv(_tensor_records(graph, names), {}, [])
+    full = full_levels(graph)
+    gv = SamGv(_tensor_records(graph, names, full), {}, [])
     for node in graph.nodes:
         if node.id not in dropped:
-            sam, attrs, label = _attributes(graph, names, node)
+            sam, attrs, label = _attributes(graph, names, node, full)
             gv.nodes[node.id] = GvNode(node.id, sam, attrs, label, COLOR.get(node.kind, "brown"))
     for node in graph.nodes:
         if node.id in dropped:

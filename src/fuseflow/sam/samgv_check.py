@@ -7,12 +7,13 @@ arrayvals, repsiggen, repeat, intersect, union, spaccumulator (order 1 or 2), cr
 mul, add, reduce and fiberwrite, and drops the whole graph on any other type. Sizes of written
 levels are expressions whose tokens are one digit or `<tensor><dim>_dim`. A joiner's inputs are
 named by the tensor of the node they come from, and what reads a joiner's output finds its input
-pair by its own tensor. It writes one output tensor, the first of the comment. Its `add` branch
-reads the edge labels at a stale loop index (whatever `i` the node written before it left), so
-an add written after a joiner of two inputs (i = 3) stops it with an IndexError: the replay walks
-the graph as the generator does (`generator_walk_problem`), which also checks that a joiner's
-edges, taken in pairs as the generator takes them, name each input once. `check_samgv(text)` returns the first thing
-that stops it (None when it produces a test).
+pair by its own tensor. It writes one output tensor, the first of the comment. It loads a
+tensor's level files by its own rules for each format string (`loaded_modes`), so a compressed
+scan of another mode stops the test. Walking the graph (`generator_walk_problem`), its `add`
+branch reads the edge labels at a stale loop index (whatever `i` the node written before it
+left), so an add written right after a joiner of two inputs (i = 3) stops it with an IndexError,
+and it pairs a joiner's inputs as neighbours in its edge list, which must name each input once.
+`check_samgv(text)` returns the first thing that stops it (None when it produces a test).
 
     >>> check_samgv('digraph SAM {\\n    comment="x=s0"\\n    1 [comment="type=exp"]\\n}')
     'SAM has no exp'
@@ -99,6 +100,25 @@ def _node_problem(name: str, info: dict[str, str], tensors: set[str]) -> str | N
         for token in re.split(r"[+*]", info.get(key, "1")):
             if not SIZE_TOKEN.match(token) or (len(token) > 1 and token[0] not in tensors):
                 return f"node {name}: size token {token!r} is neither a digit nor a tensor dimension"
+    return None
+
+
+def loaded_modes(fmt: str) -> set[int]:
+    """The modes whose seg and crd files SAM's generated test loads for a tensor of format `fmt`
+    (`T_crd<m>` from `tensor_T_mode_<m>_crd`): its special cases, else the position of each `s`."""
+    special = {"ds01": {1}, "ds10": {0}, "ss01": {0, 1}, "ss10": {0, 1}, "dss012": {1, 2}}
+    return special.get(fmt, {k for k, c in enumerate(fmt) if c == "s"})
+
+
+def _files_problem(formats: list[list[str]], info: dict[str, dict[str, str]]) -> str | None:
+    """A compressed scan of a mode whose files the generated test does not load."""
+    fmt = dict(formats[1:])
+    for attrs in info.values():
+        if attrs.get("type") == "fiberlookup" and attrs.get("format") == "compressed":
+            tensor, mode = attrs["tensor"], int(attrs["mode"])
+            if tensor in fmt and mode not in loaded_modes(fmt[tensor]):
+                return (f"SAM's generated test loads the compressed levels of {tensor} ({fmt[tensor]}) as modes "
+                        f"{sorted(loaded_modes(fmt[tensor]))}, not mode {mode}")
     return None
 
 
@@ -194,4 +214,4 @@ def check_samgv(text: str) -> str | None:
     written = {a.get("tensor") for a in info.values() if a["type"] == "fiberwrite"}
     if written != {formats[0][0]}:
         return f"writes {', '.join(sorted(t for t in written if t))}: SAM's test has one output, {formats[0][0]}"
-    return _joiner_problem(graph, info) or generator_walk_problem(graph)
+    return _files_problem(formats, info) or _joiner_problem(graph, info) or generator_walk_problem(graph)
