@@ -24,8 +24,8 @@ from fuseflow import cli
 from fuseflow.fusion.compile import compile_schedule
 from fuseflow.interop import emit_sam_gv
 from fuseflow.sam.samform import GvEdge, GvNode, GvTensor, NotInSam, SamGv, simulator_form
-from fuseflow.sam.samgv import records, to_samgv
-from fuseflow.sam.samgv_check import check_samgv, parse_gv
+from fuseflow.sam.samgv import records, render, to_samgv
+from fuseflow.sam.samgv_check import check_samgv, generator_walk_problem, loaded_modes, parse_gv
 
 MLIR = Path(__file__).parent / "mlir"
 PROGRAMS = sorted(p.name for p in MLIR.glob("*.mlir"))
@@ -195,3 +195,31 @@ def test_emit_writes_what_sam_runs_and_refuses_the_rest(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "cannot run k0: SAM's generated test has no scalar operand (mul 0.5)" in err
     assert not (tmp_path / "b" / "k0.gv").exists()
+
+
+def test_dense_levels_below_another_are_read_as_compressed_levels_of_every_coordinate():
+    """SAM's dense scanner fails on an empty fiber of references: only root scans stay dense."""
+    gv = _parsed("spmm_ikj.mlir")
+    formats = dict(x.split("=") for x in gv.comment.split(","))
+    assert formats["A"] == "ds01" and formats["B"] == "ss01"  # B is the program's dense X
+    scans = _of_type(gv, "fiberlookup").values()
+    assert {(a["tensor"], a["format"]) for a in scans if a["root"] == "true"} == {("A", "dense")}
+    assert {a["format"] for a in scans if a["root"] == "false"} == {"compressed"}
+
+
+def test_the_generator_walk_replay_finds_a_stale_add_index_that_another_order_avoids():
+    """Z = T + Y: declared in id order, SAM's generator writes the add right after the union
+    (stale index 3); `to_samgv` declares the add's inputs first, and the add is written at the
+    start of the generator's next pass."""
+    kernel = _kernels("shared_filter.mlir", "unfused")[2]
+    gv = simulator_form(records(kernel.graph))
+    assert "stale index (3)" in generator_walk_problem(parse_gv(render(gv)))
+    assert check_samgv(to_samgv(kernel.graph)) is None
+
+
+def test_the_level_files_sams_test_loads():
+    assert loaded_modes("ds01") == {1} and loaded_modes("ss10") == {0, 1} and loaded_modes("dds021") == {2}
+    text = ('digraph SAM {\n    comment="X=s0,B=dds021"\n'
+            '    1 [comment="type=fiberlookup,index=j,tensor=B,mode=1,format=compressed,src=true,root=false"]\n'
+            '    2 [comment="type=fiberwrite,index=j,tensor=X,mode=0,format=compressed,segsize=2,crdsize=2,sink=true"]\n}')
+    assert check_samgv(text).endswith("(dds021) as modes [2], not mode 1")
