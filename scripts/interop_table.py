@@ -5,10 +5,11 @@ For each program (tests/mlir/*.mlir under unfused, partial, full and `full layou
 each built-in model preset (GCN and GraphSAGE on karate, SAE small, GPT-3 tiny with 16x16 tiles),
 it compiles the schedule, writes the Comal graphs with their tensor files, and asks the replay of
 Comal's loader (`sam/comal_loader`) which kernels it takes and `--emit sam-gv` (`sam/samgv`) which
-kernels it writes in the form SAM's simulator runs and why it refuses the others. The rows go between the table markers of
-docs/interop.md. Usage: `.venv/bin/python scripts/interop_table.py [--check] [--all]` (a few
-minutes; GPT-3's full presets, about 5 minutes each to compile, only with `--all`); `--check` only
-says whether the page is current (exit 1 if not).
+kernels it writes in the form SAM's simulator runs and why it refuses the others. The rows go
+between the table markers of docs/interop.md. Usage:
+`.venv/bin/python scripts/interop_table.py [--check] [--all]` (a few minutes; GPT-3's full
+presets, about 5 minutes each to compile, only with `--all`); `--check` only says whether the
+page is current (exit 1 if not).
 """
 from __future__ import annotations
 
@@ -100,7 +101,8 @@ def rows(everything: bool = False) -> list[Row]:
 
 
 def table(found: list[Row]) -> str:
-    head = ["| program | preset | kernels | Comal's loader | SAM's simulator (`--emit sam-gv`) |", "|---|---|---|---|---|"]
+    head = ["| program | preset | kernels | Comal's loader | SAM's simulator (`--emit sam-gv`) |",
+            "|---|---|---|---|---|"]
     return "\n".join(head + [r.markdown() for r in found])
 
 

@@ -221,5 +221,6 @@ def test_the_level_files_sams_test_loads():
     assert loaded_modes("ds01") == {1} and loaded_modes("ss10") == {0, 1} and loaded_modes("dds021") == {2}
     text = ('digraph SAM {\n    comment="X=s0,B=dds021"\n'
             '    1 [comment="type=fiberlookup,index=j,tensor=B,mode=1,format=compressed,src=true,root=false"]\n'
-            '    2 [comment="type=fiberwrite,index=j,tensor=X,mode=0,format=compressed,segsize=2,crdsize=2,sink=true"]\n}')
+            '    2 [comment="type=fiberwrite,index=j,tensor=X,mode=0,format=compressed,segsize=2,crdsize=2,'
+            'sink=true"]\n}')
     assert check_samgv(text).endswith("(dds021) as modes [2], not mode 1")
