@@ -89,7 +89,7 @@ class Row:
     program: str
     preset: str
     kernel: str
-    status: str              # runs, refused, failed, not compiled
+    status: str              # runs, refused, failed, not simulated (fuseflow refused the program or its data)
     sam_cycles: int | None = None
     fuseflow_cycles: int | None = None
     why: str = ""
@@ -213,7 +213,7 @@ def check_program(path: str, preset: str, args, sam_copy: str, work: str) -> lis
         inputs = whole_inputs(program, args.density, args.seed, shapes)
         result = fuseflow.simulate(program, compiled, inputs)
     except FuseflowError as err:
-        return [Row(name, preset, "", "not compiled", why=str(err).splitlines()[0])]
+        return [Row(name, preset, "", "not simulated", why=str(err).splitlines()[0])]
     bound = bind_inputs(program, {n: v for n, v in inputs.items() if n in program.inputs})
     values = {**bound, **reference(program, bound, keep_intermediates=True)}
     cycles = {k.index: int(k.cycles) for k in result.kernels}
