@@ -114,7 +114,23 @@ CASES = [
                        "AE(i,k) = sum[j] A(i,j) * E(j,k)", "S(i,j) = A(i,j) * T(i,j)"],
          {"A": "dense,compressed", "T": "dense,dense", "S": "dense,compressed"},
          lambda d: _sparse_products_of_non_finite(d), density=0.15),
+    Case("outs_written", ["XB(i,k) = X + sum[j] A(i,j) * B(j,k)", "R(i,j) = max(XB(i,j), 0)", "E(i,j) = exp(A(i,j))"],
+         {"A": "dense,compressed", "R": "dense,dense"},
+         lambda d: {"R": np.maximum(d["X"] + d["A"] @ d["B"], 0.0), "E": np.exp(d["A"])}),
+    Case("zero_product", ["H(i) = sum[j] We(i,j) * x(j)", "D(i) = sum[j] 0 * H(j)", "Y(i) = D(i) + b(i)"],
+         {"x": "compressed", "We": "compressed,compressed"},
+         lambda d: {"Y": d["b"]}),
+    Case("constant_operand", ["count(i) = 16", "sum(i) = sum[j] x(i,j)", "mean(i) = sum(i) / count(i)",
+                              "sq(i) = sum[j] (x(i,j) - mean(i)) * (x(i,j) - mean(i))", "var(i) = sq(i) / (4 * 4)",
+                              "y(i,j) = (x(i,j) - mean(i)) * rsqrt(var(i) + 9.999999747378752e-06)"],
+         {"x": "dense,dense"}, lambda d: {"y": _layer_norm(d["x"], np.float32(1e-5))}),
 ]
+
+
+def _layer_norm(x, eps):
+    """Rows of x less their mean, over their standard deviation (eps added to the variance)."""
+    centred = x - x.mean(axis=1, keepdims=True)
+    return centred / np.sqrt((centred ** 2).mean(axis=1, keepdims=True) + eps)
 
 
 def _sparse_products_of_non_finite(d):

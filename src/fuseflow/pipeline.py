@@ -264,7 +264,8 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
     if check:
         if not program.outputs:  # verified means at least one output was compared
             raise UserError("the function returns no tensor, so there is nothing to compare",
-                            f"program {program.name}", "return the tensors the function computes")
+                            f"program {program.name}",
+                            "return the tensors the function computes, or write them into an argument (outs)")
         gold = reference(program, bind_inputs(program, data))
         for name in program.outputs:
             err, problem = compare(name, run.outputs[name], gold[name], rtol, atol)

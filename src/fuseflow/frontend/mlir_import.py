@@ -244,7 +244,7 @@ class _Importer:
             name = self.arg_names[k] if self.arg_names else None
             self.declare(arg, where, role="input", name=name)
         terminator = list(block.operations)[-1]
-        for value in terminator.operands:
+        for value in list(terminator.operands) or written_arguments(block):
             name = self.tensor_of(value)
             if name in self.program.inputs:  # returning an argument: make the output a copy
                 name = self.copy_of(value, name, self.where(terminator))
@@ -483,6 +483,40 @@ class _Importer:
                     return term, REDUCERS[body.op]
         raise NotSupported("a reduction body that is not add/max/min of a term and the accumulator", where,
                            "write it as acc = addf/maximumf/minimumf(term, acc), with the term not reading acc")
+
+
+def destinations(op) -> list:
+    """The operands a destination-style linalg op writes its results into (`outs`, `inits`,
+    `init`), one per result; [] for other ops."""
+    if not op.name.startswith("linalg.") or not len(op.results):
+        return []
+    view = op.opview
+    ins = list(view.inputs) if hasattr(view, "inputs") else []
+    return list(op.operands)[len(ins):][:len(op.results)]
+
+
+def written_arguments(block) -> list:
+    """For a function that returns nothing: the last value written into each argument through
+    `outs` (`%r = linalg.generic ... outs(%x ...)` then a bare `return`, as the reference
+    compiler's tests write kernels), in argument order. An op whose `outs` is an earlier such
+    result writes into the same argument, and its result supersedes that one.
+
+        >>> p = from_mlir('''
+        ... func.func @f(%a: tensor<3xf32>, %x: tensor<3xf32>) {
+        ...   %r = linalg.exp ins(%a : tensor<3xf32>) outs(%x : tensor<3xf32>) -> tensor<3xf32>
+        ...   return
+        ... }''')
+        >>> p.outputs, str(p.ops[0])
+        (['r'], 'r(i) = exp(a(i))')
+    """
+    owner: dict = {arg: arg for arg in block.arguments}  # an argument or a value written into it -> the argument
+    written: dict = {}  # argument -> the last value written into it
+    for op in block.operations:
+        for k, dest in enumerate(destinations(op)):
+            if dest in owner:
+                owner[op.results[k]] = owner[dest]
+                written[owner[dest]] = op.results[k]
+    return [written[arg] for arg in block.arguments if arg in written]
 
 
 def _with_zero(e: Expr, slot: int) -> Expr:

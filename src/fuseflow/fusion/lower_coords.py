@@ -125,6 +125,9 @@ class CoordinateSteps(LoweringState):
             self.env[key] = scan.out("ref")
             return Coord(scan.out("crd"), (key,), True)
         if isinstance(merge, Nothing):
+            if not inst.operands:  # what constant folding leaves: an output no input determines
+                raise NotSupported(f"{inst.tensor} is {inst.op.body.to_text([])} everywhere: no input determines it, "
+                                   "so no data flows to simulate", None, "return tensors the inputs determine")
             raise NotSupported(f"{inst.tensor} is identically zero at {v}")
         if isinstance(merge, Intersect):
             iterated = [p for p in merge.parts if not (isinstance(p, Operand) and p.index in memo["located"])]

@@ -25,16 +25,20 @@ import copy
 
 from ..scalar_ops import REDUCTIONS, is_identity
 from .expr import Binary, Const, In
+from .fold import fold_constants
 from .program import Access, IndexOp, Program, Tensor, op_output
 from .verify import infer_shapes, verify
 
 
 def prepare(program: Program, shapes: dict | None = None) -> Program:
     """The canonical form that schedules name ops in: reductions start from their identity
-    (`split_starts`), unit-extent variables become constant indices, then copies (transposes,
-    broadcasts, unit reshapes) are inlined."""
+    (`split_starts`), constants are folded into the ops reading them (`fold.fold_constants`),
+    unit-extent variables become constant indices, then copies (transposes, broadcasts, unit
+    reshapes) are inlined."""
     program = split_starts(program)
-    return inline_copies(drop_unit_variables(program, infer_shapes(program, shapes or {}, allow_dynamic=True)))
+    shapes = infer_shapes(program, shapes or {}, allow_dynamic=True)
+    program = fold_constants(program, shapes)
+    return inline_copies(drop_unit_variables(program, shapes))
 
 
 def split_starts(program: Program) -> Program:

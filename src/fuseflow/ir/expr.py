@@ -197,23 +197,31 @@ def _eval(e: Expr, values: Sequence[np.ndarray], dtype):
     raise TypeError(e)
 
 
+def with_children(e: Expr, kids: tuple) -> Expr:
+    """`e` with its children (in `children()` order) replaced by `kids`.
+
+        >>> with_children(Binary("add", In(0), In(1)), (In(1), Const(2.0))).to_text(["a", "b"])
+        'b + 2'
+    """
+    if isinstance(e, Unary):
+        return Unary(e.op, *kids)
+    if isinstance(e, Binary):
+        return Binary(e.op, *kids)
+    if isinstance(e, Compare):
+        return Compare(e.pred, *kids)
+    if isinstance(e, Select):
+        return Select(*kids)
+    return e
+
+
 def simplify(e: Expr) -> Expr:
     """Canonicalize: `select(x > c, x, c)` (ReLU as imported) becomes `max(x, c)`."""
-    kids = tuple(simplify(c) for c in e.children())
-    if isinstance(e, Unary):
-        e = Unary(e.op, kids[0])
-    elif isinstance(e, Binary):
-        e = Binary(e.op, *kids)
-    elif isinstance(e, Compare):
-        e = Compare(e.pred, *kids)
-    elif isinstance(e, Select):
-        cond, a, b = kids
-        if isinstance(cond, Compare) and cond.lhs == a and cond.rhs == b:
-            if cond.pred in ("gt", "ge"):
-                return Binary("max", a, b)
-            if cond.pred in ("lt", "le"):
-                return Binary("min", a, b)
-        e = Select(cond, a, b)
+    e = with_children(e, tuple(simplify(c) for c in e.children()))
+    if isinstance(e, Select) and isinstance(e.cond, Compare) and (e.cond.lhs, e.cond.rhs) == (e.if_true, e.if_false):
+        if e.cond.pred in ("gt", "ge"):
+            return Binary("max", e.if_true, e.if_false)
+        if e.cond.pred in ("lt", "le"):
+            return Binary("min", e.if_true, e.if_false)
     return e
 
 
