@@ -55,7 +55,8 @@ def fold_constants(program: Program, shapes: dict | None = None) -> Program:
             continue
         folded = _fold_op(op, constant, shapes)
         changed = changed or folded != op
-        if not folded.inputs and isinstance(folded.body, Const) and not folded.reduce_vars:
+        if not folded.inputs and isinstance(folded.body, Const) and not folded.reduce_vars \
+                and _written_everywhere(folded.output, shapes[op_output(folded)]):
             constant[op_output(folded)] = folded.body.value
         ops.append(folded)
     if not changed:
@@ -119,6 +120,12 @@ def _fold_op(op: IndexOp, constant: dict, shapes: dict) -> IndexOp:
     reduced = bool(reduce_vars)
     return IndexOp(op.output, inputs, body, reduce_vars, op.reduce_kind if reduced else None,
                    op.init if reduced else None, op.loc)
+
+
+def _written_everywhere(out, shape: tuple) -> bool:
+    """Whether an op writing `out` writes every entry (not a diagonal `t(i,i)` or a slice `t(i,0)`
+    of a wider dimension)."""
+    return len(set(out.vars)) == len(out.vars) and all(isinstance(x, str) or d == 1 for x, d in zip(out.indices, shape))
 
 
 def _needed(ops: list, outputs: list[str]) -> list:
