@@ -131,10 +131,10 @@ def test_a_sampled_schedule_that_does_not_fit_is_estimated_not_failed():
     case = build("gcn", dataset="karate")
     model = CostModel(case.program, case.inputs)
     # a budget too small for anything: sampled (max_tokens far below the schedule's events)
-    row = study_schedule(case, "unfused", model, max_tokens=1e3, budget=Budget("1"))
+    row = study_schedule(case, "unfused", model, max_tokens=1e4, budget=Budget("1"))
     assert row["verified"] == "skipped" and "would not fit in memory" in row["skipped"], row
     with pytest.raises(MemoryLimitError):  # the baseline of a study must fit
-        study_schedule(case, "unfused", model, max_tokens=1e3, budget=Budget("1"), first=True)
+        study_schedule(case, "unfused", model, max_tokens=1e4, budget=Budget("1"), first=True)
 
 
 def test_a_memory_check_that_would_fail_empties_the_engine_buffer_pool_first():

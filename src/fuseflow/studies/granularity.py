@@ -11,20 +11,22 @@ import gc
 import html
 import sys
 import time
+from dataclasses import dataclass
 
 from ..checks import check_schedule
-from ..errors import FuseflowError, UserError
+from ..errors import FuseflowError, NotSupported, UserError
 from ..fusion.compile import compile_schedule
 from ..fusion.estimate import CostModel
 from ..fusion.search import NoValidOrder
 from ..memory import MemoryLimitError, release_freed
 from ..models.cycles import model_cycles
 from ..partition.run import simulate_partitioned
-from ..partition.sampled import LEAST_SAMPLED, SamplePlan
+from ..partition.sampled import LEAST_SAMPLED, MIN_WIDTH, SamplePlan
 from ..pipeline import simulate
 from ..progress import RunProgress, is_terminal, numba_notice
 from ..report.notebook import table_html
 from ..schedule.schedule import Schedule
+from ..sim.window import outer_extent
 from ..tables import to_csv, to_frame
 from . import MAX_TOKENS
 from .plot import study_chart
@@ -43,8 +45,14 @@ def _load(compiled, est) -> float:
 
 
 def _too_long(compiled, est, max_tokens: float) -> str:
-    return (f"estimated {_load(compiled, est):.2g} token events > {max_tokens:.2g} (--max-tokens), and its least "
-            f"sample over {SAMPLE_ALLOWANCE:g}x that"
+    whole = whole_kernels(compiled, est)
+    whole_load = sum(w.load for w in whole)
+    largest = ", ".join(f"k{w.index} ({w.windows} windows, {w.load:.2g})"
+                        for w in sorted(whole, key=lambda w: -w.load)[:3])
+    why = (f"its kernels of fewer than {SAMPLE_FROM_WINDOWS} windows, which a sample runs whole, {whole_load:.2g} "
+           f"token events, over {SAMPLE_WHOLE_ALLOWANCE:g}x that (the largest {largest})"
+           if whole_load > SAMPLE_WHOLE_ALLOWANCE * max_tokens else f"its least sample over {SAMPLE_ALLOWANCE:g}x that")
+    return (f"estimated {_load(compiled, est):.2g} token events > {max_tokens:.2g} (--max-tokens), and {why}"
             + (f" (tiles of {compiled.schedule.block}x{compiled.schedule.block} counted element by element)"
                if compiled.schedule.block else ""))
 
@@ -56,18 +64,52 @@ SAMPLE_ALLOWANCE = 4.0  # ... simulating at most this many times max_tokens (est
 # whole where the heuristic predicts windows poorly (GCN over DBLP, full: 276 windows, 22% of them
 # sampled gave +-18% in 1,716 s under load; the whole kernel is exact)
 SAMPLE_FROM_WINDOWS = 512
+# ... such kernels run whole however long, unless together beyond this many times max_tokens: then
+# the heuristic (GraphSAGE over DBLP, full: one kernel of 276 windows, 2.0e10 token events, runs
+# whole; GPT-3 Small scalar: its feed-forward kernels, 16 windows of 1,024 rows, 7.7e10 to 1.1e11)
+SAMPLE_WHOLE_ALLOWANCE = 20.0
 # ... each window estimated at most at this many cycles, else split (`partition.sampled.narrowed`): a
 # fully fused GCN over the MAG twin costs a whole scan of the nodes per row (64 rows: 47M cycles)
 SAMPLE_WINDOW_CYCLES = 4e6
 
 
+@dataclass(frozen=True)
+class WholeKernel:
+    """A kernel the sampled mode runs whole (too few windows of its outer loop to sample)."""
+
+    index: int
+    windows: int
+    load: float  # its estimated token events (tile elements for blocked schedules)
+
+
+def whole_kernels(compiled, est) -> list[WholeKernel]:
+    """The kernels of `compiled` with fewer than `SAMPLE_FROM_WINDOWS` windows of at least
+    `MIN_WIDTH` outer coordinates (or none: no outer scanner), which a sample runs whole, each
+    with its estimated load. GPT-3 Small's feed-forward kernels, 1,024 rows: 16 windows each."""
+    tile = (compiled.schedule.block or 1) ** 2
+    loads = {k.index: k.tokens * tile for k in est.kernels}
+    out = []
+    for kernel in compiled.kernels:
+        if kernel.is_reshape:
+            continue
+        try:
+            windows = max(1, min(SAMPLE_WINDOWS, outer_extent(kernel.graph) // MIN_WIDTH))
+        except NotSupported:
+            windows = 1
+        if windows < SAMPLE_FROM_WINDOWS:
+            out.append(WholeKernel(kernel.index, windows, loads.get(kernel.index, 0.0)))
+    return out
+
+
 def sample_plan(compiled, est, max_tokens: float) -> SamplePlan | None:
     """How a schedule too long to simulate whole is sampled within `SAMPLE_ALLOWANCE` x
     `max_tokens` token events (a window costs up to twice its share: its margin), or None when
-    even its least sample would not fit (then the heuristic's estimate stands, as the last resort)."""
+    even its least sample would not fit (then the heuristic's estimate stands, as the last resort),
+    or when its kernels of too few windows to sample (`whole_kernels`), which run whole, would
+    together pass `SAMPLE_WHOLE_ALLOWANCE` x `max_tokens`."""
     share = SAMPLE_ALLOWANCE * max_tokens / max(_load(compiled, est), 1.0) / 2
     least = (2 + LEAST_SAMPLED) / SAMPLE_WINDOWS  # windows 0 and last, and the least sample besides
-    if share < least:
+    if share < least or sum(w.load for w in whole_kernels(compiled, est)) > SAMPLE_WHOLE_ALLOWANCE * max_tokens:
         return None
     return SamplePlan(error=SAMPLE_ERROR, windows=SAMPLE_WINDOWS, max_fraction=min(1.0, share),
                       whole_below=SAMPLE_FROM_WINDOWS, window_cycles=SAMPLE_WINDOW_CYCLES)
