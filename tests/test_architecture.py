@@ -55,7 +55,7 @@ LAYERS["worker"] = {"errors", "cli", "cmdline", "sim"}  # the resident worker ru
 
 # functions allowed past MAX_LINES: formula sheets (numba kernels are recognised by their decorator)
 FORMULA_SHEETS = {
-    "fuseflow.gpu.analyzer.analyze": "the DSM data-movement formulas, one per memory level and tensor",
+    "fuseflow.gpu.planning.traffic.analyze": "the DSM data-movement formulas, one per memory level and tensor",
 }
 MAX_LINES = 80
 UNMEASURED = ()  # packages whose function lengths and import circles are not checked

@@ -201,7 +201,7 @@ def test_study_help_explains_every_column(capsys):
 
 def test_gpu_plan_help_explains_every_column(capsys):
     """... and `gpu plan --help` each column of its plan table."""
-    from fuseflow.gpu.device import LEVELS
+    from fuseflow.gpu.problem.device import LEVELS
 
     explained = _help_of(["gpu", "plan"], capsys).split("columns (")[1]
     for label in ("schedule", "strat", "cls m,n,k,l", "blk m,n,k,l", "sh,red", "E_acc", *LEVELS, "time us", "bound"):

@@ -15,7 +15,7 @@ import fuseflow
 from fuseflow import UserError
 from fuseflow.cli import main
 from fuseflow.data import load_planetoid
-from fuseflow.gpu.device import device_from_dict, load_device
+from fuseflow.gpu.problem.device import device_from_dict, load_device
 
 MLIR = Path(__file__).parent / "mlir"
 SPMV = str(MLIR / "spmv.mlir")

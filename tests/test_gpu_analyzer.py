@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from fuseflow.gpu.analyzer import TIERS, analyze, footprints, keep_reuse
-from fuseflow.gpu.chains import Chain
-from fuseflow.gpu.device import Device
-from fuseflow.gpu.planner import make_plan
-from fuseflow.gpu.schedules import parse_schedule
-from fuseflow.gpu.space import Candidates, candidates, legal_schedules
+from fuseflow.gpu.planning.loop_schedules import parse_schedule
+from fuseflow.gpu.planning.planner import make_plan
+from fuseflow.gpu.planning.search_space import Candidates, candidates, legal_schedules
+from fuseflow.gpu.planning.traffic import TIERS, analyze, footprints, keep_reuse
+from fuseflow.gpu.problem.chains import Chain
+from fuseflow.gpu.problem.device import Device
 
 
 def test_chimera_dv_example_order_mlkn():

@@ -3,8 +3,8 @@ import time
 
 import pytest
 
-from fuseflow.gpu.bench import PAPER_SET, format_summary, format_table, run_bench, summarize
-from fuseflow.gpu.benchmarks import BENCHMARKS
+from fuseflow.gpu.planning.predicted_bench import PAPER_SET, format_summary, format_table, run_bench, summarize
+from fuseflow.gpu.problem.benchmarks import BENCHMARKS
 
 BENCH_LIMIT_S = 300  # the bound for `fuseflow gpu bench`
 

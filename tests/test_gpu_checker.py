@@ -6,12 +6,12 @@ import random
 import numpy as np
 import pytest
 
-from fuseflow.gpu.analyzer import TIERS, analyze
-from fuseflow.gpu.chains import Chain
-from fuseflow.gpu.checker import CheckError, reference, run_plan
-from fuseflow.gpu.device import Device
-from fuseflow.gpu.planner import make_plan, plan_chain
-from fuseflow.gpu.space import candidates, legal_schedules
+from fuseflow.gpu.emulation.plan_emulator import CheckError, reference, run_plan
+from fuseflow.gpu.planning.planner import make_plan, plan_chain
+from fuseflow.gpu.planning.search_space import candidates, legal_schedules
+from fuseflow.gpu.planning.traffic import TIERS, analyze
+from fuseflow.gpu.problem.chains import Chain
+from fuseflow.gpu.problem.device import Device
 
 CHAINS = [
     Chain("ffn-gelu", "ffn", 40, 128, 64, 64, act="gelu"),   # M=40 pads to 48: masked rows

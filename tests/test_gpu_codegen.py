@@ -7,16 +7,16 @@ import pytest
 
 from fuseflow.cmdline.gpu import add_commands
 from fuseflow.errors import NotSupported
-from fuseflow.gpu.benchmarks import BENCHMARKS
-from fuseflow.gpu.chains import Chain
-from fuseflow.gpu.codegen import HEADER, emit_cuda, launcher_name
-from fuseflow.gpu.coverage import covering_set, feature_values, ranked_layouts
-from fuseflow.gpu.device import Device
-from fuseflow.gpu.emulate import emulate, random_inputs, reference
-from fuseflow.gpu.kernel_layout import THREADS, kernel_layout
-from fuseflow.gpu.nvcc import compile_cuda, find_nvcc
-from fuseflow.gpu.planner import make_plan, plan_chain
-from fuseflow.gpu.schedules import parse_schedule
+from fuseflow.gpu.emulation.kernel_emulator import emulate, random_inputs, reference
+from fuseflow.gpu.kernels.codegen import HEADER, emit_cuda, launcher_name
+from fuseflow.gpu.kernels.covering_plans import covering_set, feature_values, ranked_layouts
+from fuseflow.gpu.kernels.kernel_layout import THREADS, kernel_layout
+from fuseflow.gpu.kernels.nvcc import compile_cuda, find_nvcc
+from fuseflow.gpu.planning.loop_schedules import parse_schedule
+from fuseflow.gpu.planning.planner import make_plan, plan_chain
+from fuseflow.gpu.problem.benchmarks import BENCHMARKS
+from fuseflow.gpu.problem.chains import Chain
+from fuseflow.gpu.problem.device import Device
 
 NO_NVCC = "nvcc is not installed: CUDA sources are not compile-checked"
 
@@ -132,8 +132,8 @@ def test_library_loads_and_its_launcher_reports_cuda_errors():
 
     import torch
 
-    from fuseflow.gpu.codegen import emit_library
-    from fuseflow.gpu.measure import _launch
+    from fuseflow.gpu.kernels.codegen import emit_library
+    from fuseflow.gpu.measuring.kernel_runner import _launch
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present: the launch would run (gpu run covers that)")
     chain = Chain("t", "ffn", 64, 128, 64, 64)

@@ -4,9 +4,9 @@ import json
 import pytest
 
 from fuseflow.errors import UserError
-from fuseflow.gpu.benchmarks import BENCHMARKS, parse_chain
-from fuseflow.gpu.chains import Chain, conv_chain
-from fuseflow.gpu.device import Device, load_device
+from fuseflow.gpu.problem.benchmarks import BENCHMARKS, parse_chain
+from fuseflow.gpu.problem.chains import Chain, conv_chain
+from fuseflow.gpu.problem.device import Device, load_device
 
 
 def test_26_benchmarks_with_table_extents():

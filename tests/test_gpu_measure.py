@@ -10,13 +10,19 @@ import types
 import pytest
 import torch
 
-from fuseflow.gpu import bench_run
-from fuseflow.gpu.bench_run import RunOptions, run_all
-from fuseflow.gpu.device import Device, load_device
-from fuseflow.gpu.measured import ChainMeasurement, PlanMeasurement, format_measured_table, phase_lines, summary_lines
-from fuseflow.gpu.measured_report import GpuInfo, build_report, observations, replace_section
-from fuseflow.gpu.model_check import Observation, fit_bandwidths, most_wrong, rank_correlations
-from fuseflow.gpu.timing import Timing, time_cuda
+from fuseflow.gpu.measuring import measured_bench
+from fuseflow.gpu.measuring.measured_bench import RunOptions, run_all
+from fuseflow.gpu.measuring.measurements import (
+    ChainMeasurement,
+    PlanMeasurement,
+    format_measured_table,
+    phase_lines,
+    summary_lines,
+)
+from fuseflow.gpu.measuring.timing_stats import Timing, time_cuda
+from fuseflow.gpu.problem.device import Device, load_device
+from fuseflow.gpu.readout.measured_section import GpuInfo, build_report, observations, replace_section
+from fuseflow.gpu.readout.model_check import Observation, fit_bandwidths, most_wrong, rank_correlations
 
 
 def fake_timing(us, n=20):
@@ -126,16 +132,18 @@ def test_observations_skip_plans_that_did_not_run():
 
 def test_run_all_spends_the_budget_on_kernels_before_torch_compile(monkeypatch, tmp_path):
     rows = {r.chain: r for r in fake_rows()}
-    monkeypatch.setattr(bench_run, "precompile", lambda opts, device: {"G1": "", "G2": "", "G3": "nvcc: bad\nerror X"})
-    monkeypatch.setattr(bench_run, "run_chain_process", lambda name, opts: dataclasses.replace(rows["T1"], chain=name))
+    monkeypatch.setattr(measured_bench, "precompile",
+                        lambda opts, device: {"G1": "", "G2": "", "G3": "nvcc: bad\nerror X"})
+    monkeypatch.setattr(measured_bench, "run_chain_process",
+                        lambda name, opts: dataclasses.replace(rows["T1"], chain=name))
     compiled, clock = [], [0.0]
-    monkeypatch.setattr(bench_run, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(measured_bench, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
 
     def measure(chain, dtype, reps):          # each torch.compile takes 20 s of the (fake) clock
         compiled.append(chain.name)
         clock[0] += 20
         return fake_timing(20.0)
-    opts = RunOptions(("G1", "G2", "G3"), budget_s=bench_run.COMPILE_ESTIMATE_S + 5, out_dir=str(tmp_path))
+    opts = RunOptions(("G1", "G2", "G3"), budget_s=measured_bench.COMPILE_ESTIMATE_S + 5, out_dir=str(tmp_path))
     out = run_all(opts, measure, progress=lambda line: None)
     assert out[2].fused.error == "nvcc failed: error X"
     assert compiled == ["G1"]                       # one torch.compile fits the budget, then it is spent
@@ -152,13 +160,13 @@ def test_gpu_commands_say_there_is_no_cuda_device(argv):
 
 
 def test_run_all_stops_starting_chains_after_three_hangs(monkeypatch, tmp_path):
-    monkeypatch.setattr(bench_run, "precompile", lambda opts, device: {n: "" for n in opts.chains})
+    monkeypatch.setattr(measured_bench, "precompile", lambda opts, device: {n: "" for n in opts.chains})
     started = []
 
     def hang(name, opts):
         started.append(name)
-        return bench_run.failed_chain(name, (1, 1, 1, 1), "timed out after 60 s (a kernel hang?)")
-    monkeypatch.setattr(bench_run, "run_chain_process", hang)
+        return measured_bench.failed_chain(name, (1, 1, 1, 1), "timed out after 60 s (a kernel hang?)")
+    monkeypatch.setattr(measured_bench, "run_chain_process", hang)
     opts = RunOptions(("G1", "G2", "G3", "G4", "G5"), budget_s=1e6, out_dir=str(tmp_path))
     out = run_all(opts, lambda *a: fake_timing(1.0), progress=lambda line: None)
     assert started == ["G1", "G2", "G3"] and "3 chains in a row timed out" in out[4].fused.error

@@ -5,12 +5,12 @@ import time
 import pytest
 
 from fuseflow.errors import UserError
-from fuseflow.gpu.baselines import smem_only, unfused
-from fuseflow.gpu.benchmarks import BENCHMARKS, GPT67B_EXAMPLE
-from fuseflow.gpu.chains import Chain
-from fuseflow.gpu.device import Device
-from fuseflow.gpu.planner import DEFAULT_TOPK, make_plan, plan_chain
-from fuseflow.gpu.schedules import parse_schedule
+from fuseflow.gpu.planning.baselines import smem_only, unfused
+from fuseflow.gpu.planning.loop_schedules import parse_schedule
+from fuseflow.gpu.planning.planner import DEFAULT_TOPK, make_plan, plan_chain
+from fuseflow.gpu.problem.benchmarks import BENCHMARKS, GPT67B_EXAMPLE
+from fuseflow.gpu.problem.chains import Chain
+from fuseflow.gpu.problem.device import Device
 
 MiB = 2**20
 

@@ -4,10 +4,8 @@ import math
 
 import pytest
 
-from fuseflow.gpu.benchmarks import BENCHMARKS, GPT67B_EXAMPLE
-from fuseflow.gpu.chains import Chain
-from fuseflow.gpu.schedules import all_schedules, rule3_ok, rule4_ok
-from fuseflow.gpu.space import (
+from fuseflow.gpu.planning.loop_schedules import all_schedules, rule3_ok, rule4_ok
+from fuseflow.gpu.planning.search_space import (
     CLUSTER_SIZES,
     candidates,
     cluster_ok,
@@ -17,6 +15,8 @@ from fuseflow.gpu.space import (
     rule2_size_only,
     tile_choices,
 )
+from fuseflow.gpu.problem.benchmarks import BENCHMARKS, GPT67B_EXAMPLE
+from fuseflow.gpu.problem.chains import Chain
 
 
 def test_41_schedules_are_distinct_and_cover_every_spatial_set():

@@ -22,20 +22,20 @@ import time
 
 from ..errors import FuseflowError, NotSupported, UserError
 from ..files import check_output, read_file, write_text
-from ..gpu.baselines import smem_only, unfused
-from ..gpu.bench import format_summary, format_table, run_bench, summarize
-from ..gpu.bench_run import RunOptions, run_all
-from ..gpu.benchmarks import BENCHMARKS, parse_chain
-from ..gpu.chains import ATOM
-from ..gpu.codegen import emit_cuda, supported
-from ..gpu.device import LEVELS, load_device
-from ..gpu.kernel_layout import DTYPES
-from ..gpu.measure import measure_chain, measure_compiled, measure_copy_bandwidth, require_cuda
-from ..gpu.measured import format_measured_table, summary_lines
-from ..gpu.measured_report import GpuInfo, build_report, device_slug, replace_section
-from ..gpu.nvcc import find_nvcc
-from ..gpu.planner import DEFAULT_TOPK, plan_chain
-from ..gpu.report import fmt_bytes, fmt_count
+from ..gpu.kernels.codegen import emit_cuda, supported
+from ..gpu.kernels.kernel_layout import DTYPES
+from ..gpu.kernels.nvcc import find_nvcc
+from ..gpu.measuring.kernel_runner import measure_chain, measure_compiled, measure_copy_bandwidth, require_cuda
+from ..gpu.measuring.measured_bench import RunOptions, run_all
+from ..gpu.measuring.measurements import format_measured_table, summary_lines
+from ..gpu.planning.baselines import smem_only, unfused
+from ..gpu.planning.planner import DEFAULT_TOPK, plan_chain
+from ..gpu.planning.predicted_bench import format_summary, format_table, run_bench, summarize
+from ..gpu.problem.benchmarks import BENCHMARKS, parse_chain
+from ..gpu.problem.chains import ATOM
+from ..gpu.problem.device import LEVELS, load_device
+from ..gpu.readout.measured_section import GpuInfo, build_report, device_slug, replace_section
+from ..gpu.readout.units import fmt_bytes, fmt_count
 from ..memory import Budget
 
 PLAN_COLUMNS = """\

@@ -18,12 +18,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .benchmarks import BENCHMARKS
-from .codegen import emit_library
-from .device import Device
-from .measured import ChainMeasurement, PlanMeasurement
-from .nvcc import compile_cuda
-from .planner import plan_chain
+from ..kernels.codegen import emit_library
+from ..kernels.nvcc import compile_cuda
+from ..planning.planner import plan_chain
+from ..problem.benchmarks import BENCHMARKS
+from ..problem.device import Device
+from .measurements import ChainMeasurement, PlanMeasurement
 
 COMPILE_ESTIMATE_S = 25     # a torch.compile of one chain, first call included (budget check)
 HANGS_BEFORE_STOP = 3       # chains in a row whose process timed out before the rest are not started

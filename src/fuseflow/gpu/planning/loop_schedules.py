@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from fuseflow.errors import UserError
 
-from .chains import DIMS
+from ..problem.chains import DIMS
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from fuseflow.errors import UserError
 
+from ..problem.benchmarks import BENCHMARKS
+from ..problem.chains import Chain
+from ..problem.device import Device
 from .baselines import Baseline, smem_only, unfused
-from .benchmarks import BENCHMARKS
-from .chains import Chain
-from .device import Device
 from .planner import Plan, plan_chain
 
 PAPER_SET = [f"G{i}" for i in range(1, 11)] + [f"C{i}" for i in range(1, 9)]  # Fig. 11's chains

@@ -1,7 +1,7 @@
 """CUDA source of the fused GEMM -> activation -> GEMM kernel for a plan (sm_90a, thread-block clusters).
 
-Everything the kernel fixes at compile time comes from :func:`fuseflow.gpu.kernel_layout.kernel_layout`
-(the same description :mod:`fuseflow.gpu.emulate` runs in numpy). The kernel uses:
+Everything the kernel fixes at compile time comes from :func:`fuseflow.gpu.kernels.kernel_layout.kernel_layout`
+(the same description :mod:`fuseflow.gpu.emulation.kernel_emulator` runs in numpy). The kernel uses:
 
 * thread-block clusters launched with ``cudaLaunchAttributeClusterDimension``;
 * bulk copies by the copy engine (TMA, ``cuda::ptx::cp_async_bulk``) completing on mbarriers, two
@@ -12,8 +12,8 @@ Everything the kernel fixes at compile time comes from :func:`fuseflow.gpu.kerne
 * the inter-cluster reduction as bulk FP16/BF16 add-reductions into E in L2
   (``cp.reduce.async.bulk``; element atomics where a slice row is not 16-byte sized), after a memset.
 
-    >>> from fuseflow.gpu.benchmarks import BENCHMARKS
-    >>> from fuseflow.gpu.planner import plan_chain
+    >>> from fuseflow.gpu.problem.benchmarks import BENCHMARKS
+    >>> from fuseflow.gpu.planning.planner import plan_chain
     >>> src = emit_cuda(BENCHMARKS["G1"], plan_chain(BENCHMARKS["G1"], topk=1).plans[0])
     >>> all(s in src for s in ("map_shared_rank", "wmma::mma_sync", "cp_async_bulk", "ClusterDimension"))
     True
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from fuseflow.errors import NotSupported
 
-from .chains import Chain
-from .device import Device
+from ..problem.chains import Chain
+from ..problem.device import Device
 from .kernel_layout import MMA, PAD, THREADS, WARPS, KernelLayout, kernel_layout, unsupported_reason
 from .kernel_template import TEMPLATE
 
@@ -113,8 +113,8 @@ def emit_library(chain: Chain, ranked_plans, device: Device | None = None, dtype
     """One translation unit with a kernel per (rank, plan) that the generator supports; returns the
     source and {rank: launcher name} (plans it cannot build are left out: see :func:`supported`).
 
-    >>> from fuseflow.gpu.benchmarks import BENCHMARKS
-    >>> from fuseflow.gpu.planner import plan_chain
+    >>> from fuseflow.gpu.problem.benchmarks import BENCHMARKS
+    >>> from fuseflow.gpu.planning.planner import plan_chain
     >>> src, names = emit_library(BENCHMARKS["G2"], enumerate(plan_chain(BENCHMARKS["G2"], topk=2).plans, 1))
     >>> names
     {1: 'fuseflow_r1_launch', 2: 'fuseflow_r2_launch'}

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from fuseflow.errors import UserError
 
-from .device import Device
-from .measured import ChainMeasurement, format_measured_table, phase_lines, summary_lines
+from ..measuring.measurements import ChainMeasurement, format_measured_table, phase_lines, summary_lines
+from ..problem.device import Device
 from .model_check import Observation, device_toml, fit_bandwidths, most_wrong, rank_correlations
 
 BEGIN, END = "<!-- measured:begin -->", "<!-- measured:end -->"

@@ -1,12 +1,12 @@
 """The tiling, block roles, copy lists and shared-memory map of the generated kernel for one plan.
 
-This is the single description that :mod:`fuseflow.gpu.codegen` turns into CUDA constants and
-that :mod:`fuseflow.gpu.emulate` executes in numpy, so the kernel's index arithmetic is checked on
+This is the single description that :mod:`fuseflow.gpu.kernels.codegen` turns into CUDA constants and
+that :mod:`fuseflow.gpu.emulation.kernel_emulator` executes in numpy, so the kernel's index arithmetic is checked on
 the CPU: which block issues each bulk copy (TMA), which blocks a multicast reaches, how many bytes
 each block's barrier expects, and which rows and columns every block reads and writes.
 
-    >>> from fuseflow.gpu.benchmarks import BENCHMARKS
-    >>> from fuseflow.gpu.planner import plan_chain
+    >>> from fuseflow.gpu.problem.benchmarks import BENCHMARKS
+    >>> from fuseflow.gpu.planning.planner import plan_chain
     >>> lay = kernel_layout(BENCHMARKS["G1"], plan_chain(BENCHMARKS["G1"], topk=1).plans[0])
     >>> lay.blocks, lay.smem_bytes <= 227 * 1024, lay.features()["multicast_a"]
     (16, True, True)
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from fuseflow.errors import NotSupported
 
-from .chains import Chain
-from .device import Device
+from ..problem.chains import Chain
+from ..problem.device import Device
 
 THREADS = 256             # 8 warps per block
 WARPS = THREADS // 32

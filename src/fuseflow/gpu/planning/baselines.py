@@ -7,7 +7,7 @@
   intermediate and partial sum in that block's registers or SMEM (no DSM, no global atomics).
   When no such plan fits, fusion fails and the chain runs unfused.
 
-    >>> from fuseflow.gpu.benchmarks import BENCHMARKS
+    >>> from fuseflow.gpu.problem.benchmarks import BENCHMARKS
     >>> u = unfused(BENCHMARKS["G1"])
     >>> [k.name for k in u.kernels]
     ['gemm0', 'gemm1']
@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .analyzer import TIERS
-from .chains import Chain
-from .cost import level_times
-from .device import LEVELS, Device
+from ..problem.chains import Chain
+from ..problem.device import LEVELS, Device
 from .planner import Plan, plan_chain
-from .space import tile_choices
+from .roofline import level_times
+from .search_space import tile_choices
+from .traffic import TIERS
 
 
 @dataclass

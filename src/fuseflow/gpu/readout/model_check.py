@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .device import Device
+from ..problem.device import Device
 
 FIT_LEVELS = ("l2", "dsm")
 

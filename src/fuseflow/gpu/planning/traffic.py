@@ -2,11 +2,11 @@
 
 Everything is a closed form over numpy arrays (one row per candidate). The execution model these
 formulas count is spelled out in docs/gpu.md ("Execution model") and executed literally, copy by
-copy, by :mod:`fuseflow.gpu.checker`; tests assert both give identical byte counts.
+copy, by :mod:`fuseflow.gpu.emulation.plan_emulator`; tests assert both give identical byte counts.
 
-    >>> from fuseflow.gpu.chains import Chain
-    >>> from fuseflow.gpu.schedules import parse_schedule
-    >>> from fuseflow.gpu.space import Candidates
+    >>> from fuseflow.gpu.problem.chains import Chain
+    >>> from fuseflow.gpu.planning.loop_schedules import parse_schedule
+    >>> from fuseflow.gpu.planning.search_space import Candidates
     >>> ch = Chain("t", "ffn", 64, 128, 128, 128)   # cluster tiles 32 x 64 x 64 x 64: 2 trips each
     >>> a = analyze(ch, Device(), parse_schedule("[M] N,L,K"), "standard",
     ...             Candidates.single((1, 2, 2, 2), (32, 32, 32, 32)))
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chains import Chain
-from .device import LEVELS, Device
-from .schedules import Schedule
-from .space import Candidates
+from ..problem.chains import Chain
+from ..problem.device import LEVELS, Device
+from .loop_schedules import Schedule
+from .search_space import Candidates
 
 TIERS = ("-", "reg", "smem", "dsm", "global")  # "-": the tensor is not held across a loop
 
@@ -95,7 +95,7 @@ def footprints(chain: Chain, schedule: Schedule, strategy: str, cls: tuple, blk:
     not index the tensor (L for C, N for E) -- the tensor must survive that outer loop -- and
     its cluster tile otherwise. Loops of one trip are no loops.
 
-    >>> from fuseflow.gpu.schedules import parse_schedule
+    >>> from fuseflow.gpu.planning.loop_schedules import parse_schedule
     >>> ch = Chain("g", "ffn", 128, 16384, 4096, 4096)
     >>> footprints(ch, parse_schedule("[M] L,N,K"), "standard", (1, 1, 1, 1), (64, 128, 64, 128))
     {'C': 1048576, 'E_acc': 8192}

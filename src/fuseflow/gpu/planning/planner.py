@@ -1,6 +1,6 @@
 """Search engine: enumerate, prune (Rules 1-5), analyze and rank plans; keep the top K.
 
-    >>> from fuseflow.gpu.benchmarks import BENCHMARKS
+    >>> from fuseflow.gpu.problem.benchmarks import BENCHMARKS
     >>> r = plan_chain(BENCHMARKS["G2"], topk=2)
     >>> [k for k in r.counts], len(r.plans)
     (['original', 'rule1', 'rule2', 'rule3', 'rule4', 'rule5'], 2)
@@ -16,12 +16,12 @@ import numpy as np
 
 from fuseflow.errors import UserError
 
-from .analyzer import TIERS, analyze
-from .chains import Chain
-from .cost import level_times
-from .device import LEVELS, Device
-from .schedules import Schedule
-from .space import Candidates, candidates, cluster_ok, count_rules_1_to_4, derived, legal_schedules, tile_choices
+from ..problem.chains import Chain
+from ..problem.device import LEVELS, Device
+from .loop_schedules import Schedule
+from .roofline import level_times
+from .search_space import Candidates, candidates, cluster_ok, count_rules_1_to_4, derived, legal_schedules, tile_choices
+from .traffic import TIERS, analyze
 
 DEFAULT_TOPK = 11
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from .timing import Timing
+from .timing_stats import Timing
 
 TOLERANCE = {"fp16": 1e-2, "bf16": 5e-2}   # max |E - E_fp32| / max |E_fp32| for a kernel to count as correct
 

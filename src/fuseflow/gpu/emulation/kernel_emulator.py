@@ -7,9 +7,9 @@ shuffle ring, the reduce-scatter and the inter-cluster reduction -- so a wrong i
 shows up as a wrong output here, on the CPU.
 
     >>> import numpy as np
-    >>> from fuseflow.gpu.chains import Chain
-    >>> from fuseflow.gpu.planner import plan_chain
-    >>> from fuseflow.gpu.kernel_layout import kernel_layout
+    >>> from fuseflow.gpu.problem.chains import Chain
+    >>> from fuseflow.gpu.planning.planner import plan_chain
+    >>> from fuseflow.gpu.kernels.kernel_layout import kernel_layout
     >>> chain = Chain("t", "ffn", 40, 64, 32, 32)
     >>> lay = kernel_layout(chain, plan_chain(chain, topk=1).plans[0])
     >>> inputs = random_inputs(chain, seed=0)
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .chains import Chain
-from .kernel_layout import KernelLayout
+from ..kernels.kernel_layout import KernelLayout
+from ..problem.chains import Chain
 
 
 def round_to(x: np.ndarray, dtype: str) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .device import LEVELS, Device
+from ..problem.device import LEVELS, Device
 
 
 def active_blocks(device: Device, cluster_size: np.ndarray, total_blocks: np.ndarray) -> np.ndarray:

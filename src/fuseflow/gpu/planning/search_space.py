@@ -1,8 +1,8 @@
 """The search space (schedules x cluster shapes x block tiles) and pruning Rules 1-4.
 
-Rule 5 (capacity) needs the analyzer and is applied in :mod:`fuseflow.gpu.planner`.
+Rule 5 (capacity) needs the analyzer and is applied in :mod:`fuseflow.gpu.planning.planner`.
 
-    >>> from fuseflow.gpu.benchmarks import GPT67B_EXAMPLE as g
+    >>> from fuseflow.gpu.problem.benchmarks import GPT67B_EXAMPLE as g
     >>> c = count_rules_1_to_4(g)
     >>> c["original"], c["rule1"]
     (27514634240000, 114159375)
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chains import ATOM, Chain
-from .schedules import all_schedules, rule3_ok, rule4_ok
+from ..problem.chains import ATOM, Chain
+from .loop_schedules import all_schedules, rule3_ok, rule4_ok
 
 CLUSTER_SIZES = (1, 2, 4, 8, 16)
 

@@ -7,9 +7,9 @@ The result must equal the unfused computation, and the byte counts must equal th
 The checker derives what must be cached (and for how long) from the loop order itself; it takes
 only the placement tier of a cached tensor from the plan.
 
-    >>> from fuseflow.gpu.chains import Chain
-    >>> from fuseflow.gpu.planner import make_plan
-    >>> from fuseflow.gpu.schedules import parse_schedule
+    >>> from fuseflow.gpu.problem.chains import Chain
+    >>> from fuseflow.gpu.planning.planner import make_plan
+    >>> from fuseflow.gpu.planning.loop_schedules import parse_schedule
     >>> ch = Chain("t", "ffn", 40, 64, 32, 32, act="gelu")
     >>> p = make_plan(ch, Device(), parse_schedule("[M] L,N,K"), "standard", (1, 2, 2, 2), (16, 16, 16, 16))
     >>> r = run_plan(ch, p)
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chains import Chain
-from .device import LEVELS, Device
+from ..problem.chains import Chain
+from ..problem.device import LEVELS, Device
 
 PARTS = ("l2_A", "l2_B", "l2_D", "l2_E", "l2_C", "dsm_exchange", "dsm_shuffle", "dsm_reduce_scatter",
          "dsm_c_cache")

@@ -1,7 +1,7 @@
 """Which ranked plans exercise which code paths of the generated kernel, and a small set of plans that
 covers them all (what the compile test builds, so it stays short).
 
-    >>> from fuseflow.gpu.benchmarks import BENCHMARKS
+    >>> from fuseflow.gpu.problem.benchmarks import BENCHMARKS
     >>> listed = ranked_layouts([BENCHMARKS["G1"], BENCHMARKS["S8"]], topk=3)
     >>> picked = covering_set(listed)
     >>> feature_values(picked) == feature_values(listed)
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from fuseflow.errors import NotSupported
 
-from .chains import Chain
-from .device import Device
+from ..planning.planner import Plan, plan_chain
+from ..problem.chains import Chain
+from ..problem.device import Device
 from .kernel_layout import KernelLayout, kernel_layout, unsupported_reason
-from .planner import Plan, plan_chain
 
 
 @dataclass(frozen=True)

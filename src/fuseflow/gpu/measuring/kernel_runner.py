@@ -6,7 +6,7 @@ Without a CUDA device or nvcc, :func:`require_cuda` stops with one line (exit 2)
 of the comparison runs anywhere:
 
     >>> import torch
-    >>> from fuseflow.gpu.benchmarks import BENCHMARKS
+    >>> from fuseflow.gpu.problem.benchmarks import BENCHMARKS
     >>> A, B, D = torch.ones(2, 3), torch.ones(3, 4), torch.ones(4, 1)
     >>> torch_chain(BENCHMARKS["G1"], torch)(A, B, None, D).flatten().tolist()
     [12.0, 12.0]
@@ -18,14 +18,14 @@ import math
 
 from fuseflow.errors import NotSupported
 
-from .baselines import unfused
-from .chains import Chain
-from .codegen import emit_library
-from .device import Device
-from .measured import TOLERANCE, ChainMeasurement, PlanMeasurement
-from .nvcc import compile_cuda, find_nvcc
-from .planner import plan_chain
-from .timing import WARMUP, time_cuda
+from ..kernels.codegen import emit_library
+from ..kernels.nvcc import compile_cuda, find_nvcc
+from ..planning.baselines import unfused
+from ..planning.planner import plan_chain
+from ..problem.chains import Chain
+from ..problem.device import Device
+from .measurements import TOLERANCE, ChainMeasurement, PlanMeasurement
+from .timing_stats import WARMUP, time_cuda
 
 TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 

@@ -1,5 +1,5 @@
-"""The CUDA text of the fused kernel, with @FIELD@ slots that :mod:`fuseflow.gpu.codegen` fills from a
-plan's :class:`~fuseflow.gpu.kernel_layout.KernelLayout` (constants, shared-memory offsets, loops).
+"""The CUDA text of the fused kernel, with @FIELD@ slots that :mod:`fuseflow.gpu.kernels.codegen` fills from a
+plan's :class:`~fuseflow.gpu.kernels.kernel_layout.KernelLayout` (constants, shared-memory offsets, loops).
 
     >>> "@BMv@" in TEMPLATE and "wmma::mma_sync" in TEMPLATE
     True
