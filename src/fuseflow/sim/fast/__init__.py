@@ -24,6 +24,9 @@ is run again on the oracle, which raises its exact exception.
 """
 from __future__ import annotations
 
+from . import kernel_cache  # noqa: F401  (first: numba's cache keyed on the kernels' dependencies)
+
+# isort: split
 import numpy as np
 
 from ...sam.graph import Node, SamGraph, Stream

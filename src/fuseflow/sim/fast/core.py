@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 from numba import njit
+from numba._dispatcher import compute_fingerprint
 from numba.core.typing.typeof import Purpose, typeof
 
 from ..hw import MEMORY_KINDS, HwConfig
@@ -112,11 +113,11 @@ def out_depth(CH, io, nin, o):
 def gated(t, gate, j, d, base):
     """`t`, or later if a step at `t` emitting window position j of a channel bounded to d
     tokens must wait for the reader to consume the token d before it (`gate`: its consume
-    times, aligned with the window)."""
+    times, aligned with the window). Written as a `max`: returning the gate's value after a
+    comparison made LLVM compile every emitting kernel's step loop about twice as slow, bounded or
+    not (bench/sim_speed.py --against measures such a change)."""
     if d != 0 and base + j >= d:
-        x = gate[j - d]
-        if x > t:
-            return x
+        return max(t, gate[j - d])
     return t
 
 
@@ -145,18 +146,35 @@ def stall(mem, before, words, done):
     return extra
 
 
+_ENTRIES: dict = {}  # (dispatcher, the arguments' fingerprints) -> compiled function (`compiled_entry`)
+
+
 def compiled_entry(dispatcher, args: tuple):
     """The compiled function that numba's `dispatcher` runs for `args` (their exact types), to
     be called directly: a call then skips the dispatcher's typing of every argument, about 1 µs
     for a kernel's 20-odd arrays, which a bounded run pays once per N tokens. The dispatcher
     itself while no exact match is compiled (it compiles or loads one on its next call).
+    Found once per process and argument types: the lookup keys on numba's fingerprints of the
+    arguments (what its dispatcher keys on, 0.4 µs an array), since typing them in Python takes
+    35 µs an array, which every runner of every run would pay.
 
         >>> entry = compiled_entry(stall, (NO_MEM, 0, 1, False))
         >>> entry is stall or int(entry(NO_MEM, 0, 1, False)) == 0
         True
     """
-    found = dispatcher.overloads.get(tuple(typeof(a, Purpose.argument) for a in args))
-    return dispatcher if found is None else found.entry_point
+    try:
+        key = (dispatcher, tuple(compute_fingerprint(a) for a in args))
+    except (TypeError, ValueError, NotImplementedError):  # a value numba's dispatcher types the slow way
+        key = None
+    found = _ENTRIES.get(key) if key is not None else None
+    if found is None:
+        overload = dispatcher.overloads.get(tuple(typeof(a, Purpose.argument) for a in args))
+        if overload is None:
+            return dispatcher
+        found = overload.entry_point
+        if key is not None:
+            _ENTRIES[key] = found
+    return found
 
 
 class NeedOracle(Exception):

@@ -1,0 +1,101 @@
+"""numba's on-disk cache of the fast engine's functions, keyed on everything they are compiled from.
+
+numba keys a cached function on its own file's content only, but a kernel has compiled into it the
+numba helpers it calls from other modules (`core.gated`, `stream._is_elem`, ...) and the values
+of the global constants it reads (op codes taken from `scalar_ops`). Without more, a change to a
+helper in `core` would leave every warm cache running the kernels built with the old helper. For
+a function defined in `sim/fast`, the key here also holds, transitively, the source of every numba
+function that its module's globals name from another module, and the values of its module's
+numeric globals. Importing this module puts its locators ahead of numba's own (`fast/__init__`
+imports it before any kernel module); only names bound before a function is defined count, which
+holds for imports and the constants at the top of a module.
+
+    >>> from fuseflow.sim.fast import repeat
+    >>> type(repeat._k_repsig._cache._impl.locator).__name__
+    'InTreeLocator'
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import sys
+
+from numba.core.caching import CacheImpl, InTreeCacheLocator, UserProvidedCacheLocator
+from numba.core.dispatcher import Dispatcher
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _numba_functions(module_name: str) -> list:
+    """The numba functions that module `module_name`'s globals name (its own and imported ones)."""
+    module = sys.modules.get(module_name)
+    return [] if module is None else [v for v in vars(module).values() if isinstance(v, Dispatcher)]
+
+
+_SOURCES: dict = {}  # (module, qualified name) -> the source of a numba function, read once
+
+
+def _source(fn: Dispatcher) -> str:
+    key = (fn.py_func.__module__, fn.py_func.__qualname__)
+    if key not in _SOURCES:
+        _SOURCES[key] = inspect.getsource(fn.py_func)
+    return _SOURCES[key]
+
+
+def dependency_digest(module_name: str) -> bytes:
+    """A digest of the sources of the numba functions reachable from module `module_name` through
+    globals, those of the module itself left out (numba hashes its file), and of the module's
+    numeric globals."""
+    digest = hashlib.sha256()
+    module = sys.modules.get(module_name)
+    numbers = sorted((k, repr(v)) for k, v in vars(module).items() if isinstance(v, (bool, int, float))) \
+        if module is not None else []
+    digest.update(repr(numbers).encode())
+    seen, todo = {module_name}, [module_name]
+    while todo:
+        for fn in _numba_functions(todo.pop()):
+            name = fn.py_func.__module__
+            if name == module_name:
+                continue
+            digest.update(f"{name}.{fn.py_func.__qualname__}".encode())
+            digest.update(_source(fn).encode())
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return digest.digest()
+
+
+class _WithDependencies:
+    """A locator mixin: engine functions' source stamp also covers their dependencies."""
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if os.path.dirname(os.path.abspath(py_file)) != HERE:
+            return None
+        return super().from_function(py_func, py_file)
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        self._dependencies = dependency_digest(py_func.__module__)
+
+    def get_source_stamp(self):
+        return super().get_source_stamp(), self._dependencies
+
+
+class InTreeLocator(_WithDependencies, InTreeCacheLocator):
+    """numba's `__pycache__` beside the source."""
+
+
+class UserDirLocator(_WithDependencies, UserProvidedCacheLocator):
+    """numba's cache under NUMBA_CACHE_DIR."""
+
+
+def install() -> None:
+    """Put the engine's locators first in numba's list (once)."""
+    classes = CacheImpl._locator_classes
+    if InTreeLocator not in classes:
+        classes[:0] = [UserDirLocator, InTreeLocator]
+
+
+install()
