@@ -15,6 +15,26 @@ a scaled-down one (said in the output). Peak memory is the child process's peak 
 
 The `gcn-study` case is a whole `fuseflow study fusion --model gcn --dataset cora` (three
 presets: compile, encode, simulate, reference, verify), timed end to end.
+
+Against a named commit, in one run (a speed regression shows as a ratio below 1):
+
+    python bench/sim_speed.py --against ec6264e                  # the engine cases, 5 pairs each
+    python bench/sim_speed.py --against HEAD --case spgemm-outer --pairs 9
+    python bench/sim_speed.py --against ec6264e --remove-tree    # the worktree removed after
+    python bench/sim_speed.py --against 680e110^ --at 680e110     # two commits (bisecting)
+
+The commit is checked out into a git worktree under the temporary directory (`two_trees`), kept
+for the next run (its numba cache stays warm) unless --remove-tree; `--at` puts a second commit
+in the working tree's place. Both trees run this file's cases on their own sources
+(PYTHONPATH=TREE/src) with the same Python: per case one uncounted process per tree fills numba's
+cache, then --pairs rounds of one process per tree, working tree first (A B A B ...). A process
+reports its engine time (best of --runs) and token events; /usr/bin/time its wall time and peak
+memory. Printed per case and tree: events/s as median (min-max) over the processes, token events
+and cycles (they differ where the commits' timing models differ), peak memory, process time;
+then events/s working/baseline pair by pair: the median and range (a range that straddles 1.0
+says the difference is within the noise). A baseline that lacks a case, an option or a module
+the child needs is reported with its error and skipped. The working tree includes uncommitted
+changes: `--against HEAD` measures them.
 Not a test: pytest does not collect this directory.
 """
 from __future__ import annotations
@@ -23,6 +43,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -64,6 +85,8 @@ func.func @spmv(%A: tensor<{n}x{n}xf32, #SP>, %x: tensor<{n}xf32>) -> tensor<{n}
   return %y : tensor<{n}xf32>
 }}
 """
+
+ENGINE_CASES = tuple(c for c in CASES if c != "gcn-study")  # the default of --against
 
 GCN_LAYER = """
 #CSR = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed) }}>
@@ -194,7 +217,10 @@ def _kernel_case(case: str, args) -> dict:
     data = make_data(program)
     compiled = compile_schedule(program, schedule)
     result, runs, _ = _engine_runs(compiled, data, None)  # warm: numba kernels loaded
-    chunked = _best(lambda: _engine_runs(compiled, data, None)[2], repeat=5)
+    chunked = _best(lambda: _engine_runs(compiled, data, None)[2], repeat=args.runs)
+    if args.engine_only:
+        return {"case": case, "label": label, "events": _events(runs), "cycles": sum(r.cycles for r in runs),
+                "engine_s": chunked}
     whole = _best(lambda: _engine_runs(compiled, data, WHOLE)[2])
     product = scipy_of(data)
     want = product()
@@ -248,10 +274,12 @@ def _gcn_layer(args) -> dict:
     gold = np.maximum(A @ X @ W + b, 0.0)
     assert np.allclose(result.outputs[program.outputs[0]], gold, rtol=1e-9, atol=1e-9), "GCN is wrong"
     label = f"GCN layer ReLU((A·X)·W + b) on {graph.name} ({nodes} nodes, {A.nnz:,} edges, {features} features)"
-    return {"case": "gcn-layer", "label": label + ", fully fused", "events": _events(runs),
-            "cycles": sum(r.cycles for r in runs),
-            "engine_s": _best(lambda: _engine_runs(compiled, data, None)[2], repeat=5),
-            "whole_s": _best(lambda: _engine_runs(compiled, data, WHOLE)[2]),
+    out = {"case": "gcn-layer", "label": label + ", fully fused", "events": _events(runs),
+           "cycles": sum(r.cycles for r in runs),
+           "engine_s": _best(lambda: _engine_runs(compiled, data, None)[2], repeat=args.runs)}
+    if args.engine_only:
+        return out
+    return {**out, "whole_s": _best(lambda: _engine_runs(compiled, data, WHOLE)[2]),
             "scipy_s": _best(lambda: _timed(lambda: np.maximum(A @ X @ W + b, 0.0)), repeat=5)}
 
 
@@ -277,7 +305,13 @@ def _gcn_study(args) -> dict:
 
 
 def child(case: str, args) -> None:
-    sys.path.insert(0, os.path.join(ROOT, "src"))
+    src = os.path.abspath(args.src or os.path.join(ROOT, "src"))
+    sys.path.insert(0, src)
+    import fuseflow
+
+    if not os.path.abspath(fuseflow.__file__).startswith(src + os.sep):
+        print(f"fuseflow imported from {fuseflow.__file__}, not from {src}", file=sys.stderr)
+        raise SystemExit(3)
     if case == "gcn-layer":
         out = _gcn_layer(args)
     elif case == "gcn-study":
@@ -311,6 +345,88 @@ def report(out: dict) -> None:
     print(f"  peak memory {out['peak_mb']:,.0f} MB (the whole process)\n")
 
 
+def against(args) -> int:
+    """Each case in the working tree and in the tree of commit `args.against`, alternately."""
+    import two_trees
+
+    here = two_trees.checkout(args.at) if args.at else two_trees.Tree(f"working tree ({_describe()})", ROOT)
+    base = two_trees.checkout(args.against)
+    print(f"{here.label} against {base.label}: {args.pairs} pairs of processes a case, each process "
+          f"the engine's best of {args.runs} runs\n")
+    records = []
+    try:
+        for case in args.case or ENGINE_CASES:
+            def argv_of(tree, case=case):
+                return [os.path.abspath(__file__), "--child", "--case", case, "--src", tree.src, "--cora", args.cora,
+                        "--runs", str(args.runs)] + (["--quick"] if args.quick else []) + \
+                    ([] if case == "gcn-study" else ["--engine-only"])
+
+            both = two_trees.Alternation([here, base]).run(argv_of, args.pairs, timeout=args.timeout)
+            record = _comparison(case, both, here, base)
+            records.append(record)
+            print(json.dumps(record) if args.json else _comparison_text(record), flush=True)
+    finally:
+        for tree in [base] + ([here] if args.at else []):
+            if args.remove_tree:
+                two_trees.remove(tree)
+            else:
+                print(two_trees.kept_note(tree))
+    return 0
+
+
+def _describe() -> str:
+    """The working tree's commit, with '+changes' when files differ from it."""
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "src", "bench"], cwd=ROOT).returncode
+    return head.stdout.strip() + (" +changes" if dirty else "")
+
+
+def _comparison(case: str, both, here, base) -> dict:
+    """A case's record: per tree its processes' rates, cycles, events, peaks and times; the
+    ratio working/baseline pair by pair; or why a tree could not run it."""
+    import two_trees
+
+    record = {"case": case, "trees": {}, "failed": dict(both.failed)}
+    for tree in both.trees:
+        runs = both.runs.get(tree.label, [])
+        if not runs:
+            continue
+        first = runs[0].out
+        seconds = [r.out.get("engine_s", r.out.get("wall_s")) for r in runs]
+        record["label"] = first["label"]
+        record["trees"][tree.label] = {
+            "events": first["events"], "cycles": first.get("cycles"), "seconds": seconds,
+            "rates": [r.out["events"] / x for r, x in zip(runs, seconds)],
+            "peak_mb": [r.peak_mb for r in runs], "process_s": [r.seconds for r in runs]}
+    if len(record["trees"]) == 2:
+        a, b = (record["trees"][t.label]["rates"] for t in (here, base))
+        ratio = two_trees.spread([x / y for x, y in zip(a, b)])
+        record["ratio"] = {"median": ratio.median, "low": ratio.low, "high": ratio.high}
+    return record
+
+
+def _comparison_text(record: dict) -> str:
+    import two_trees
+
+    lines = [f"{record['case']}: {record['label']}" if "label" in record else record["case"]]
+    for label, why in record["failed"].items():
+        lines.append(f"  {label}: cannot run this case: {why}")
+    width = max([len(x) for x in record["trees"]] + [10])
+    if record["trees"]:
+        lines.append(f"  {'':<{width}} {'M events/s median (range)':>26} {'events':>13} {'cycles':>13} "
+                     f"{'peak MB':>8} {'process s':>10}")
+    for label, tree in record["trees"].items():
+        rate = two_trees.spread([x / 1e6 for x in tree["rates"]])
+        cycles = "-" if tree["cycles"] is None else f"{tree['cycles']:,}"
+        lines.append(f"  {label:<{width}} {str(rate):>26} {tree['events']:>13,} {cycles:>13} "
+                     f"{statistics.median(tree['peak_mb']):>8,.0f} {statistics.median(tree['process_s']):>10.1f}")
+    if "ratio" in record:
+        r = record["ratio"]
+        n = len(next(iter(record["trees"].values()))["rates"])
+        lines.append(f"  events/s working/baseline: {r['median']:.2f}x (pairs {r['low']:.2f}-{r['high']:.2f}, n={n})")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", choices=CASES, action="append", help="run only these cases")
@@ -319,11 +435,25 @@ def main(argv=None) -> int:
                         help="largest run (token events) the oracle simulates in full")
     parser.add_argument("--cora", default="cora", help="the graph of the GCN cases (a dataset name or .npz)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--src", help=argparse.SUPPRESS)  # the child's package sources
+    parser.add_argument("--engine-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print the measurements as JSON lines")
+    parser.add_argument("--against", metavar="COMMIT",
+                        help="compare the engine's speed with this commit's, alternating processes")
+    parser.add_argument("--at", metavar="COMMIT", help="with --against: measure this commit (in a worktree too) "
+                        "instead of the working tree")
+    parser.add_argument("--pairs", type=int, default=5, help="with --against: processes per tree and case")
+    parser.add_argument("--runs", type=int, default=5, help="engine runs per process (the best counts)")
+    parser.add_argument("--timeout", type=float, default=900, help="with --against: seconds one process may take")
+    parser.add_argument("--remove-tree", action="store_true", help="with --against: remove the worktree after")
     args = parser.parse_args(argv)
+    if args.pairs < 1 or args.runs < 1:
+        parser.error("--pairs and --runs take a positive count")
     if args.child:
         child(args.case[0], args)
         return 0
+    if args.against:
+        return against(args)
     for case in args.case or CASES:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--case", case, "--cora", args.cora,
                "--oracle-events", str(args.oracle_events)] + (["--quick"] if args.quick else [])
