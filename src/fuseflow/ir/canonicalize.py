@@ -36,9 +36,8 @@ def prepare(program: Program, shapes: dict | None = None) -> Program:
     unit-extent variables become constant indices, then copies (transposes, broadcasts, unit
     reshapes) are inlined."""
     program = split_starts(program)
-    shapes = infer_shapes(program, shapes or {}, allow_dynamic=True)
-    program = fold_constants(program, shapes)
-    return inline_copies(drop_unit_variables(program, shapes))
+    program = fold_constants(program, infer_shapes(program, shapes or {}, allow_dynamic=True))
+    return inline_copies(drop_unit_variables(program, infer_shapes(program, shapes or {}, allow_dynamic=True)))
 
 
 def split_starts(program: Program) -> Program:

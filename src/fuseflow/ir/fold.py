@@ -8,7 +8,9 @@ zero of a sparse operand is: no coordinate is visited), and `x * 1`, `x / 1`, `x
 become `x`. An op whose body is then a constant is itself constant (a reduction of a constant
 `c` over `n` coordinates is `n * c` for a sum, `c` for max and min), and an op left reading
 nothing along a reduced variable sums (`n *`) or takes (max, min) its body along it. Ops
-whose results no output needs any more are dropped; a constant output stays as its op.
+whose results no output needs any more are dropped. An output that is itself a constant (of a
+known shape) becomes a copy of a new input holding that value everywhere, stored in the output's
+format, so a compressed zero stores nothing and its streams are empty.
 
     >>> from fuseflow.frontend import from_mlir
     >>> p = from_mlir('''
@@ -35,8 +37,8 @@ import math
 import numpy as np
 
 from ..scalar_ops import is_identity
-from .expr import Binary, Const, Expr, Select, map_inputs, renumber_inputs, with_children
-from .program import IndexOp, Program, ReshapeOp, op_output
+from .expr import Binary, Const, Expr, In, Select, map_inputs, renumber_inputs, with_children
+from .program import Access, IndexOp, Program, ReshapeOp, Tensor, op_output
 from .verify import infer_shapes, verify
 
 IDENTITIES = {("mul", 1.0), ("div", 1.0), ("add", 0.0), ("sub", 0.0)}  # (op, c): x op c == x
@@ -59,9 +61,13 @@ def fold_constants(program: Program, shapes: dict | None = None) -> Program:
                 and _written_everywhere(folded.output, shapes[op_output(folded)]):
             constant[op_output(folded)] = folded.body.value
         ops.append(folded)
-    if not changed:
+    stored = [k for k, op in enumerate(ops) if op_output(op) in program.outputs and op_output(op) in constant
+              and None not in shapes[op_output(op)]]
+    if not changed and not stored:
         return program
     result = copy.deepcopy(program)
+    for k in stored:
+        ops[k] = _read_from_constant_input(result, ops[k], shapes[op_output(ops[k])])
     result.ops = _needed(ops, result.outputs)
     for name in set(result.tensors) - set(result.inputs) - {op_output(op) for op in result.ops}:
         del result.tensors[name]
@@ -73,7 +79,6 @@ def fold_expression(e: Expr) -> Expr:
     """`e` with its constant subexpressions evaluated (in float64, as the reference computes),
     products with zero made zero and identities (`x * 1`, `x + 0`, ...) dropped.
 
-        >>> from fuseflow.ir.expr import In
         >>> print(fold_expression(Binary("div", In(0), Binary("mul", Const(8.0), Const(256.0)))).to_text(["x"]))
         x / 2048
         >>> fold_expression(Binary("add", Binary("mul", Const(0.0), In(0)), In(1)))
@@ -120,6 +125,19 @@ def _fold_op(op: IndexOp, constant: dict, shapes: dict) -> IndexOp:
     reduced = bool(reduce_vars)
     return IndexOp(op.output, inputs, body, reduce_vars, op.reduce_kind if reduced else None,
                    op.init if reduced else None, op.loc)
+
+
+def _read_from_constant_input(program: Program, op: IndexOp, shape: tuple) -> IndexOp:
+    """A constant output `t = c` as a copy of a new input of `program` holding `c` everywhere,
+    stored in the output's format (a compressed zero stores nothing: its streams are empty)."""
+    out = op.output.tensor
+    name, k = f"{out}_value", 1
+    while name in program.tensors:
+        name, k = f"{out}_value{k}", k + 1
+    declared = program.tensors[out]
+    program.add_tensor(Tensor(name, shape, declared.dtype, declared.format), role="input")
+    program.constants[name] = np.full(shape, op.body.value)
+    return IndexOp(op.output, (Access(name, op.output.indices),), In(0), loc=op.loc)
 
 
 def _written_everywhere(out, shape: tuple) -> bool:
