@@ -47,7 +47,6 @@ from fuseflow.ir.reference import ReferenceRun
 from fuseflow.models.registry import build
 from fuseflow.partition.drain import Drain, measured_drain
 from fuseflow.partition.footing import patterns_read_as_written
-from fuseflow.partition.heuristic import window_estimates
 from fuseflow.partition.partials import partial_sums
 from fuseflow.partition.run import UNCUT
 from fuseflow.partition.sampled import (
@@ -61,6 +60,7 @@ from fuseflow.partition.sampled import (
     strata_of,
     window_values,
 )
+from fuseflow.partition.window_cost import window_estimates
 from fuseflow.partition.windows import KernelSetup, kernel_setup, kernel_tensors, reference_values
 from fuseflow.pipeline import prepared
 from fuseflow.sim.fast import run_graph as fast_run

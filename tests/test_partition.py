@@ -16,10 +16,10 @@ from fuseflow.execute import execute
 from fuseflow.partition import run as partition_run
 from fuseflow.partition import sampled
 from fuseflow.partition.balance import Spread, equal_work_windows, prefix_work
-from fuseflow.partition.estimate import allocate, draw, regression_total, stratify
 from fuseflow.partition.run import simulate_partitioned
 from fuseflow.partition.sampled import Population, SamplePlan, sample_kernel, settle_on_sample
 from fuseflow.partition.sharded import map_windows, shard_kernel
+from fuseflow.partition.stratified import allocate, draw, regression_total, stratify
 from fuseflow.partition.timing import Timings
 from fuseflow.partition.windows import kernel_setup, reference_values, run_window_of, window_problem
 from fuseflow.pipeline import compare, prepared
@@ -509,7 +509,7 @@ def test_stored_inputs_and_the_heuristics_masks_ask_the_budget_first(monkeypatch
     large inputs are asked of the memory budget before they are made (a clear error, not the OS)."""
     from fuseflow.ir import stats  # noqa: PLC0415 - only this test
     from fuseflow.memory import Budget, MemoryLimitError  # noqa: PLC0415 - only this test
-    from fuseflow.partition.heuristic import window_estimates  # noqa: PLC0415 - only this test
+    from fuseflow.partition.window_cost import window_estimates  # noqa: PLC0415 - only this test
 
     program, data, compiled = _case("spmv", "full")
     kernel, values = compiled.kernels[0], reference_values(program, data)
@@ -543,7 +543,7 @@ def test_the_reference_asks_before_a_sparse_operands_dense_result():
 def test_sharded_windows_are_cut_by_the_heuristics_pieces():
     """One work value per outer coordinate, constant within each of the heuristic's pieces and
     summing to the pieces' estimates."""
-    from fuseflow.partition.heuristic import window_estimates  # noqa: PLC0415 - only this test
+    from fuseflow.partition.window_cost import window_estimates  # noqa: PLC0415 - only this test
 
     program, data, compiled = _case("spmm_ikj", "full")
     kernel, values = compiled.kernels[0], reference_values(program, data)

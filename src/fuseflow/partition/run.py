@@ -27,12 +27,12 @@ from ..pipeline import KernelResult, SimResult, VerificationError, compare, prep
 from ..sim.window import Window
 from .drain import measured_drain
 from .footing import combined_pattern, patterns_read_as_written, stored_as_written
-from .heuristic import window_estimates
 from .partials import PartialSums, partial_sums
 from .sampled import KernelSample, SamplePlan, kernel_windows, narrowed, sample_kernel, too_small, window_work
 from .sharded import MIN_WINDOW, KernelShards, shard_kernel
 from .structure import derived_pattern
 from .timing import TaskTime, Timings
+from .window_cost import window_estimates
 from .windows import KernelSetup, kernel_setup, kernel_tensors, local_budget, window_problem
 
 SHARDED_METHOD = (f"up to {{n}} windows per kernel, each at least {MIN_WINDOW} outer coordinates wide; cycles = sum "

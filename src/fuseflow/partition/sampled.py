@@ -2,7 +2,7 @@
 
 The outer loop is cut into windows of one width (at most about `MAX_WINDOWS`, at least
 `MIN_WIDTH` coordinates each; the last may be narrower). Each window's auxiliary value x is the
-heuristic's estimate of the kernel on that window (`partition.heuristic`; given by the caller,
+heuristic's estimate of the kernel on that window (`partition.window_cost`; given by the caller,
 else the stored work under the window). Window 0 (it alone pays the pipeline's fill) and the
 last one are simulated always; the others are stratified by x and sampled (`estimate`). A
 sampled window is simulated from `margin` coordinates before it (so it starts with the pipeline
@@ -43,8 +43,8 @@ import numpy as np
 
 from ..errors import UserError
 from ..sim.window import Window, outer_scanners
-from .estimate import RatioEstimate, allocate, draw, regression_total, stratify
 from .sharded import map_windows, settle_margin
+from .stratified import RatioEstimate, allocate, draw, regression_total, stratify
 from .windows import KernelSetup, WindowRun
 
 MAX_WINDOWS = 256  # windows per kernel (fewer when the outer loop is shorter) ...
