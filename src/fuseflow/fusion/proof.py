@@ -31,7 +31,7 @@ REMEMBERED_WALKS = 4096  # part walks kept for later settles (a group's region v
 
 
 @dataclass(frozen=True)
-class Settled:
+class OrderVerdict:
     """A valid order, or None with why there is none and whether that is proven (every
     prefix of the region, or of one of its downstream parts, was walked)."""
 
@@ -111,7 +111,7 @@ def walk_part(part: Region, work: int) -> PartWalk:
     return found
 
 
-def settle(region: Region, work: int = 20_000, part_work: int = PART_WORK) -> Settled:
+def settle(region: Region, work: int = 20_000, part_work: int = PART_WORK) -> OrderVerdict:
     """A valid order of `region` (the first a walk of at most `work` prefixes finds), or why
     there is none. Each downstream part's valid orders are walked first (within `part_work`
     prefixes): a part without any proves the region has none, and the walk over the whole
@@ -119,7 +119,7 @@ def settle(region: Region, work: int = 20_000, part_work: int = PART_WORK) -> Se
     the part (`PartScreen`)."""
     cycle = storage_cycle(region)
     if cycle:
-        return Settled(None, cycle, True)
+        return OrderVerdict(None, cycle, True)
     screen = PartScreen()
     for part in downstream_parts(region):
         walk = walk_part(part, part_work)
@@ -127,13 +127,13 @@ def settle(region: Region, work: int = 20_000, part_work: int = PART_WORK) -> Se
             continue
         names = ",".join(dict.fromkeys(inst.tensor for inst in part.instances))
         if not walk.orders:
-            return Settled(None, f"its part {names} alone has no valid order: {walk.why}", True)
+            return OrderVerdict(None, f"its part {names} alone has no valid order: {walk.why}", True)
         screen.add(names, part.vars, walk.orders)
     walk = OrderWalk(region, work, screen)
     order = walk.first()
     if order is not None:
-        return Settled(order)
-    return Settled(None, walk.why_none(), walk.finished)
+        return OrderVerdict(order)
+    return OrderVerdict(None, walk.why_none(), walk.finished)
 
 
 class PartScreen:

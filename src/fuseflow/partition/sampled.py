@@ -8,7 +8,7 @@ last one are simulated always; the others are stratified by x and sampled (`esti
 sampled window is simulated from `margin` coordinates before it (so it starts with the pipeline
 as full as inside a whole run), less a run of the margin alone: its y, what it adds to a whole
 run, so that the y of all windows sum to a whole run's cycles. The margin is settled on a few
-boundaries first (`sharded.settle_margin`), then doubled on the sampled windows themselves until
+boundaries first (`sharded.settle_boundaries`), then doubled on the sampled windows themselves until
 the estimate stops moving (`settle_on_sample`: a whole run can hide a heavy window's extra work
 long after it, which a short margin shows again in every window's y). The kernel's cycles: the
 regression estimate of sum(y) with a 95% interval, widened by what a sample cannot show
@@ -43,7 +43,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..sim.window import Window, outer_scanners
-from .sharded import map_windows, settle_margin
+from .sharded import map_windows, settle_boundaries
 from .stratified import RatioEstimate, allocate, draw, regression_total, stratify
 from .windows import KernelSetup, WindowRun
 
@@ -228,7 +228,8 @@ def population(setup: KernelSetup, plan: SamplePlan, x: np.ndarray | None, hw, e
     labels, strata = strata_of(np.asarray(x, dtype=np.float64), plan)
     edges = [w.ranges[0][1] for w in windows[:-1]]
     limit = max(1, windows[0].width() // MARGIN_SHARE)  # the last window may be narrower: not its width
-    margin, growth = settle_margin(setup, edges, limit, hw, engine, client) if edges else (0, 0.0)
+    settled = settle_boundaries(setup, edges, limit, hw, engine, client) if edges else None
+    margin, growth = (settled.margin, settled.growth) if settled else (0, 0.0)
     return Population(windows, np.asarray(x, dtype=np.float64), labels, margin, strata, growth)
 
 
@@ -263,7 +264,7 @@ def window_values(setup: KernelSetup, pop: Population, indices: list[int], hw, e
 
 
 @dataclass
-class Settled:
+class SettledEstimate:
     """A sample's estimate at the margin where doubling it stopped moving the estimate, and the
     last doubling's move (the previous margin's estimate less this one's; 0 with one margin)."""
 
@@ -277,7 +278,7 @@ def _settled(before: RatioEstimate, after: RatioEstimate) -> bool:
 
 
 def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int | None = None,
-                     tolerance: float | None = None) -> Settled:
+                     tolerance: float | None = None) -> SettledEstimate:
     """Double the margin on the sampled windows themselves (`cycles_at(margin)`: their values
     simulated with that margin) from `start` (the first margin when None) until the estimate
     moves by at most SETTLED of itself, at most up to MARGIN_CAP windows. A whole run can hide a
@@ -311,7 +312,7 @@ def settle_on_sample(pop: Population, picked: np.ndarray, cycles_at, start: int 
             not _settled(before, est) if tolerance is None else
             abs(still(before, est, k)) > tolerance * abs(est.total))):
         before, est, k = est, at(k + 1), k + 1
-    return Settled(est, levels[k], still(before, est, k) if before is not None else 0.0)
+    return SettledEstimate(est, levels[k], still(before, est, k) if before is not None else 0.0)
 
 
 def _drop_outputs_below(known: dict[tuple[int, int], WindowValue], margin: int) -> None:
@@ -416,7 +417,7 @@ def sample_kernel(setup: KernelSetup, plan: SamplePlan, hw, engine: str, client,
             break
         picked = _grow(pop.labels, pop.x, picked, size, rng)  # grows: size > picked, and windows are left
         grown = regression_total(pop.x, pop.labels, picked, np.asarray(cycles_at(settled.margin)))
-        settled = Settled(grown, settled.margin, move_share * grown.total)
+        settled = SettledEstimate(grown, settled.margin, move_share * grown.total)
     tokens = round(estimate_total(pop, picked, values, lambda r: r.tokens).total)
     counters = {c: round(estimate_total(pop, picked, values, lambda r, c=c: r.counters.get(c, 0)).total)
                 for c in COUNTERS}

@@ -4,7 +4,7 @@ client is given), outputs and counts combined.
 A whole run overlaps one slice's drain with the next one's fill; separate window runs each pay
 both. So every boundary between two windows is measured on its own: the `margin` coordinates
 left of it (L), right of it (R), and both (LR) are simulated, and its overlap is L + R - LR.
-The margin is widened until the overlap settles (`settled_margin`: a whole run can hold many
+The margin is widened until the overlap settles (`settle_boundaries`: a whole run can hold many
 outer coordinates in flight around a boundary), at most 1/32 of a window, so the margins cost at
 most about a fifth of a window per boundary. Combined: cycles = sum(window cycles) -
 sum(overlaps), and the same for tokens and counters (each run pays its own stops and `D`s,
@@ -127,24 +127,10 @@ def overlaps(setup: KernelSetup, edges: list[int], margin: int, hw, engine: str,
     return [Boundary(*runs[3 * k:3 * k + 3]) for k in range(len(edges))]
 
 
-def settled_margin(setup: KernelSetup, edges: list[int], limit: int, hw, engine: str, client) -> int:
-    """The margin at which the overlap (mean over up to PROBES of `edges`) stops growing: a whole
-    run can hold many outer coordinates in flight around a boundary (an unbounded channel lets
-    fast nodes run ahead), so a margin narrower than that misses part of the overlap. Doubled
-    from MIN_MARGIN while the overlap grows by more than SETTLED, at most `limit`."""
-    return settle_margin(setup, edges, limit, hw, engine, client)[0]
-
-
-def settle_margin(setup: KernelSetup, edges: list[int], limit: int, hw, engine: str, client) -> tuple[int, float]:
-    """`settled_margin`, and the cycles its last doubling still added to a boundary's overlap
-    (what a margin may still miss there; 0 when it was not doubled)."""
-    settled = settle_boundaries(setup, edges, limit, hw, engine, client)
-    return settled.margin, settled.growth
-
-
 @dataclass
-class Settled:
-    """A settled margin, what its last doubling still added, the probe boundaries measured at it
+class SettledMargin:
+    """A settled margin, what its last doubling still added to a boundary's overlap (what the
+    margin may still miss there; 0 when it was not doubled), the probe boundaries measured at it
     (by edge) and every run the settling took."""
 
     margin: int
@@ -170,11 +156,14 @@ def first_margins(limit: int) -> list[int]:
 
 def settle_boundaries(setup: KernelSetup, edges: list[int], limit: int, hw, engine: str, client,
                       shared=None, worker: str | Spread | None = None,
-                      measured: dict[int, list[Boundary]] | None = None) -> Settled:
-    """`settle_margin`, keeping the probes' boundaries at the settled margin (the last round
-    measured them at it: no need to run them again); tasks as `overlaps`'. `measured`: the
-    probes' boundaries already run at some margins (`first_margins`), taken instead of running
-    them again."""
+                      measured: dict[int, list[Boundary]] | None = None) -> SettledMargin:
+    """The margin at which the overlap (mean over up to PROBES of `edges`) stops growing: a whole
+    run can hold many outer coordinates in flight around a boundary (an unbounded channel lets
+    fast nodes run ahead), so a margin narrower than that misses part of the overlap. Doubled
+    from MIN_MARGIN while the overlap grows by more than SETTLED, at most `limit`; the probes'
+    boundaries at the settled margin are kept (the last round measured them at it: no need to
+    run them again); tasks as `overlaps`'. `measured`: the probes' boundaries already run at some
+    margins (`first_margins`), taken instead of running them again."""
     probes = probe_edges(edges)
     margin, previous, growth, found, runs = min(MIN_MARGIN, max(1, limit)), None, 0.0, [], []
     while probes:
@@ -185,7 +174,7 @@ def settle_boundaries(setup: KernelSetup, edges: list[int], limit: int, hw, engi
         if (previous is not None and mean - previous <= SETTLED * max(previous, 1.0)) or 2 * margin > limit:
             break
         previous, margin = mean, 2 * margin
-    return Settled(margin, growth, dict(zip(probes, found)), runs)
+    return SettledMargin(margin, growth, dict(zip(probes, found)), runs)
 
 
 @dataclass
