@@ -214,8 +214,9 @@ def check_program(path: str, preset: str, args, sam_copy: str, work: str) -> lis
         result = fuseflow.simulate(program, compiled, inputs)
     except FuseflowError as err:
         return [Row(name, preset, "", "not simulated", why=str(err).splitlines()[0])]
-    bound = bind_inputs(program, {n: v for n, v in inputs.items() if n in program.inputs})
-    values = {**bound, **reference(program, bound, keep_intermediates=True)}
+    canonical = compiled.program  # its helper ops too (`Y_r`: a reduction's sum before its start is added)
+    bound = bind_inputs(canonical, {n: v for n, v in inputs.items() if n in canonical.inputs})
+    values = {**bound, **reference(canonical, bound, keep_intermediates=True)}
     cycles = {k.index: int(k.cycles) for k in result.kernels}
     rows = []
     for kernel in compiled.kernels:
