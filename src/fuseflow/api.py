@@ -150,3 +150,31 @@ def study(model, dataset=None, schedules=("unfused", "partial", "full"), *, engi
     rows = fusion_study(case, names, engine=engine, progress=progress,
                         max_tokens=MAX_TOKENS if max_tokens is None else max_tokens, budget=budget, read=read)
     return StudyResult(case, rows, same_schedules(case, read))
+
+
+def tune(model, dataset=None, *, budget: float = 60.0, lanes: int = 1, objective: str = "cycles",
+         db: str | None = None, max_sims: int | None = None, inputs: dict | None = None, seed: int = 0,
+         density: float = 0.1, hw=None, engine: str = "fast", progress: bool = False, memory: Budget | None = None,
+         **options):
+    """Search for the fastest schedule of a model with the simulator in the loop (`fuseflow
+    tune`; docs/tuning.md); returns a `TuneResult` (`.schedule`, a string `simulate` and
+    `fuseflow simulate --schedule` take and reproduce to the cycle, `.cycles`, `.verified`,
+    `.presets`, `.evaluated`, `.pareto`, `.to_json()`).
+
+    - `model`: a built-in model's name (with `dataset` and, as `options`, `fuseflow.model`'s
+      keyword arguments: `scale`, `block`, `hidden`, `data_dir`), a `fuseflow.model(...)` case,
+      or a `Program` (with `inputs`; the rest generated from `seed` at `density`).
+    - `budget`: seconds of search (the winner's final verified run comes on top); `max_sims`:
+      at most this many simulations, presets included; `progress`: a line on stderr for each
+      better schedule found.
+    - `lanes`: parallel lanes a kernel may use (1: none); `objective`: "cycles", "traffic"
+      (memory bytes moved) or "pareto" (the front of both, in `.pareto`).
+    - `db`: an SQLite search log; a tune rerun with the same arguments resumes from it.
+    - `hw`: a `HwConfig` (its stored calibration is used); `engine`: "fast" or "oracle";
+      `memory`: a `fuseflow.Budget` for each simulation.
+    """
+    from .tuner.run import tune as run_tune  # noqa: PLC0415 - the tuner loads the compiler and simulator
+
+    return run_tune(model, dataset, budget=budget, lanes=lanes, objective=objective, db=db, max_sims=max_sims,
+                    inputs=inputs, seed=seed, density=density, hw=hw, engine=engine, progress=progress,
+                    memory=memory, **options)

@@ -7,6 +7,7 @@
     fuseflow study fusion MODEL [--schedule S ...] [--plot out.png]
     fuseflow study suite [figure12 | FILE.toml] --db suite.db [--scheduler ADDR] [--page results.md]
     fuseflow sweep ... --db results.sqlite   /   fuseflow plot results.sqlite
+    fuseflow tune MODEL [--budget 60] [--lanes P] [--objective cycles|traffic|pareto] [--db F] [--json]
     fuseflow gpu plan --chain G5 [--topk 11] [--json]   /   fuseflow gpu bench
     fuseflow help [schedules | datasets | models | COMMAND]   /   fuseflow demo
 
@@ -62,6 +63,7 @@ def build_parser(command: str | None = None) -> Parser:
     _add_model_commands(sub)
     _add_study_commands(sub)
     _add_sweep_commands(sub)
+    _add_tune_command(sub)
     if command == "gpu":
         from .gpu import add_commands  # noqa: PLC0415 - numpy is slow to import; only `gpu` needs it
 
@@ -202,6 +204,39 @@ def _partition_options(p) -> None:
     g.add_argument("--sample-seed", type=count, default=0, metavar="S", help="seed of the sampled windows")
     g.add_argument("--scheduler", metavar="ADDR", help="dask scheduler for the windows (default: a local cluster)")
     g.add_argument("--workers", type=positive, metavar="N", help="local cluster workers (default: one per core)")
+
+
+TUNE_EPILOG = """\
+The search varies the grouping of the ops into kernels (every grouping the compiler accepts, not
+only contiguous source lines), each group's dataflow order, the level formats of tensors written
+between kernels, layout=induced|declared, and with --lanes P parallel lanes. The heuristic
+(calibrated per hardware configuration: --calibrate refits it) orders and filters candidates;
+the simulator decides: every candidate counted as simulated ran whole and was verified, and the
+winner is run again from its schedule string, which `fuseflow simulate --schedule` takes and
+reproduces to the cycle. With --db the search log is SQLite; rerun to resume (finished
+simulations are read, not repeated). docs/tuning.md says how well it does."""
+
+
+def _add_tune_command(sub) -> None:
+    p = _model_command(sub, "tune", "search schedules (grouping x orders x formats x layout x lanes) with the "
+                       "simulator in the loop", "tune")
+    p.add_argument("--budget", type=positive_real, default=60.0, metavar="SECONDS",
+                   help="seconds the search may take (default 60; the final verified run comes on top)")
+    p.add_argument("--max-sims", type=positive, metavar="N", help="simulate at most N schedules (presets included)")
+    p.add_argument("--lanes", type=positive, default=1, metavar="P",
+                   help="parallel lanes a kernel may use (default 1: every result at equal hardware)")
+    p.add_argument("--objective", choices=["cycles", "traffic", "pareto"], default="cycles",
+                   help="minimise cycles (default), memory traffic, or report the Pareto front of both")
+    p.add_argument("--db", metavar="FILE", help="SQLite search log (a sweep database); rerun to resume")
+    p.add_argument("--hbm", action="store_true", help="simulate with the memory-channel model (the heuristic is "
+                   "calibrated per hardware configuration: --calibrate --hbm fits this one)")
+    p.add_argument("--engine", choices=["fast", "oracle"], default="fast")
+    p.add_argument("--json", action="store_true", help="machine-readable result")
+    p.add_argument("--calibrate", action="store_true",
+                   help="refit the heuristic's constants to simulated kernels of the training set (a few "
+                        "minutes) and store them for this hardware configuration; takes no model")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.formatter_class, p.epilog = argparse.RawDescriptionHelpFormatter, TUNE_EPILOG
 
 
 # -- studies -------------------------------------------------------------------------------------

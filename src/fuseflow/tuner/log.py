@@ -1,0 +1,68 @@
+"""The tuner's search log: a sweep database (`studies.db.SweepDB`: one `runs` row per simulated
+schedule, keyed by program, schedule, data point and seed, committed as it finishes) with one
+more table, `tune_kernels`, holding each row's per-kernel cycles and memory words (the tuner's
+surrogate reuses them). A tune killed at any point resumes from it: schedules already in the
+log are read, not simulated again. `fuseflow plot` reads the file as it reads a sweep's.
+
+    >>> from fuseflow.tuner.context import SimRow
+    >>> log = TuneLog(":memory:", "model:gcn", "dataset=karate", 0)
+    >>> log.record(SimRow("unfused", cycles=10, mem_reads=3, mem_writes=2, flops=1, max_occupancy=4, verified=True,
+    ...                   kernel_cycles=[4, 6], kernel_words=[2, 3]), label="unfused")
+    True
+    >>> row = log.load()["unfused"]
+    >>> row.cycles, row.kernel_cycles, row.resumed
+    (10, [4, 6], True)
+"""
+from __future__ import annotations
+
+import json
+
+from ..studies.db import SweepDB
+from .context import SimRow
+
+KERNELS = ("CREATE TABLE IF NOT EXISTS tune_kernels (program TEXT NOT NULL, schedule TEXT NOT NULL, "
+           "data TEXT NOT NULL, seed INTEGER NOT NULL, kernels TEXT NOT NULL, "
+           "UNIQUE (program, schedule, data, seed))")
+
+
+class TuneLog:
+    """The search log of one program on one data point (see the module)."""
+
+    def __init__(self, path: str, program: str, data: str, seed: int):
+        self.db = SweepDB(path)
+        self.db.conn.execute(KERNELS)
+        self.program, self.data, self.seed = program, data, int(seed)
+
+    def load(self) -> dict[str, SimRow]:
+        """Every schedule already simulated for this program and data point."""
+        kernels = {r["schedule"]: json.loads(r["kernels"]) for r in self.db.conn.execute(
+            "SELECT schedule, kernels FROM tune_kernels WHERE program = ? AND data = ? AND seed = ?",
+            (self.program, self.data, self.seed))}
+        rows = {}
+        for r in self.db.rows("program = ? AND data = ? AND seed = ?", (self.program, self.data, self.seed)):
+            if r["status"] not in ("ok", "error"):
+                continue
+            per = kernels.get(r["schedule"], {})
+            rows[r["schedule"]] = SimRow(r["schedule"], r["status"], r["cycles"], r["mem_reads"], r["mem_writes"],
+                                         r["flops"], r["max_occupancy"], bool(r["verified"]),
+                                         r["wall_seconds"] or 0.0, per.get("cycles", []), per.get("words", []),
+                                         r["error"], resumed=True)
+        return rows
+
+    def record(self, row: SimRow, label: str = "", est_cycles: float | None = None, est_bytes: float | None = None,
+               kernels: int | None = None) -> bool:
+        """Write one simulated schedule (and its kernels) in one transaction; False if it was there."""
+        fields = {"program": self.program, "schedule": row.schedule, "data": self.data, "seed": self.seed,
+                  "label": label or "tune", "status": row.status, "cycles": row.cycles, "flops": row.flops,
+                  "mem_reads": row.mem_reads, "mem_writes": row.mem_writes, "verified": int(bool(row.verified)),
+                  "wall_seconds": row.seconds, "error": row.error, "est_cycles": est_cycles, "est_bytes": est_bytes,
+                  "max_occupancy": row.max_occupancy, "mode": "whole" if row.status == "ok" else None,
+                  "cycles_low": row.cycles, "cycles_high": row.cycles, "kernels": kernels,
+                  "sampled_fraction": 1.0 if row.status == "ok" else None}
+        also = ("INSERT OR IGNORE INTO tune_kernels (program, schedule, data, seed, kernels) VALUES (?, ?, ?, ?, ?)",
+                (self.program, row.schedule, self.data, self.seed,
+                 json.dumps({"cycles": row.kernel_cycles, "words": row.kernel_words})))
+        return self.db.insert(fields, also)
+
+    def close(self) -> None:
+        self.db.close()

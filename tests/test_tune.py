@@ -1,0 +1,168 @@
+"""`fuseflow tune` and `fuseflow.tune`: the answer is a verified schedule no slower than any preset
+that `fuseflow simulate` reproduces to the cycle; bad input is one line; a killed tune resumes
+from its log without simulating again what it finished."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cli_helpers import error_of
+
+import fuseflow
+from fuseflow.cli import main
+from fuseflow.tuner.context import TuneContext
+from fuseflow.tuner.costs import Calibration, kendall_tau, load_calibration
+from fuseflow.tuner.search import Tuner
+from fuseflow.tuner.space import Candidate, SpaceSpec, acyclic, candidate_of
+
+ROOT = Path(__file__).resolve().parents[1]
+SOFTMAX = str(ROOT / "tests" / "mlir" / "softmax_sparse.mlir")
+
+
+def _json_of(argv, capsys) -> dict:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.slow
+def test_gcn_karate_tuned_schedule_beats_presets_and_reproduces(capsys):
+    found = _json_of(["tune", "--model", "gcn", "--dataset", "karate", "--budget", "8", "--json"], capsys)
+    assert found["verified"] and found["reproduced"] and found["mode"] == "whole"
+    assert {p["name"] for p in found["presets"]} >= {"unfused", "partial", "full"}
+    assert all(found["cycles"] <= p["cycles"] for p in found["presets"] if p["cycles"] is not None)
+    assert found["evaluated"]["simulated"] >= len(found["presets"]) - 1 and found["seconds"] > 0
+    again = _json_of(["simulate", "--model", "gcn", "--dataset", "karate", "--schedule", found["schedule"], "--json"],
+                     capsys)
+    assert again["cycles"] == found["cycles"] and again["verified"]
+
+
+def test_mlir_tune_api_result():
+    program = fuseflow.from_mlir(SOFTMAX)
+    result = fuseflow.tune(program, budget=30, max_sims=8)
+    assert isinstance(result, fuseflow.TuneResult) and result.verified and result.reproduced
+    assert result.evaluated["simulated"] <= 8
+    assert fuseflow.Schedule.parse(result.schedule).groups  # a schedule string the grammar reads
+    rerun = fuseflow.simulate(program, result.schedule)
+    assert rerun.cycles == result.cycles
+    data = result.to_json()
+    for key in ("schedule", "cycles", "verified", "presets", "evaluated", "seconds", "kendall_tau"):
+        assert key in data
+    assert all(result.cycles <= p["cycles"] for p in data["presets"] if p["cycles"] is not None)
+    assert "tuned" in str(result)
+
+
+def test_pareto_front_is_non_dominated(capsys):
+    found = _json_of(["tune", SOFTMAX, "--objective", "pareto", "--budget", "30", "--max-sims", "12", "--json"],
+                     capsys)
+    front = found["pareto"]
+    assert front and found["cycles"] == front[0]["cycles"]
+    for a, b in zip(front, front[1:]):
+        assert a["cycles"] <= b["cycles"] and a["traffic_bytes"] > b["traffic_bytes"]
+
+
+def test_lanes_are_reported_apart(capsys):
+    found = _json_of(["tune", SOFTMAX, "--lanes", "2", "--budget", "30", "--max-sims", "14", "--json"], capsys)
+    assert found["lanes"] == 2 and found["verified"]
+    one = found["best_at_one_lane"]
+    assert one is not None and "par" not in one["schedule"] and found["cycles"] <= one["cycles"]
+    for item in fuseflow.Schedule.parse(found["schedule"]).pars.values():
+        assert all(p <= 2 for _, p in item)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["tune", SOFTMAX, "--objective", "speed"], "invalid choice"),
+    (["tune", SOFTMAX, "--budget", "0"], "must be positive"),
+    (["tune", str(ROOT / "tests" / "mlir" / "spmv.mlir")], "has one op"),
+    (["tune", SOFTMAX, "--lanes", "0"], "at least 1"),
+    (["tune", "--calibrate", SOFTMAX], "takes no model"),
+])
+def test_bad_input_is_one_line(argv, words, capsys):
+    assert words in error_of(argv, capsys)
+
+
+def test_api_refuses_bad_objective_and_budget():
+    program = fuseflow.from_mlir(SOFTMAX)
+    with pytest.raises(fuseflow.UserError, match="objective"):
+        fuseflow.tune(program, objective="speed")
+    with pytest.raises(fuseflow.UserError, match="budget"):
+        fuseflow.tune(program, budget=0)
+
+
+def _rows(db: Path) -> list[str]:
+    try:
+        with sqlite3.connect(db) as conn:
+            return [r[0] for r in conn.execute("SELECT schedule FROM runs")]
+    except sqlite3.OperationalError:  # being created
+        return []
+
+
+def test_killed_tune_resumes_without_repeating_simulations(tmp_path, capsys):
+    db = tmp_path / "tune.db"
+    argv = ["tune", SOFTMAX, "--density", "0.3", "--budget", "120", "--db", str(db), "--quiet"]
+    process = subprocess.Popen([sys.executable, "-m", "fuseflow", *argv], cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env={**os.environ, "FUSEFLOW_WORKER": "0"})
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and process.poll() is None:
+            if db.exists() and len(_rows(db)) >= 6:
+                break
+            time.sleep(0.1)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    before = _rows(db)
+    assert len(before) >= 6 and len(set(before)) == len(before)
+    found = _json_of(argv[:-1] + ["--budget", "3", "--json"], capsys)
+    after = _rows(db)
+    evaluated = found["evaluated"]
+    assert evaluated["resumed"] >= 3  # at least the presets were read from the log
+    assert len(after) == len(before) + evaluated["simulated_now"]  # nothing logged was simulated again
+    assert len(set(after)) == len(after) and set(before) <= set(after)
+    # the log is a sweep database: `fuseflow plot` reads it
+    assert main(["plot", str(db), "--no-charts"]) == 0
+
+
+def test_resumed_rows_are_not_simulated_again(tmp_path):
+    """In process: a tune stopped after some simulations, rerun with the same log, simulates
+    none of them again (each simulation the rerun starts is of a schedule not in the log)."""
+    ctx = TuneContext.from_program(fuseflow.from_mlir(SOFTMAX))
+    from fuseflow.tuner.log import TuneLog
+
+    first = Tuner(ctx, budget=60, max_sims=6, log=TuneLog(str(tmp_path / "t.db"), "p", "d", 0), final_check=False)
+    first.run()
+    logged = set(_rows(tmp_path / "t.db"))
+    ran = []
+    second = Tuner(ctx, budget=60, max_sims=12, log=TuneLog(str(tmp_path / "t.db"), "p", "d", 0),
+                   simulate=lambda entry: ran.append(entry.schedule) or ctx.simulate(entry.schedule),
+                   final_check=False)
+    second.run()
+    assert ran and not set(ran) & logged and second.resumed >= 3
+
+
+def test_space_candidates_and_calibration():
+    ctx = TuneContext.from_program(fuseflow.from_mlir(SOFTMAX))
+    cand = candidate_of(fuseflow.Schedule.parse("fusion=[m,E][s,O] order.1=i,j layout=induced"), ctx.canonical)
+    assert cand == Candidate((("m", "E"), ("s", "O")), "induced", ((1, ("i", "j")),))
+    assert fuseflow.Schedule.parse(cand.schedule).orders[1].vars == ("i", "j")
+    assert acyclic(ctx.graph, [["m", "E", "s", "O"]]) and not acyclic(ctx.graph, [["m", "O"], ["E", "s"]])
+    calibration = load_calibration()
+    assert not calibration.is_identity and calibration.fitted["kernels"] > 100  # stored with the project
+    assert Calibration.from_json(calibration.to_json()) == calibration
+    assert kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert kendall_tau([1, 2], [2, 1]) is None
+
+
+def test_no_enumeration_past_the_limit_walks_from_the_presets():
+    ctx = TuneContext.from_program(fuseflow.from_mlir(SOFTMAX))
+    tuner = Tuner(ctx, budget=30, max_sims=6, spec=SpaceSpec(max_groupings=3), final_check=False)
+    result = tuner.run()
+    assert result.evaluated["space"]["mode"] == "moves from the presets" and result.verified
