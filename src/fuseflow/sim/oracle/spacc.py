@@ -38,17 +38,12 @@ def _spacc_input(c: _Ctx, reducer, acc: dict, queue: deque) -> bool:
     """One input action of `_spacc`: accumulate a point, close an inner fiber, or take an outer
     stop or `D`; an outer `S0` queues the fiber's entries in coordinate order and then the stop,
     every other stop and `D` queue themselves. True once `D` is taken."""
-    combine, identity, element, flops, wrap = reducer
+    *_, wrap = reducer
     outer = c.peek("crd_outer")
     if isinstance(outer, Val):
         inner = c.peek("crd_inner")
         if isinstance(inner, Val):
-            c.pop("crd_inner")
-            v = c.pop("val")
-            if not is_elem(v):
-                c.fail("val is not aligned with crd_inner", inner, v)
-            acc[inner.x] = combine(acc.get(inner.x, identity), element(v))
-            c.counters["flops"] += flops
+            _accumulate(c, reducer, acc, inner)
         elif inner == Stop(0):
             c.pop("crd_inner")
             v = c.pop("val")
@@ -76,6 +71,18 @@ def _spacc_input(c: _Ctx, reducer, acc: dict, queue: deque) -> bool:
     return outer is Done
 
 
+def _accumulate(c: _Ctx, reducer, row: dict, inner: Val) -> None:
+    """Take the point at `inner` (its crd_inner and val) into `row`, combined with what `row`
+    holds at that coordinate: both accumulators' step for a point."""
+    combine, identity, element, flops, _ = reducer
+    c.pop("crd_inner")
+    v = c.pop("val")
+    if not is_elem(v):
+        c.fail("val is not aligned with crd_inner", inner, v)
+    row[inner.x] = combine(row.get(inner.x, identity), element(v))
+    c.counters["flops"] += flops
+
+
 def _spacc2(c: _Ctx) -> None:
     """Order-2 accumulator: (outer r, mid w1, inner w2, val) -> (w1, w2, val) with r reduced.
 
@@ -85,7 +92,8 @@ def _spacc2(c: _Ctx) -> None:
     coordinate going out with its fiber's first step; then one step per outer stop or `D`,
     consuming the aligned stops of all inputs and emitting `Sn` on crd_mid and `S(n+1)` on crd
     and val."""
-    combine, identity, element, flops, wrap = _reducer(c)
+    reducer = _reducer(c)
+    *_, wrap = reducer
     acc: dict = {}
     while True:
         outer = c.peek("crd_outer")
@@ -94,13 +102,7 @@ def _spacc2(c: _Ctx) -> None:
             if isinstance(mid, Val):
                 inner = c.peek("crd_inner")
                 if isinstance(inner, Val):
-                    c.pop("crd_inner")
-                    v = c.pop("val")
-                    if not is_elem(v):
-                        c.fail("val is not aligned with crd_inner", inner, v)
-                    row = acc.setdefault(mid.x, {})
-                    row[inner.x] = combine(row.get(inner.x, identity), element(v))
-                    c.counters["flops"] += flops
+                    _accumulate(c, reducer, acc.setdefault(mid.x, {}), inner)
                 elif inner == Stop(0):
                     c.pop("crd_inner")
                     if c.pop("val") != inner:
