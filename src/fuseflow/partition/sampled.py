@@ -119,11 +119,21 @@ def window_work(setup: KernelSetup) -> np.ndarray:
     return work
 
 
+def window_count(extent: int, plan: SamplePlan) -> int:
+    """How many windows an outer loop of `extent` coordinates is cut into: at most `plan.windows`,
+    each at least `plan.min_width` coordinates (one at least).
+
+        >>> window_count(1024, SamplePlan(error=0.02)), window_count(17716, SamplePlan(error=0.02))
+        (16, 256)
+    """
+    return max(1, min(plan.windows, extent // plan.min_width))
+
+
 def kernel_windows(setup: KernelSetup, plan: SamplePlan) -> list[Window]:
-    """The windows a kernel is sampled from: at most about `plan.windows`, each at least
-    `plan.min_width` coordinates, all of one width but the last (which may be narrower: windows
-    of unequal widths would add their difference to the sample's spread)."""
-    count = max(1, min(plan.windows, setup.extent // plan.min_width))
+    """The windows a kernel is sampled from: `window_count` of them, all of one width but the
+    last (which may be narrower: windows of unequal widths would add their difference to the
+    sample's spread)."""
+    count = window_count(setup.extent, plan)
     width = -(-setup.extent // count)
     return [Window(((lo, min(setup.extent, lo + width)),)) for lo in range(0, setup.extent, width)]
 

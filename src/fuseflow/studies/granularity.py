@@ -21,7 +21,7 @@ from ..fusion.search import NoValidOrder
 from ..memory import MemoryLimitError, release_freed
 from ..models.cycles import model_cycles
 from ..partition.run import simulate_partitioned
-from ..partition.sampled import LEAST_SAMPLED, MIN_WIDTH, SamplePlan
+from ..partition.sampled import LEAST_SAMPLED, SamplePlan, window_count
 from ..pipeline import simulate
 from ..progress import RunProgress, is_terminal, numba_notice
 from ..report.notebook import table_html
@@ -45,7 +45,7 @@ def _load(compiled, est) -> float:
 
 
 def _too_long(compiled, est, max_tokens: float) -> str:
-    whole = whole_kernels(compiled, est)
+    whole = whole_kernels(compiled, est, _error_plan(1.0))
     whole_load = sum(w.load for w in whole)
     largest = ", ".join(f"k{w.index} ({w.windows} windows, {w.load:.2g})"
                         for w in sorted(whole, key=lambda w: -w.load)[:3])
@@ -82,10 +82,10 @@ class WholeKernel:
     load: float  # its estimated token events (tile elements for blocked schedules)
 
 
-def whole_kernels(compiled, est) -> list[WholeKernel]:
-    """The kernels of `compiled` with fewer than `SAMPLE_FROM_WINDOWS` windows of at least
-    `MIN_WIDTH` outer coordinates (or none: no outer scanner), which a sample runs whole, each
-    with its estimated load. GPT-3 Small's feed-forward kernels, 1,024 rows: 16 windows each."""
+def whole_kernels(compiled, est, plan: SamplePlan) -> list[WholeKernel]:
+    """The kernels of `compiled` that `plan` runs whole for having fewer than `plan.whole_below`
+    windows (`partition.sampled.window_count`; no outer scanner: one), each with its estimated
+    load. GPT-3 Small's feed-forward kernels, 1,024 rows: 16 windows each."""
     tile = (compiled.schedule.block or 1) ** 2
     loads = {k.index: k.tokens * tile for k in est.kernels}
     out = []
@@ -93,12 +93,18 @@ def whole_kernels(compiled, est) -> list[WholeKernel]:
         if kernel.is_reshape:
             continue
         try:
-            windows = max(1, min(SAMPLE_WINDOWS, outer_extent(kernel.graph) // MIN_WIDTH))
+            windows = window_count(outer_extent(kernel.graph), plan)
         except NotSupported:
             windows = 1
-        if windows < SAMPLE_FROM_WINDOWS:
+        if windows < plan.whole_below:
             out.append(WholeKernel(kernel.index, windows, loads.get(kernel.index, 0.0)))
     return out
+
+
+def _error_plan(max_fraction: float) -> SamplePlan:
+    """The suite's sample plan: to `SAMPLE_ERROR`, growing to at most `max_fraction` of the windows."""
+    return SamplePlan(error=SAMPLE_ERROR, windows=SAMPLE_WINDOWS, max_fraction=max_fraction,
+                      whole_below=SAMPLE_FROM_WINDOWS, window_cycles=SAMPLE_WINDOW_CYCLES)
 
 
 def sample_plan(compiled, est, max_tokens: float) -> SamplePlan | None:
@@ -109,10 +115,10 @@ def sample_plan(compiled, est, max_tokens: float) -> SamplePlan | None:
     together pass `SAMPLE_WHOLE_ALLOWANCE` x `max_tokens`."""
     share = SAMPLE_ALLOWANCE * max_tokens / max(_load(compiled, est), 1.0) / 2
     least = (2 + LEAST_SAMPLED) / SAMPLE_WINDOWS  # windows 0 and last, and the least sample besides
-    if share < least or sum(w.load for w in whole_kernels(compiled, est)) > SAMPLE_WHOLE_ALLOWANCE * max_tokens:
+    plan = _error_plan(min(1.0, share))
+    if share < least or sum(w.load for w in whole_kernels(compiled, est, plan)) > SAMPLE_WHOLE_ALLOWANCE * max_tokens:
         return None
-    return SamplePlan(error=SAMPLE_ERROR, windows=SAMPLE_WINDOWS, max_fraction=min(1.0, share),
-                      whole_below=SAMPLE_FROM_WINDOWS, window_cycles=SAMPLE_WINDOW_CYCLES)
+    return plan
 
 
 def _sampled_row(case, name: str, compiled, est, plan: SamplePlan, engine: str, start: float, budget=None,
