@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 # public name -> module that defines it (relative to this package)
 _HOMES = {
     "from_mlir": ".frontend", "from_torch": ".frontend",
-    "compile": ".api", "simulate": ".api", "study": ".api", "tune": ".api", "TuneResult": ".tuner.search",
+    "compile": ".api", "simulate": ".api", "study": ".api", "tune": ".api", "TuneResult": ".tuner.result",
     "Schedule": ".schedule", "HwConfig": ".sim.hw", "Budget": ".memory", "MemoryLimitError": ".memory",
     "Program": ".ir", "TensorFormat": ".ir", "reference": ".ir", "verify": ".ir",
     "random_inputs": ".ir.generate", "estimate": ".fusion.estimate",

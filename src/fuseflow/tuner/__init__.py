@@ -3,7 +3,11 @@
 - `space`: groupings of the ops, candidates and their schedule strings;
 - `costs`: the heuristic's per-kernel features, its calibrated form, Kendall's tau;
 - `context`: compile, estimate and simulate a candidate as `fuseflow simulate` does;
-- `search`: the search (presets, base candidates, surrogate, expansion) and its `TuneResult`;
+- `moves`: the candidate generator (base groupings by composed estimates, grouping moves,
+  a good candidate's neighbours: orders, formats, lanes);
+- `surrogate`: a candidate's cost from the kernels simulated so far and the calibrated estimate;
+- `search`: the search loop (presets, compile and estimate, simulate the most promising, expand);
+- `result`: `TuneResult`, what a tune returns (`--json`);
 - `log`: the SQLite search log that a killed tune resumes from;
 - `calibrate`: the training set and the fit behind `calibration/<hw>.json`;
 - `run`: `fuseflow.tune(...)`.

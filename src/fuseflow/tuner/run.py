@@ -7,7 +7,8 @@ from ..errors import UserError
 from ..ir.generate import complete_inputs
 from .context import TuneContext
 from .log import TuneLog
-from .search import OBJECTIVES, Tuner, TuneResult
+from .result import TuneResult
+from .search import OBJECTIVES, Tuner
 from .space import SpaceSpec
 
 

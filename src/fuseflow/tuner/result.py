@@ -1,0 +1,89 @@
+"""What `fuseflow tune` returns: the best schedule found, its cycles, the presets beside it, how
+much was evaluated, and the Pareto front (`TuneResult`; `to_json` is `fuseflow tune --json`).
+
+    >>> r = TuneResult("p", "full", 90, True, 400, 3, "cycles", 1,
+    ...                [{"name": "unfused", "cycles": 120}, {"name": "full", "cycles": 90}], {}, 1.0)
+    >>> r.best_preset["name"], r.speedup
+    ('full', 1.0)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class TuneResult:
+    """What `fuseflow tune` found (see `to_json` for the fields)."""
+
+    program: str
+    schedule: str
+    cycles: int
+    verified: bool
+    traffic: int
+    max_fifo: int
+    objective: str
+    lanes: int
+    presets: list
+    evaluated: dict
+    seconds: float
+    kernels: list = field(default_factory=list)
+    pareto: list = field(default_factory=list)
+    tau: dict = field(default_factory=dict)
+    best_one_lane: dict | None = None
+    reproduced: bool = True
+    mode: str = "whole"
+    db: str | None = None
+    calibration: str = ""
+
+    @property
+    def best_preset(self) -> dict | None:
+        ok = [p for p in self.presets if p.get("cycles") is not None]
+        return min(ok, key=lambda p: p["cycles"]) if ok else None
+
+    @property
+    def speedup(self) -> float | None:
+        best = self.best_preset
+        return best["cycles"] / self.cycles if best and self.cycles else None
+
+    def to_json(self) -> dict:
+        best = self.best_preset
+        return {"program": self.program, "schedule": self.schedule, "cycles": self.cycles, "mode": self.mode,
+                "cycles_low": None, "cycles_high": None, "verified": self.verified, "reproduced": self.reproduced,
+                "traffic_bytes": self.traffic, "max_fifo": self.max_fifo, "objective": self.objective,
+                "lanes": self.lanes, "presets": self.presets,
+                "best_preset": best["name"] if best else None,
+                "speedup_over_best_preset": round(self.speedup, 4) if self.speedup else None,
+                "best_at_one_lane": self.best_one_lane, "kernels": self.kernels, "pareto": self.pareto,
+                "evaluated": self.evaluated, "kendall_tau": self.tau, "calibration": self.calibration,
+                "seconds": round(self.seconds, 2), "db": self.db}
+
+    def __str__(self) -> str:
+        lines = [f"tuned {self.program} ({self.objective}, lanes {self.lanes}): {self.cycles:,} cycles, "
+                 f"{self.traffic:,} bytes moved, " + ("verified" if self.verified else "NOT verified"),
+                 f"  schedule: {self.schedule}"]
+        if self.speedup:
+            lines.append(f"  {self.speedup:.3f}x the best preset ({self.best_preset['name']})")
+        lines.append(f"{'preset':<18} {'cycles':>12} {'tuned speedup':>14}")
+        for p in self.presets:
+            cyc = f"{p['cycles']:,}" if p.get("cycles") is not None else "failed"
+            sp = f"{p['cycles'] / self.cycles:.3f}x" if p.get("cycles") and self.cycles else ""
+            lines.append(f"{p['name']:<18} {cyc:>12} {sp:>14}")
+        e = self.evaluated
+        lines.append(f"evaluated: {e['simulated']} simulated ({e['resumed']} of them read from the log), "
+                     f"{e['estimated']} estimated only, {e['rejected']} rejected by the compiler; "
+                     f"groupings: {e['space']['groupings']} ({e['space']['mode']})")
+        if self.tau:
+            lines.append(f"heuristic rank quality over {self.tau['n']} simulated candidates: Kendall tau "
+                         f"{_fmt(self.tau['calibrated'])} calibrated, {_fmt(self.tau['uncalibrated'])} uncalibrated")
+        if self.best_one_lane:
+            lines.append(f"at one lane: {self.best_one_lane['cycles']:,} cycles ({self.best_one_lane['schedule']})")
+        if len(self.pareto) > 1:
+            lines.append("Pareto front (cycles, bytes moved, largest FIFO):")
+            lines += [f"  {p['cycles']:>12,} {p['traffic_bytes']:>12,} {p['max_fifo']:>8,}  {p['schedule']}"
+                      for p in self.pareto]
+        lines.append(f"{self.seconds:.1f} s" + (f"; search log {self.db}" if self.db else ""))
+        return "\n".join(lines)
+
+
+def _fmt(x) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
