@@ -60,13 +60,35 @@ def test_mlir_tune_api_result():
     assert "tuned" in str(result)
 
 
-def test_pareto_front_is_non_dominated(capsys):
-    found = _json_of(["tune", SOFTMAX, "--objective", "pareto", "--budget", "30", "--max-sims", "12", "--json"],
-                     capsys)
-    front = found["pareto"]
-    assert front and found["cycles"] == front[0]["cycles"]
-    for a, b in zip(front, front[1:]):
-        assert a["cycles"] <= b["cycles"] and a["traffic_bytes"] > b["traffic_bytes"]
+def test_pareto_fronts_are_non_dominated_and_charted(tmp_path, capsys):
+    chart = tmp_path / "fronts.png"
+    found = _json_of(["tune", SOFTMAX, "--objective", "pareto", "--budget", "30", "--max-sims", "12", "--json",
+                      "--plot", str(chart)], capsys)
+    assert chart.read_bytes()[:4] == b"\x89PNG"
+    assert all(p["max_fifo"] is not None for p in found["presets"] if p["cycles"] is not None)
+    for key, against in (("pareto", "traffic_bytes"), ("pareto_buffering", "max_fifo")):
+        front = found[key]
+        assert front and found["cycles"] == front[0]["cycles"]
+        for a, b in zip(front, front[1:]):
+            assert a["cycles"] <= b["cycles"] and a[against] > b[against]
+
+
+def test_fronts_cover_every_simulated_schedule():
+    """Every simulated schedule is matched or beaten on both axes by a point of each front, and
+    no front point is beaten on both by any simulated schedule."""
+    result = fuseflow.tune(fuseflow.from_mlir(SOFTMAX), budget=30, max_sims=10, density=0.3)
+    assert len(result.points) >= result.evaluated["simulated"]  # presets that compile alike share a run
+    assert {name for p in result.points for name in p.preset.split("/")} >= {"unfused", "partial", "full"}
+    for front, key in ((result.pareto, "traffic_bytes"), (result.pareto_buffering, "max_fifo")):
+        assert set(front) <= set(result.points)
+        for p in result.points:
+            assert any(f.cycles <= p.cycles and getattr(f, key) <= getattr(p, key) for f in front)
+            assert not any(p.cycles < f.cycles and getattr(p, key) < getattr(f, key) for f in front)
+
+
+def test_plot_to_a_missing_folder_is_one_line(tmp_path, capsys):
+    argv = ["tune", SOFTMAX, "--max-sims", "3", "--plot", str(tmp_path / "no" / "x.png")]
+    assert "folder does not exist" in error_of(argv, capsys)
 
 
 def test_lanes_are_reported_apart(capsys):

@@ -226,8 +226,11 @@ def _add_tune_command(sub) -> None:
     p.add_argument("--lanes", type=positive, default=1, metavar="P",
                    help="parallel lanes a kernel may use (default 1: every result at equal hardware)")
     p.add_argument("--objective", choices=["cycles", "traffic", "pareto"], default="cycles",
-                   help="minimise cycles (default), memory traffic, or report the Pareto front of both")
+                   help="minimise cycles (default) or memory traffic, or pick candidates for both in turn "
+                   "(the Pareto fronts are reported whatever the objective)")
     p.add_argument("--db", metavar="FILE", help="SQLite search log (a sweep database); rerun to resume")
+    p.add_argument("--plot", metavar="OUT.png", help="chart the Pareto fronts of cycles against bytes moved and "
+                   "against the largest FIFO, presets marked")
     p.add_argument("--hbm", action="store_true", help="simulate with the memory-channel model (the heuristic is "
                    "calibrated per hardware configuration: --calibrate --hbm fits this one)")
     p.add_argument("--engine", choices=["fast", "oracle"], default="fast")

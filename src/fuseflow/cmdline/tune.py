@@ -2,12 +2,13 @@
 (`fuseflow.tune`; the search: `tuner.search`); `--calibrate` refits the heuristic.
 
     fuseflow tune --model gcn --dataset karate --budget 120 --json
-    fuseflow tune tests/mlir/softmax_sparse.mlir --objective pareto --db tune.db
+    fuseflow tune tests/mlir/softmax_sparse.mlir --objective pareto --db tune.db --plot fronts.png
     fuseflow tune --calibrate [--hbm]
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from ..errors import UserError
@@ -62,7 +63,13 @@ def run(args) -> int:
     ctx = TuneContext(source.program, data, dict(source.presets), label=label, program_key=key, data_key=data_key,
                       seed=args.seed, density=args.density, hw=hw, engine=args.engine, budget=budget)
     progress = not args.quiet and not args.json and sys.stderr.isatty()
+    if args.plot and not os.path.isdir(os.path.dirname(os.path.abspath(args.plot))):
+        raise UserError(f"cannot write the chart to {args.plot}: its folder does not exist", "--plot")
     result = tune_context(ctx, budget=args.budget, lanes=args.lanes, objective=args.objective, db=args.db,
                           max_sims=args.max_sims, progress=progress)
+    if args.plot:
+        from ..tuner.chart import front_chart  # noqa: PLC0415 - matplotlib is slow to import
+
+        front_chart(result, args.plot)
     print(json.dumps(result.to_json(), indent=1) if args.json else result)
     return 0

@@ -7,7 +7,8 @@
   a good candidate's neighbours: orders, formats, lanes);
 - `surrogate`: a candidate's cost from the kernels simulated so far and the calibrated estimate;
 - `search`: the search loop (presets, compile and estimate, simulate the most promising, expand);
-- `result`: `TuneResult`, what a tune returns (`--json`);
+- `result`: `TuneResult`, what a tune returns (`--json`), and its Pareto fronts;
+- `chart`: the fronts drawn (`--plot`);
 - `log`: the SQLite search log that a killed tune resumes from;
 - `calibrate`: the training set and the fit behind `calibration/<hw>.json`;
 - `run`: `fuseflow.tune(...)`.

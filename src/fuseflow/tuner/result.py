@@ -1,14 +1,54 @@
 """What `fuseflow tune` returns: the best schedule found, its cycles, the presets beside it, how
-much was evaluated, and the Pareto front (`TuneResult`; `to_json` is `fuseflow tune --json`).
+much was evaluated, and two Pareto fronts of the simulated schedules: cycles against memory
+traffic, and cycles against on-chip buffering (`TuneResult`; `to_json` is `fuseflow tune --json`).
+
+On-chip buffering is what the simulator reports of it: the most tokens any channel (FIFO) of
+any kernel held at once (`SimResult.max_occupancy`). The simulator does not report how full an
+accumulator got, so the front leaves accumulators out.
 
     >>> r = TuneResult("p", "full", 90, True, 400, 3, "cycles", 1,
     ...                [{"name": "unfused", "cycles": 120}, {"name": "full", "cycles": 90}], {}, 1.0)
     >>> r.best_preset["name"], r.speedup
     ('full', 1.0)
+    >>> points = [Point("a", 90, 400, 30), Point("b", 100, 300, 8), Point("c", 110, 500, 4), Point("d", 95, 450, 40)]
+    >>> [p.schedule for p in front(points, "traffic_bytes")], [p.schedule for p in front(points, "max_fifo")]
+    (['a', 'b'], ['a', 'b', 'c'])
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+
+AXES = {"traffic_bytes": "bytes moved", "max_fifo": "largest FIFO (tokens)"}  # what a front weighs cycles against
+
+
+@dataclass(frozen=True)
+class Point:
+    """One simulated schedule as the fronts see it; `preset`: its preset's name, if it is one;
+    `cycles_low`/`cycles_high`: the 95% interval of a sampled evaluation (else None)."""
+
+    schedule: str
+    cycles: int
+    traffic_bytes: int
+    max_fifo: int
+    preset: str = ""
+    cycles_low: int | None = None
+    cycles_high: int | None = None
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v not in ("", None)}
+
+
+def front(points: list[Point], against: str) -> list[Point]:
+    """The points no other point beats on both cycles and `against` ("traffic_bytes" or
+    "max_fifo"), by cycles; of equal points the first met."""
+    if against not in AXES:
+        raise ValueError(f"a front is of cycles against one of {', '.join(AXES)}, not {against!r}")
+    out, least = [], None
+    for p in sorted(points, key=lambda p: (p.cycles, getattr(p, against))):
+        if least is None or getattr(p, against) < least:
+            out.append(p)
+            least = getattr(p, against)
+    return out
 
 
 @dataclass
@@ -27,13 +67,17 @@ class TuneResult:
     evaluated: dict
     seconds: float
     kernels: list = field(default_factory=list)
-    pareto: list = field(default_factory=list)
+    pareto: list[Point] = field(default_factory=list)  # cycles against bytes moved
     tau: dict = field(default_factory=dict)
     best_one_lane: dict | None = None
     reproduced: bool = True
     mode: str = "whole"
     db: str | None = None
     calibration: str = ""
+    pareto_buffering: list[Point] = field(default_factory=list)  # cycles against the largest FIFO
+    points: list[Point] = field(default_factory=list)  # every schedule simulated (the chart's; not in to_json)
+    cycles_low: int | None = None  # the answer's 95% interval where it was sampled (`mode` "sampled")
+    cycles_high: int | None = None
 
     @property
     def best_preset(self) -> dict | None:
@@ -48,12 +92,15 @@ class TuneResult:
     def to_json(self) -> dict:
         best = self.best_preset
         return {"program": self.program, "schedule": self.schedule, "cycles": self.cycles, "mode": self.mode,
-                "cycles_low": None, "cycles_high": None, "verified": self.verified, "reproduced": self.reproduced,
+                "cycles_low": self.cycles_low, "cycles_high": self.cycles_high, "verified": self.verified,
+                "reproduced": self.reproduced,
                 "traffic_bytes": self.traffic, "max_fifo": self.max_fifo, "objective": self.objective,
                 "lanes": self.lanes, "presets": self.presets,
                 "best_preset": best["name"] if best else None,
                 "speedup_over_best_preset": round(self.speedup, 4) if self.speedup else None,
-                "best_at_one_lane": self.best_one_lane, "kernels": self.kernels, "pareto": self.pareto,
+                "best_at_one_lane": self.best_one_lane, "kernels": self.kernels,
+                "pareto": [p.to_json() for p in self.pareto],
+                "pareto_buffering": [p.to_json() for p in self.pareto_buffering],
                 "evaluated": self.evaluated, "kendall_tau": self.tau, "calibration": self.calibration,
                 "seconds": round(self.seconds, 2), "db": self.db}
 
@@ -77,10 +124,11 @@ class TuneResult:
                          f"{_fmt(self.tau['calibrated'])} calibrated, {_fmt(self.tau['uncalibrated'])} uncalibrated")
         if self.best_one_lane:
             lines.append(f"at one lane: {self.best_one_lane['cycles']:,} cycles ({self.best_one_lane['schedule']})")
-        if len(self.pareto) > 1:
-            lines.append("Pareto front (cycles, bytes moved, largest FIFO):")
-            lines += [f"  {p['cycles']:>12,} {p['traffic_bytes']:>12,} {p['max_fifo']:>8,}  {p['schedule']}"
-                      for p in self.pareto]
+        for name, points in (("bytes moved", self.pareto), ("largest FIFO", self.pareto_buffering)):
+            if len(points) > 1:
+                lines.append(f"Pareto front of cycles against {name} (cycles, bytes moved, largest FIFO):")
+                lines += [f"  {p.cycles:>12,} {p.traffic_bytes:>12,} {p.max_fifo:>8,}  {p.preset or p.schedule}"
+                          for p in points]
         lines.append(f"{self.seconds:.1f} s" + (f"; search log {self.db}" if self.db else ""))
         return "\n".join(lines)
 

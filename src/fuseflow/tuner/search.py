@@ -38,7 +38,7 @@ from ..schedule.schedule import Schedule
 from .context import CompileTimeout, SimRow, TuneContext
 from .costs import Calibration, KernelCost, kendall_tau, load_calibration
 from .moves import Proposals
-from .result import TuneResult
+from .result import Point, TuneResult, front
 from .space import Candidate, SpaceSpec, candidate_of
 from .surrogate import Surrogate
 
@@ -248,6 +248,7 @@ class Tuner:
             out.append({"name": name, "schedule": text,
                         "cycles": row.cycles if row is not None and row.ok else None,
                         "traffic_bytes": row.traffic if row is not None and row.ok else None,
+                        "max_fifo": row.max_occupancy if row is not None and row.ok else None,
                         "verified": bool(row is not None and row.verified),
                         **({"error": entry.error or (row.error if row is not None else None)}
                            if entry.error or (row is not None and not row.ok) else {})})
@@ -321,14 +322,14 @@ class Tuner:
         self.queue.neighbours(entry.candidate, compiled, self._out_of_time)
 
     # -- the answer -------------------------------------------------------------------------------
-    def _pareto(self) -> list[Entry]:
-        points = sorted(self._simulated(), key=lambda e: (e.sim.cycles, e.sim.traffic))
-        front, least = [], math.inf
-        for e in points:
-            if e.sim.traffic < least:
-                front.append(e)
-                least = e.sim.traffic
-        return front
+    def _points(self) -> list[Point]:
+        """Every simulated schedule as the Pareto fronts see it (presets named: `unfused/partial`
+        where two presets are one schedule string)."""
+        names: dict[str, list[str]] = {}
+        for name, text in self.ctx.presets.items():
+            names.setdefault(text, []).append(name)
+        return [Point(e.schedule, e.sim.cycles, e.sim.traffic, e.sim.max_occupancy or 0,
+                      "/".join(names.get(e.schedule, ()))) for e in self._simulated()]
 
     def _result(self, presets: list[dict]) -> TuneResult:
         best = self._best()
@@ -357,7 +358,7 @@ class Tuner:
             tau = {"n": len(pairs), "uncalibrated": kendall_tau([p[0] for p in pairs], [p[2] for p in pairs]),
                    "calibrated": kendall_tau([p[1] for p in pairs], [p[2] for p in pairs])}
         compiled = [e for e in self.entries.values() if e.costs is not None]
-        front = self._pareto()
+        points = self._points()
         evaluated = {"simulated": self.sims, "resumed": self.resumed, "winner_at": winner.order,
                      "simulated_now": self.sims - self.resumed,
                      "estimated": sum(1 for e in compiled if e.sim is None),
@@ -371,7 +372,7 @@ class Tuner:
         return TuneResult(self.ctx.label or self.ctx.program.name, winner.schedule, row.cycles, bool(row.verified),
                           row.traffic, row.max_occupancy or 0, self.objective, self.spec.lanes, presets, evaluated,
                           self._elapsed(), kernels,
-                          [{"schedule": e.schedule, "cycles": e.sim.cycles, "traffic_bytes": e.sim.traffic,
-                            "max_fifo": e.sim.max_occupancy} for e in front] if self.objective == "pareto" else [],
+                          front(points, "traffic_bytes"),
                           tau, one_lane, reproduced,
-                          calibration="calibrated" if not self.cal.is_identity else "uncalibrated")
+                          calibration="calibrated" if not self.cal.is_identity else "uncalibrated",
+                          pareto_buffering=front(points, "max_fifo"), points=points)
