@@ -42,9 +42,10 @@ LAYERS = {
     # many simulations and their results: the fusion study, sweeps, suites, their store and charts
     "studies": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",
                 "data", "models", "checks", "files", "report", "tables", "progress", "partition"},
-    # the schedule tuner: candidates compiled, estimated and simulated; its log is a sweep database
+    # the schedule tuner: candidates compiled, estimated and simulated (whole, or sampled by partition);
+    # its log is a sweep database
     "tuner": {"errors", "ir", "memory", "schedule", "fusion", "checks", "sim", "pipeline", "studies", "models",
-              "frontend"},
+              "frontend", "partition"},
     "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "studies", "models", "partition", "tuner"},
     # compiles the fast engine's kernels into numba's cache by simulating models and products
     "warmup": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",

@@ -17,9 +17,10 @@ from cli_helpers import error_of
 
 import fuseflow
 from fuseflow.cli import main
-from fuseflow.tuner.context import TuneContext
-from fuseflow.tuner.costs import Calibration, kendall_tau, load_calibration
-from fuseflow.tuner.search import Tuner
+from fuseflow.tuner.context import SimRow, TuneContext
+from fuseflow.tuner.costs import Calibration, KernelCost, kendall_tau, load_calibration
+from fuseflow.tuner.judge import Sampling
+from fuseflow.tuner.search import Entry, Tuner
 from fuseflow.tuner.space import Candidate, SpaceSpec, acyclic, candidate_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,3 +189,80 @@ def test_no_enumeration_past_the_limit_walks_from_the_presets():
     tuner = Tuner(ctx, budget=30, max_sims=6, spec=SpaceSpec(max_groupings=3), final_check=False)
     result = tuner.run()
     assert result.evaluated["space"]["mode"] == "moves from the presets" and result.verified
+
+
+SAMPLE_ALL = Sampling(above=0, min_width=1, whole_below=0)  # the 16-row test programs: windows of one row
+
+
+def _sampled_entry(schedule: str, costs, kernel_cycles, halves, top: int) -> Entry:
+    row = SimRow(schedule, cycles=sum(kernel_cycles), verified=True, kernel_cycles=list(kernel_cycles),
+                 kernel_words=[0] * len(costs), mode="sampled",
+                 cycles_low=sum(kernel_cycles) - sum(halves), cycles_high=sum(kernel_cycles) + sum(halves),
+                 kernel_low=[c - h for c, h in zip(kernel_cycles, halves)],
+                 kernel_high=[c + h for c, h in zip(kernel_cycles, halves)])
+    return Entry(None, schedule, "grouping", costs=list(costs), sim=row, rung=top)
+
+
+def test_sampled_candidate_replaces_the_incumbent_only_when_the_paired_interval_says_faster():
+    """A kernel both candidates share cancels: 10 cycles faster in the kernel they differ by is
+    sure (paired half-width 9.4) though their own intervals overlap; 2 cycles faster is not."""
+    tuner = Tuner(TuneContext.from_program(fuseflow.from_mlir(SOFTMAX)), sampling=SAMPLE_ALL)
+    top = tuner.sampling.top
+    shared, a, b, c = (KernelCost(i, (name,)) for i, name in enumerate(["s", "a", "b", "c"]))
+    incumbent = _sampled_entry("inc", [shared, a], [1000, 100], [100, 5], top)
+    tuner.known.learn(incumbent.costs, incumbent.sim)
+    tuner._judge(incumbent)
+    assert tuner.incumbent is incumbent
+    close = _sampled_entry("close", [shared, c], [1000, 98], [100, 8], top)
+    tuner.known.learn(close.costs, close.sim)
+    tuner._judge(close)
+    assert tuner.incumbent is incumbent  # -2 +- 9.4: not sure
+    faster = _sampled_entry("faster", [shared, b], [1000, 90], [100, 8], top)
+    tuner.known.learn(faster.costs, faster.sim)
+    assert faster.sim.cycles_low < incumbent.sim.cycles_high  # unpaired, the intervals overlap
+    tuner._judge(faster)
+    assert tuner.incumbent is faster  # -10 +- 9.4
+    loose = _sampled_entry("loose", [shared, KernelCost(4, ("d",))], [1000, 10], [100, 8], top - 1)
+    tuner.known.learn(loose.costs, loose.sim)
+    tuner._judge(loose)
+    assert tuner.incumbent is faster  # only the last rung (or a whole run) takes the incumbent's place
+
+
+def test_sampled_tune_halves_and_ends_on_a_verified_sampled_run():
+    ctx = TuneContext.from_program(fuseflow.from_mlir(SOFTMAX), density=0.3)
+    tuner = Tuner(ctx, budget=60, max_sims=16, sampling=SAMPLE_ALL)
+    result = tuner.run()
+    evaluated = result.evaluated
+    rungs = evaluated["sampled"]
+    assert rungs["10%"] > rungs["5%"] >= 1 and rungs["2%"] >= 1 and evaluated["promoted"] >= 1
+    assert result.mode == "sampled" and result.verified and result.reproduced  # the final run: the last rung's plan
+    assert result.cycles_low <= result.cycles <= result.cycles_high
+    whole = fuseflow.simulate(ctx.program, result.schedule, ctx.data)
+    assert result.cycles_low <= whole.cycles <= result.cycles_high
+    data = result.to_json()
+    assert data["cycles_low"] == result.cycles_low and data["mode"] == "sampled"
+    best = min((e for e in tuner._simulated() if e.origin == "preset"), key=lambda e: e.sim.cycles)
+    winner = tuner.entries[result.schedule]
+    assert winner is best or tuner._surely_better(winner, best)
+    assert any(p.cycles_low is not None for p in result.points)
+
+
+def test_sampled_rows_resume_from_the_log_at_their_level(tmp_path):
+    from fuseflow.tuner.log import TuneLog
+
+    ctx = TuneContext.from_program(fuseflow.from_mlir(SOFTMAX), density=0.3)
+    first = Tuner(ctx, budget=60, max_sims=8, sampling=SAMPLE_ALL, final_check=False,
+                  log=TuneLog(str(tmp_path / "t.db"), "p", "d", 0))
+    first.run()
+    with sqlite3.connect(tmp_path / "t.db") as conn:
+        logged = set(conn.execute("SELECT schedule, data FROM runs WHERE mode = 'sampled'"))
+    assert logged and all("sampled error=" in data for _, data in logged)
+    ran = []
+    simulate = ctx.simulate
+    ctx.simulate = lambda text, *a, sample=None, **k: ran.append((text, sample)) or simulate(text, *a, sample=sample,
+                                                                                               **k)
+    second = Tuner(ctx, budget=60, max_sims=8, sampling=SAMPLE_ALL, final_check=False,
+                   log=TuneLog(str(tmp_path / "t.db"), "p", "d", 0))
+    result = second.run()
+    assert second.resumed >= 8 and not ran  # everything the first ran, read back at its level
+    assert result.mode == "sampled" and result.cycles_low is not None

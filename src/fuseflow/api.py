@@ -170,6 +170,9 @@ def tune(model, dataset=None, *, budget: float = 60.0, lanes: int = 1, objective
     - `lanes`: parallel lanes a kernel may use (1: none); `objective`: "cycles", "traffic"
       (memory bytes moved) or "pareto" (the front of both, in `.pareto`).
     - `db`: an SQLite search log; a tune rerun with the same arguments resumes from it.
+    - `sample_above` (among `options`): candidates the heuristic puts above this many token
+      events (default 1e9) are evaluated sampled, with intervals and successive halving; None:
+      every candidate whole.
     - `hw`: a `HwConfig` (its stored calibration is used); `engine`: "fast" or "oracle";
       `memory`: a `fuseflow.Budget` for each simulation.
     """

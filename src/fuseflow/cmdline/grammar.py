@@ -229,6 +229,9 @@ def _add_tune_command(sub) -> None:
                    help="minimise cycles (default) or memory traffic, or pick candidates for both in turn "
                    "(the Pareto fronts are reported whatever the objective)")
     p.add_argument("--db", metavar="FILE", help="SQLite search log (a sweep database); rerun to resume")
+    p.add_argument("--sample-above", type=positive_real, default=1e9, metavar="TOKENS",
+                   help="evaluate candidates the heuristic puts above this many token events sampled, with 95%% "
+                        "intervals and successive halving (default 1e9; docs/tuning.md)")
     p.add_argument("--plot", metavar="OUT.png", help="chart the Pareto fronts of cycles against bytes moved and "
                    "against the largest FIFO, presets marked")
     p.add_argument("--hbm", action="store_true", help="simulate with the memory-channel model (the heuristic is "

@@ -66,7 +66,7 @@ def run(args) -> int:
     if args.plot and not os.path.isdir(os.path.dirname(os.path.abspath(args.plot))):
         raise UserError(f"cannot write the chart to {args.plot}: its folder does not exist", "--plot")
     result = tune_context(ctx, budget=args.budget, lanes=args.lanes, objective=args.objective, db=args.db,
-                          max_sims=args.max_sims, progress=progress)
+                          max_sims=args.max_sims, progress=progress, sample_above=args.sample_above)
     if args.plot:
         from ..tuner.chart import front_chart  # noqa: PLC0415 - matplotlib is slow to import
 

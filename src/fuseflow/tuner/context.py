@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..checks import check_schedule
-from ..errors import FuseflowError
+from ..errors import FuseflowError, NotSupported
 from ..fusion.compile import compile_schedule
 from ..ir.canonicalize import prepare
 from ..ir.generate import complete_inputs
@@ -77,10 +77,22 @@ class SimRow:
     kernel_words: list = field(default_factory=list)  # reads + writes per kernel
     error: str | None = None
     resumed: bool = False  # read from the search log, not simulated by this run
+    mode: str = "whole"  # "sampled": `cycles` a regression estimate with a 95% interval; "sharded": sampled
+    # where no kernel had windows enough to sample (every window simulated; an interval of width 0)
+    cycles_low: int | None = None  # sampled: the run's 95% interval
+    cycles_high: int | None = None
+    kernel_low: list = field(default_factory=list)  # sampled: each kernel's interval (its cycles where whole)
+    kernel_high: list = field(default_factory=list)
+    sampled_fraction: float | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "ok" and self.verified and self.cycles is not None
+
+    @property
+    def sampled(self) -> bool:
+        """Evaluated by the partitioned simulator (sampled or sharded), not whole."""
+        return self.mode != "whole"
 
     @property
     def traffic(self) -> int | None:
@@ -165,10 +177,25 @@ class TuneContext:
     def costs(self, compiled) -> list[KernelCost]:
         return kernel_costs(compiled, self.stats)
 
-    def simulate(self, schedule, compiled=None, *, as_given: bool = False) -> SimRow:
+    def _sampled(self, compiled, sample):
+        """The partitioned simulator's sampled run, or None where it cannot cut this schedule's
+        kernels into windows (`NotSupported`: the caller runs it whole instead)."""
+        from ..partition.run import simulate_partitioned  # noqa: PLC0415
+
+        try:
+            return simulate_partitioned(self.program, compiled, self.data, seed=self.seed, density=self.density,
+                                        hw=self.hw, engine=self.engine, sample=sample, budget=self.budget)
+        except NotSupported:
+            return None
+
+    def simulate(self, schedule, compiled=None, *, as_given: bool = False, sample=None) -> SimRow:
         """Simulate a schedule whole and verify its outputs; a failure is the row's error. With
         `as_given`, the schedule string is handed to the pipeline exactly as `fuseflow simulate
-        --schedule` hands it (compiled there, from the program as given)."""
+        --schedule` hands it (compiled there, from the program as given). With `sample` (a
+        `partition.sampled.SamplePlan`), each kernel's cycles are estimated from a sample of its
+        windows, as `fuseflow simulate --error E --sample-seed S` estimates them (`mode` "sampled"
+        where any kernel was sampled, with each kernel's interval; whole where the partitioned
+        simulator cannot cut the schedule's kernels)."""
         from .. import pipeline  # noqa: PLC0415 - the simulator loads numba
 
         text = schedule if isinstance(schedule, str) else str(schedule)
@@ -178,11 +205,19 @@ class TuneContext:
                 compiled = check_schedule(self.program, text, self.shapes)
             elif compiled is None:
                 compiled = self.compile(text)
-            result = pipeline.simulate(self.program, compiled, self.data, seed=self.seed, density=self.density,
-                                       hw=self.hw, engine=self.engine, check=True, budget=self.budget)
+            result = self._sampled(compiled, sample) if sample is not None else None
+            if result is None:
+                result = pipeline.simulate(self.program, compiled, self.data, seed=self.seed, density=self.density,
+                                           hw=self.hw, engine=self.engine, check=True, budget=self.budget)
         except FuseflowError as err:
             return SimRow(text, "error", error=err.one_line(), seconds=time.perf_counter() - start)
-        return SimRow(text, "ok", int(result.cycles), int(result.mem_reads), int(result.mem_writes),
-                      int(result.flops), int(result.max_occupancy), bool(result.verified),
-                      time.perf_counter() - start, [int(k.cycles) for k in result.kernels],
-                      [int(k.mem_reads + k.mem_writes) for k in result.kernels])
+        row = SimRow(text, "ok", int(result.cycles), int(result.mem_reads), int(result.mem_writes),
+                     int(result.flops), int(result.max_occupancy), bool(result.verified),
+                     time.perf_counter() - start, [int(k.cycles) for k in result.kernels],
+                     [int(k.mem_reads + k.mem_writes) for k in result.kernels])
+        if result.mode != "whole":  # sampled; or sharded, where no kernel had windows enough to sample
+            row.mode, row.cycles_low, row.cycles_high = result.mode, int(result.cycles_low), int(result.cycles_high)
+            row.kernel_low = [int(k.cycles if k.cycles_low is None else k.cycles_low) for k in result.kernels]
+            row.kernel_high = [int(k.cycles if k.cycles_high is None else k.cycles_high) for k in result.kernels]
+            row.sampled_fraction = result.sampled_fraction
+        return row

@@ -66,6 +66,7 @@ class KernelCost:
     reads: float = 0.0
     writes: float = 0.0
     reshape: bool = False
+    tokens: float = 0.0  # the heuristic's token events (what a simulation's time follows)
 
     def features(self) -> list[float]:
         return [self.top.get(k, 0.0) for k in KINDS] + [self.total.get(k, 0.0) for k in KINDS] + [self.nodes]
@@ -98,7 +99,7 @@ def kernel_costs(compiled, stats) -> list[KernelCost]:
         model = _KernelModel(kernel, densities, compiled.schedule.pars.get(kernel.index, []))
         est = model.estimate()
         cost = KernelCost(kernel.index, key, est.cycles, nodes=len(model.node_steps), reads=est.reads,
-                          writes=est.writes)
+                          writes=est.writes, tokens=est.tokens)
         for steps, name in model.node_steps:
             kind = node_kind(name)
             cost.top[kind] = max(cost.top.get(kind, 0.0), steps)

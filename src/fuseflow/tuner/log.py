@@ -33,35 +33,50 @@ class TuneLog:
         self.db.conn.execute(KERNELS)
         self.program, self.data, self.seed = program, data, int(seed)
 
-    def load(self) -> dict[str, SimRow]:
-        """Every schedule already simulated for this program and data point."""
+    def _data(self, level: str) -> str:
+        return f"{self.data} {level}" if level else self.data
+
+    def load(self, level: str = "") -> dict[str, SimRow]:
+        """Every schedule already simulated for this program and data point: whole, or with
+        `level` (a sample plan's key, `judge.Sampling.level`) evaluated at that level."""
+        data = self._data(level)
         kernels = {r["schedule"]: json.loads(r["kernels"]) for r in self.db.conn.execute(
             "SELECT schedule, kernels FROM tune_kernels WHERE program = ? AND data = ? AND seed = ?",
-            (self.program, self.data, self.seed))}
+            (self.program, data, self.seed))}
         rows = {}
-        for r in self.db.rows("program = ? AND data = ? AND seed = ?", (self.program, self.data, self.seed)):
+        for r in self.db.rows("program = ? AND data = ? AND seed = ?", (self.program, data, self.seed)):
             if r["status"] not in ("ok", "error"):
                 continue
             per = kernels.get(r["schedule"], {})
-            rows[r["schedule"]] = SimRow(r["schedule"], r["status"], r["cycles"], r["mem_reads"], r["mem_writes"],
-                                         r["flops"], r["max_occupancy"], bool(r["verified"]),
-                                         r["wall_seconds"] or 0.0, per.get("cycles", []), per.get("words", []),
-                                         r["error"], resumed=True)
+            row = SimRow(r["schedule"], r["status"], r["cycles"], r["mem_reads"], r["mem_writes"], r["flops"],
+                         r["max_occupancy"], bool(r["verified"]), r["wall_seconds"] or 0.0, per.get("cycles", []),
+                         per.get("words", []), r["error"], resumed=True)
+            if r["mode"] not in (None, "whole"):
+                row.mode, row.cycles_low, row.cycles_high = r["mode"], r["cycles_low"], r["cycles_high"]
+                row.kernel_low, row.kernel_high = per.get("low", []), per.get("high", [])
+                row.sampled_fraction = r["sampled_fraction"]
+            rows[r["schedule"]] = row
         return rows
 
     def record(self, row: SimRow, label: str = "", est_cycles: float | None = None, est_bytes: float | None = None,
-               kernels: int | None = None) -> bool:
-        """Write one simulated schedule (and its kernels) in one transaction; False if it was there."""
-        fields = {"program": self.program, "schedule": row.schedule, "data": self.data, "seed": self.seed,
+               kernels: int | None = None, level: str = "") -> bool:
+        """Write one simulated schedule (and its kernels) in one transaction; False if it was
+        there. `level`: the sample plan's key where it was evaluated sampled (the runs table
+        keys a row by program, schedule, data and seed: the level goes with the data)."""
+        whole = row.mode == "whole"
+        fields = {"program": self.program, "schedule": row.schedule, "data": self._data(level), "seed": self.seed,
                   "label": label or "tune", "status": row.status, "cycles": row.cycles, "flops": row.flops,
                   "mem_reads": row.mem_reads, "mem_writes": row.mem_writes, "verified": int(bool(row.verified)),
                   "wall_seconds": row.seconds, "error": row.error, "est_cycles": est_cycles, "est_bytes": est_bytes,
-                  "max_occupancy": row.max_occupancy, "mode": "whole" if row.status == "ok" else None,
-                  "cycles_low": row.cycles, "cycles_high": row.cycles, "kernels": kernels,
-                  "sampled_fraction": 1.0 if row.status == "ok" else None}
+                  "max_occupancy": row.max_occupancy, "mode": row.mode if row.status == "ok" else None,
+                  "cycles_low": row.cycles if whole else row.cycles_low,
+                  "cycles_high": row.cycles if whole else row.cycles_high, "kernels": kernels,
+                  "sampled_fraction": (1.0 if whole else row.sampled_fraction) if row.status == "ok" else None}
+        per = {"cycles": row.kernel_cycles, "words": row.kernel_words}
+        if not whole:
+            per.update(low=row.kernel_low, high=row.kernel_high)
         also = ("INSERT OR IGNORE INTO tune_kernels (program, schedule, data, seed, kernels) VALUES (?, ?, ?, ?, ?)",
-                (self.program, row.schedule, self.data, self.seed,
-                 json.dumps({"cycles": row.kernel_cycles, "words": row.kernel_words})))
+                (self.program, row.schedule, self._data(level), self.seed, json.dumps(per)))
         return self.db.insert(fields, also)
 
     def close(self) -> None:

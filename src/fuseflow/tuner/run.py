@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..errors import UserError
 from ..ir.generate import complete_inputs
 from .context import TuneContext
+from .judge import SAMPLE_ABOVE, Sampling
 from .log import TuneLog
 from .result import TuneResult
 from .search import OBJECTIVES, Tuner
@@ -46,8 +47,11 @@ def context_for(model, dataset=None, *, inputs: dict | None = None, seed: int = 
 
 def tune_context(ctx: TuneContext, *, budget: float = 60.0, lanes: int = 1, objective: str = "cycles",
                  db: str | None = None, max_sims: int | None = None, progress: bool = False,
-                 spec: SpaceSpec | None = None, calibration=None) -> TuneResult:
-    """Search `ctx` (see `search`); with `db`, log to and resume from that SQLite file."""
+                 spec: SpaceSpec | None = None, calibration=None,
+                 sample_above: float | None = SAMPLE_ABOVE) -> TuneResult:
+    """Search `ctx` (see `search`); with `db`, log to and resume from that SQLite file;
+    candidates the heuristic puts above `sample_above` token events are evaluated sampled
+    (`judge`; None: every candidate whole)."""
     if objective not in OBJECTIVES:
         raise UserError(f"unknown objective {objective!r}", "--objective", f"use one of {', '.join(OBJECTIVES)}")
     spec = spec or SpaceSpec()
@@ -58,7 +62,7 @@ def tune_context(ctx: TuneContext, *, budget: float = 60.0, lanes: int = 1, obje
         log = TuneLog(db, ctx.program_key, data_key, ctx.seed)
     try:
         tuner = Tuner(ctx, objective=objective, budget=budget, max_sims=max_sims, spec=spec,
-                      calibration=calibration, log=log, progress=progress)
+                      calibration=calibration, log=log, progress=progress, sampling=Sampling(above=sample_above))
         result = tuner.run()
     finally:
         if log is not None:
@@ -76,7 +80,7 @@ def _hw_name(hw) -> str:
 def tune(model, dataset=None, *, budget: float = 60.0, lanes: int = 1, objective: str = "cycles",
          db: str | None = None, max_sims: int | None = None, inputs: dict | None = None, seed: int = 0,
          density: float = 0.1, hw=None, engine: str = "fast", progress: bool = False, memory=None,
-         **options) -> TuneResult:
+         sample_above: float | None = SAMPLE_ABOVE, **options) -> TuneResult:
     """Search for the fastest schedule of a model with the simulator in the loop; returns a
     `TuneResult` (`.schedule`, a string `fuseflow.simulate` and `fuseflow simulate --schedule`
     take, `.cycles`, `.verified`, `.presets`, `.evaluated`, `.to_json()`).
@@ -89,10 +93,13 @@ def tune(model, dataset=None, *, budget: float = 60.0, lanes: int = 1, objective
     - `lanes`: parallel lanes a kernel may use (1: none); `objective`: "cycles", "traffic"
       (memory bytes moved) or "pareto" (the front of both, in `.pareto`).
     - `db`: an SQLite search log; a tune rerun with the same arguments resumes from it.
+    - `sample_above`: candidates the heuristic puts above this many token events are evaluated
+      sampled, with successive halving, and the answer only replaced where the interval says
+      it is faster (`judge`); None: every candidate whole.
     - `hw`: a `HwConfig` (its calibration is used where one is stored); `engine`: "fast" or
       "oracle"; `memory`: a `fuseflow.Budget` for each simulation.
     """
     ctx = context_for(model, dataset, inputs=inputs, seed=seed, density=density, hw=hw, engine=engine,
                       budget=memory, **options)
     return tune_context(ctx, budget=budget, lanes=lanes, objective=objective, db=db, max_sims=max_sims,
-                        progress=progress)
+                        progress=progress, sample_above=sample_above)

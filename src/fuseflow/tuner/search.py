@@ -37,6 +37,7 @@ from ..errors import FuseflowError, UserError
 from ..schedule.schedule import Schedule
 from .context import CompileTimeout, SimRow, TuneContext
 from .costs import Calibration, KernelCost, kendall_tau, load_calibration
+from .judge import Ladder, Sampling, load
 from .moves import Proposals
 from .result import Point, TuneResult, front
 from .space import Candidate, SpaceSpec, candidate_of
@@ -65,6 +66,7 @@ class Entry:
     expanded: bool = False
     pre: float | None = None  # the composed estimate it was queued by
     order: int = 0  # its place among the search's simulations (1: the first)
+    rung: int | None = None  # sampled: the tightest rung it was evaluated on (`judge`); None: whole
 
     @property
     def simulated(self) -> bool:
@@ -77,7 +79,8 @@ class Tuner:
 
     def __init__(self, ctx: TuneContext, *, objective: str = "cycles", budget: float = 60.0,
                  max_sims: int | None = None, spec: SpaceSpec | None = None, calibration: Calibration | None = None,
-                 log=None, simulate=None, progress: bool = False, final_check: bool = True):
+                 log=None, simulate=None, progress: bool = False, final_check: bool = True,
+                 sampling: Sampling | None = None):
         if objective not in OBJECTIVES:
             raise UserError(f"unknown objective {objective!r}", "--objective", f"use one of {', '.join(OBJECTIVES)}")
         if not budget or budget <= 0:
@@ -98,7 +101,11 @@ class Tuner:
         self.by_key: dict[tuple, Entry] = {}  # by compiled structure
         self.queue = Proposals(ctx, self.spec, self.cal)  # candidates not yet compiled
         self.known = Surrogate(self.cal)  # simulated kernels
-        self.previous = log.load() if log is not None else {}
+        self.sampling = sampling if sampling is not None else Sampling()
+        self.ladder = Ladder(self.sampling)  # successive halving of the sampled candidates
+        self.incumbent: Entry | None = None  # the answer so far (a whole run, or sampled on the last rung)
+        self.previous: dict[str, dict] = {}  # the search log's rows, by level ("": whole)
+        self.failed_rows: list[SimRow] = []  # tighter samples that failed where a looser one had not
         self.sims = 0  # simulations started by this search (resumed ones included)
         self.resumed = 0
         self.rejected = 0
@@ -181,23 +188,90 @@ class Tuner:
         return (row.cycles, row.traffic)
 
     # -- simulation -------------------------------------------------------------------------------
-    def simulate(self, entry: Entry) -> SimRow:
+    def simulate(self, entry: Entry, rung: int | None = None) -> SimRow:
+        """Evaluate a candidate: whole, or sampled on `rung` where its heuristic load is above
+        the sampling threshold (a new candidate on the first rung, a preset on the last); read
+        from the search log where it is there at that level."""
         self.sims += 1
-        if entry.schedule in self.previous:
-            row = self.previous[entry.schedule]
+        if rung is None and self.sampling.sampled(load(entry.costs, self.ctx.block)):
+            rung = self.sampling.top if entry.origin == "preset" else 0
+        level = "" if rung is None else self.sampling.level(rung)
+        if level not in self.previous:
+            self.previous[level] = self.log.load(level) if self.log is not None else {}
+        if entry.schedule in self.previous[level]:
+            row = self.previous[level][entry.schedule]
             self.resumed += 1
         else:
-            row = self._simulate(entry) if self._simulate is not None else \
-                self.ctx.simulate(entry.schedule, self.compiled.get(entry.schedule))
+            if rung is None:
+                row = self._simulate(entry) if self._simulate is not None else \
+                    self.ctx.simulate(entry.schedule, self.compiled.get(entry.schedule))
+            else:
+                row = self.ctx.simulate(entry.schedule, self.compiled.get(entry.schedule),
+                                        sample=self.sampling.plan(rung))
             if self.log is not None:
                 est = self.cal.cycles(entry.costs) if entry.costs else None
                 words = sum(k.reads + k.writes for k in entry.costs) * 4 if entry.costs else None
-                self.log.record(row, entry.label or entry.origin, est, words, len(entry.costs or []))
-        entry.sim = row
-        entry.order = self.sims
+                self.log.record(row, entry.label or entry.origin, est, words, len(entry.costs or []), level)
         self.sim_seconds += row.seconds
+        if row.ok and not row.sampled:
+            rung = None  # the partitioned simulator could not cut its kernels: it ran whole
+        if not row.ok and entry.sim is not None and entry.sim.ok:  # a tighter sample failed: the looser stands
+            self.failed_rows.append(row)
+            return row
+        entry.sim, entry.rung = row, rung
+        entry.order = self.sims
+        if rung is not None and row.ok:
+            self.ladder.add(entry, rung)
         self.known.learn(entry.costs, row)
+        if entry.origin != "preset":  # the presets' best is the first incumbent (`_presets`)
+            self._judge(entry)
         return row
+
+    def _judge(self, entry: Entry) -> None:
+        """Make `entry` the incumbent if it was evaluated whole or on the last rung and is
+        surely better than the incumbent."""
+        if entry.sim is None or not entry.sim.ok or entry.rung not in (None, self.sampling.top):
+            return
+        if self.incumbent is None or self._surely_better(entry, self.incumbent):
+            self.incumbent = entry
+
+    def _difference(self, a: Entry, b: Entry) -> tuple[float, float]:
+        """a's cycles less b's with the 95% half-width: paired by kernel (`Surrogate.difference`),
+        else from the two rows' own intervals (unpaired)."""
+        paired = self.known.difference(a.costs or [], b.costs or []) if a.costs and b.costs else None
+        if paired is not None:
+            return paired
+        (la, ha), (lb, hb) = (_interval(e.sim) for e in (a, b))
+        return (la + ha) / 2 - (lb + hb) / 2, (ha - la) / 2 + (hb - lb) / 2
+
+    def _surely_better(self, a: Entry, b: Entry) -> bool:
+        """Whether a beats b for the objective: for cycles, when the whole interval of the
+        difference is below 0 (between whole runs: fewer cycles, or as many and less traffic);
+        for traffic, by the rows' bytes moved (cycles breaking ties)."""
+        if self.objective == "traffic":
+            return self._value(a.sim) < self._value(b.sim)
+        d, half = self._difference(a, b)
+        return d + half < 0 or (d == 0 and half == 0 and (a.sim.traffic or 0) < (b.sim.traffic or 0))
+
+    def _hopeful(self, entry: Entry) -> bool:
+        """Whether a sampled candidate may yet beat the incumbent (its interval reaches below)."""
+        if self.incumbent is None or self.objective == "traffic":
+            return True
+        d, half = self._difference(entry, self.incumbent)
+        return d - half < 0
+
+    def _promote(self) -> bool:
+        """Evaluate the next candidate the ladder promotes on its tighter rung (successive
+        halving; when nothing new is left, every hopeful one); False when there is none."""
+        exhausted = not self.queue and not self._open()
+        promoted = self.ladder.promotion(lambda e: self.known.cost(e.costs), self._hopeful, exhausted)
+        if promoted is None:
+            return False
+        entry, rung = promoted
+        row = self.simulate(entry, rung)
+        self._say(f"promoted to +-{self.sampling.rungs[rung]:.0%}: {row.cycles:,} cycles "
+                  f"[{row.cycles_low or row.cycles:,}, {row.cycles_high or row.cycles:,}]: {entry.schedule}")
+        return True
 
     def _simulated(self) -> list[Entry]:
         return [e for e in self.entries.values() if e.sim is not None and e.sim.ok]
@@ -214,18 +288,31 @@ class Tuner:
         last = 0.1
         while not self._out_of_time() and not self._out_of_sims():
             self._expand_best()
+            if self._promote():
+                continue
             self._estimate_for(max(last, MIN_SLICE))
             entry = self._next()
             if entry is None:
-                if not self.queue:
-                    break  # every candidate met is simulated
+                if not self.queue and not self._promote():
+                    break  # every candidate met is simulated, and no sampled one is left to promote
                 continue
             row = self.simulate(entry)
             last = row.seconds
             best = self._best()
             if best and best[0] is entry:
                 self._say(f"best so far {row.cycles:,} cycles ({self.sims} simulated): {entry.schedule}")
+        self._finalist()
         return self._result(presets)
+
+    def _finalist(self) -> None:
+        """At the end of the budget, the best sampled candidate by its estimate that may yet
+        beat the incumbent and was not evaluated on the last rung is, once (successive halving
+        cut short by the budget would otherwise leave its best below the last rung)."""
+        waiting = [e for r in self.ladder.rungs[:-1] for e in r if e.rung != self.sampling.top and self._hopeful(e)]
+        if waiting:
+            entry = min(waiting, key=lambda e: self.known.cost(e.costs))
+            self.simulate(entry, self.sampling.top)
+            self._say(f"finalist on +-{self.sampling.rungs[-1]:.0%}: {entry.sim.cycles:,} cycles: {entry.schedule}")
 
     def _presets(self) -> list[dict]:
         out = []
@@ -241,12 +328,17 @@ class Tuner:
             if entry.error is None and entry.sim is None:
                 twin = self.by_key.get(entry.skey)
                 if twin is not None and twin is not entry and twin.sim is not None:
-                    entry.sim = twin.sim  # the same kernels as an earlier preset
+                    entry.sim, entry.rung = twin.sim, twin.rung  # the same kernels as an earlier preset
                 else:
                     self.simulate(entry)
             row = entry.sim
+            if row is not None and row.ok and entry.rung in (None, self.sampling.top) and (
+                    self.incumbent is None or self._value(row) < self._value(self.incumbent.sim)):
+                self.incumbent = entry  # the best preset by its estimate
             out.append({"name": name, "schedule": text,
                         "cycles": row.cycles if row is not None and row.ok else None,
+                        **({"cycles_low": row.cycles_low, "cycles_high": row.cycles_high}
+                           if row is not None and row.ok and row.sampled else {}),
                         "traffic_bytes": row.traffic if row is not None and row.ok else None,
                         "max_fifo": row.max_occupancy if row is not None and row.ok else None,
                         "verified": bool(row is not None and row.verified),
@@ -329,21 +421,18 @@ class Tuner:
         for name, text in self.ctx.presets.items():
             names.setdefault(text, []).append(name)
         return [Point(e.schedule, e.sim.cycles, e.sim.traffic, e.sim.max_occupancy or 0,
-                      "/".join(names.get(e.schedule, ()))) for e in self._simulated()]
+                      "/".join(names.get(e.schedule, ())),
+                      *((e.sim.cycles_low, e.sim.cycles_high) if e.sim.sampled else ()))
+                for e in self._simulated()]
 
     def _result(self, presets: list[dict]) -> TuneResult:
         best = self._best()
         if not best:
             raise UserError("no candidate simulated and verified, the presets included", "tune",
                             "raise --budget, or check that the model simulates (fuseflow simulate)")
-        winner = best[0]
-        row = winner.sim
-        reproduced = True
-        if self.final_check:  # the answer as `fuseflow simulate --schedule` runs it
-            again = self.ctx.simulate(winner.schedule, as_given=True)
-            reproduced = again.ok and again.cycles == row.cycles
-            if again.ok:
-                row = again
+        sampled = any(e.rung is not None for e in best)
+        winner = self.incumbent if sampled and self.incumbent is not None else best[0]
+        row, reproduced = self._final(winner) if self.final_check else (winner.sim, True)
         one_lane = None
         if self.spec.lanes > 1:
             plain = [e for e in best if e.candidate is None or not e.candidate.pars]
@@ -360,10 +449,13 @@ class Tuner:
         compiled = [e for e in self.entries.values() if e.costs is not None]
         points = self._points()
         evaluated = {"simulated": self.sims, "resumed": self.resumed, "winner_at": winner.order,
+                     "whole": self.sims - sum(len(r) for r in self.ladder.rungs), "sampled": self.ladder.counts(),
+                     "promoted": len(self.ladder.promoted), "sample_above": self.sampling.above,
                      "simulated_now": self.sims - self.resumed,
                      "estimated": sum(1 for e in compiled if e.sim is None),
                      "rejected": self.rejected, "timed_out": self.timeouts,
-                     "failed": sum(1 for e in self.entries.values() if e.sim is not None and not e.sim.ok),
+                     "failed": sum(1 for e in self.entries.values() if e.sim is not None and not e.sim.ok) +
+                     len(self.failed_rows),
                      "compile_seconds": round(self.ctx.compile_seconds, 2), "space": self.queue.space}
         kernels = []
         if winner.costs is not None:
@@ -375,4 +467,28 @@ class Tuner:
                           front(points, "traffic_bytes"),
                           tau, one_lane, reproduced,
                           calibration="calibrated" if not self.cal.is_identity else "uncalibrated",
-                          pareto_buffering=front(points, "max_fifo"), points=points)
+                          pareto_buffering=front(points, "max_fifo"), points=points, mode=row.mode,
+                          cycles_low=row.cycles_low if row.sampled else None,
+                          cycles_high=row.cycles_high if row.sampled else None)
+
+    def _final(self, winner: Entry) -> tuple[SimRow, bool]:
+        """The answer run again from its string as `fuseflow simulate --schedule` runs it: whole
+        where it was evaluated whole or is small enough (`Sampling.final_whole`), else sampled to
+        the last rung's error as `fuseflow simulate --error E --sample-seed S` samples it; and
+        whether that run reproduces the search's (the same cycles; a whole run of a candidate
+        the search sampled: its cycles within the sampled interval)."""
+        row = winner.sim
+        if winner.rung is None or self.sampling.final_whole(load(winner.costs, self.ctx.block)):
+            again = self.ctx.simulate(winner.schedule, as_given=True)
+            low, high = _interval(row)
+            reproduced = again.ok and low <= again.cycles <= high
+        else:
+            again = self.ctx.simulate(winner.schedule, as_given=True, sample=self.sampling.plan(self.sampling.top))
+            reproduced = again.ok and winner.rung == self.sampling.top and again.cycles == row.cycles
+        return (again if again.ok else row), reproduced
+
+
+def _interval(row: SimRow) -> tuple[int, int]:
+    """A row's 95% interval of cycles (its cycles where it ran whole)."""
+    return (row.cycles_low, row.cycles_high) if row.sampled and row.cycles_low is not None else \
+        (row.cycles, row.cycles)

@@ -16,16 +16,21 @@ estimate scaled by the median ratio of simulated to estimated kernels so far.
 """
 from __future__ import annotations
 
+import math
+from collections import Counter
+
 from .context import SimRow
 from .costs import Calibration, KernelCost
 
 
 class Surrogate:
-    """Simulated kernels by key, and the ratios of simulated to estimated (see the module)."""
+    """Simulated kernels by key, the ratios of simulated to estimated, and each kernel's 95%
+    half-width where it was sampled (see the module)."""
 
     def __init__(self, cal: Calibration):
         self.cal = cal
         self.kernel_sim: dict[tuple, tuple[int, int]] = {}  # kernel key -> simulated (cycles, words)
+        self.kernel_half: dict[tuple, float] = {}  # kernel key -> its 95% half-width (0: simulated whole)
         self.ratios: list[float] = []  # simulated / calibrated estimate of simulated kernels
         self.word_ratios: list[float] = []
 
@@ -49,16 +54,45 @@ class Surrogate:
         return total
 
     def learn(self, costs: list[KernelCost] | None, row: SimRow) -> None:
-        """Remember each kernel of a simulated candidate (a failed row: nothing)."""
+        """Remember each kernel of a simulated candidate (a failed row: nothing); a sampled
+        kernel's estimate replaces an earlier one only when its interval is narrower."""
         if not row.ok or costs is None or len(row.kernel_cycles) != len(costs):
             return
         words = row.kernel_words if len(row.kernel_words) == len(costs) else [0] * len(costs)
-        for k, cycles, w in zip(costs, row.kernel_cycles, words):
-            if k.reshape or k.key in self.kernel_sim:
+        sampled = row.sampled and len(row.kernel_low) == len(costs) == len(row.kernel_high)
+        lows, highs = (row.kernel_low, row.kernel_high) if sampled else (row.kernel_cycles, row.kernel_cycles)
+        for k, cycles, w, low, high in zip(costs, row.kernel_cycles, words, lows, highs):
+            half = float(max(cycles - low, high - cycles))  # the wider side: intervals may be widened on one
+            if k.reshape or self.kernel_half.get(k.key, math.inf) <= half:
                 continue
-            self.kernel_sim[k.key] = (cycles, w)
+            first = k.key not in self.kernel_sim
+            self.kernel_sim[k.key], self.kernel_half[k.key] = (cycles, w), half
             est = self.cal.kernel_cycles(k)
-            if est > 0 and cycles > 0:
+            if first and est > 0 and cycles > 0:
                 self.ratios.append(cycles / est)
-            if k.reads + k.writes > 0 and w > 0:
+            if first and k.reads + k.writes > 0 and w > 0:
                 self.word_ratios.append(w / (k.reads + k.writes))
+
+    def difference(self, a: list[KernelCost], b: list[KernelCost]) -> tuple[float, float] | None:
+        """Candidate a's cycles less b's, with the 95% half-width of that difference, from the
+        kernels known (None unless every kernel of both is). Paired by kernel: a kernel both
+        contain counts with one estimate in both and cancels; the others' half-widths add in
+        quadrature (independent samples; a kernel twice in one candidate, its error twice).
+
+            >>> from fuseflow.tuner.costs import Calibration, KernelCost
+            >>> s = Surrogate(Calibration.identity())
+            >>> s.kernel_sim = {("x",): (1000, 0), ("y",): (500, 0), ("z",): (480, 0)}
+            >>> s.kernel_half = {("x",): 100.0, ("y",): 30.0, ("z",): 40.0}
+            >>> x, y, z = (KernelCost(0, (name,)) for name in "xyz")
+            >>> s.difference([x, z], [x, y])  # x cancels: 480 - 500, half-width sqrt(30^2 + 40^2)
+            (-20.0, 50.0)
+        """
+        ka, kb = (Counter(k.key for k in c if not k.reshape) for c in (a, b))
+        common = ka & kb
+        only_a, only_b = ka - common, kb - common
+        if any(key not in self.kernel_sim for key in (ka | kb)):
+            return None
+        d = sum(n * self.kernel_sim[key][0] for key, n in only_a.items()) - \
+            sum(n * self.kernel_sim[key][0] for key, n in only_b.items())
+        var = sum((n * self.kernel_half[key]) ** 2 for part in (only_a, only_b) for key, n in part.items())
+        return float(d), math.sqrt(var)
