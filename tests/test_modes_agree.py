@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import fuseflow
@@ -103,7 +104,12 @@ def _derived_and_written(program, schedule, inputs, seed, density, monkeypatch) 
     monkeypatch.setattr(partition_run, "combined_pattern",
                         lambda found, shape: combined.append(real_combined(found, shape)) or combined[-1])
     simulate_partitioned(program, schedule, inputs, seed=seed, density=density, shards=2)
-    return [(k, name, derived_pattern(k, s, name), c) for (k, s, name), c in zip(setups, combined)]
+    return [(k, name, _listed(derived_pattern(k, s, name)), c) for (k, s, name), c in zip(setups, combined)]
+
+
+def _listed(pattern):
+    """A derived pattern as coordinates (`EveryPosition` listed), None kept."""
+    return None if pattern is None else footing.as_coords(pattern)
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
@@ -144,45 +150,56 @@ def test_sampled_on_the_producers_patterns_holds_the_whole_run(model):
 
 def test_a_pattern_beyond_the_budget_is_not_derived():
     """Deriving holds the nest's points: past the budget it gives None (the sampled mode then
-    simulates every window of the producer), never a partial pattern."""
+    simulates every window of the producer), never a partial pattern. A pattern of every
+    position is known without listing any: `EveryPosition`, within any budget."""
     from fuseflow.memory import Budget, resident_bytes
     from fuseflow.partition.structure import derived_pattern
     from fuseflow.partition.windows import kernel_setup, reference_values
     from fuseflow.pipeline import prepared
 
-    case = fuseflow.model("gcn", dataset="karate")
-    data, compiled = prepared(case.program, case.presets["unfused"], case.inputs, 0, 0.1)
+    program = fuseflow.from_mlir("tests/mlir/spmm_ikj.mlir")
+    data, compiled = prepared(program, "full", None, 1, 0.05)
     kernel = compiled.kernels[0]
-    setup = kernel_setup(kernel, reference_values(case.program, data))
-    assert derived_pattern(kernel, setup, "t2").shape == (2, 34 * 34)
-    assert derived_pattern(kernel, setup, "t2", Budget(resident_bytes() + 10_000)) is None
+    setup = kernel_setup(kernel, reference_values(program, data))
+    listed = derived_pattern(kernel, setup, "Y")
+    assert listed.shape[0] == 2 and 0 < listed.shape[1] < np.prod(kernel.graph.tensors["Y"].shape)
+    assert derived_pattern(kernel, setup, "Y", Budget(resident_bytes() + 100)) is None
+
+    from fuseflow.partition import run as partition_run
+
+    setups = []
+
+    def setup_spy(kernel, *args, **kwargs):
+        setup = kernel_setup(kernel, *args, **kwargs)
+        setups.extend((kernel, setup, name) for name in sorted(setup.patterns))
+        return setup
+
+    case = fuseflow.model("gcn", dataset="karate")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(partition_run, "kernel_setup", setup_spy)
+        simulate_partitioned(case.program, case.presets["unfused"], case.inputs, shards=2)
+    tight = Budget(resident_bytes() + 10_000)
+    every = [(k.index, name) for k, s, name in setups
+             if derived_pattern(k, s, name, tight) == footing.EveryPosition(k.graph.tensors[name].shape)]
+    assert (4, "t8") in every, every  # A·t7: every node has an edge, t7 dense
 
 
-ROW_MAX_FROM_ZERO = """
-#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
-func.func @rowmax(%A: tensor<64x32xf32, #CSR>) -> tensor<64xf32> {
-  %z = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<64xf32>
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
-  %m = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
-                       iterator_types = ["parallel", "reduction"]}
-      ins(%A : tensor<64x32xf32, #CSR>) outs(%f : tensor<64xf32>) {
-  ^bb0(%a: f32, %acc: f32):
-    %r = arith.maximumf %a, %acc : f32
-    linalg.yield %r : f32
-  } -> tensor<64xf32>
-  return %m : tensor<64xf32>
-}
-"""
+def test_every_position_is_stored_as_the_listed_pattern_would_be():
+    """`stored_as_written` on `EveryPosition` builds what listing every position builds, in
+    each layout (dense and compressed levels, both orders, blocked), zeros included."""
+    from fuseflow.sam.graph import GraphTensor
 
-
-@pytest.mark.parametrize("schedule", ["unfused", "full"])
-def test_a_max_reduction_into_zeros_partitioned(schedule):
-    """The canonical program splits it into `m_r = max[j] A` and `m = max(0, m_r)`: the
-    partitioned driver's reference is the canonical program's (it asked the original for `m_r`:
-    KeyError, exit 3, in every partitioned mode)."""
-    program = fuseflow.from_mlir(ROW_MAX_FROM_ZERO)
-    whole = fuseflow.simulate(program, schedule, density=0.3)
-    for how in ({"shards": 2}, {"sample": 0.5}):
-        r = fuseflow.simulate(program, schedule, density=0.3, **how)
-        assert r.verified and (r.cycles, r.tokens) == (whole.cycles, whole.tokens), how
+    rng = np.random.default_rng(3)
+    value = rng.random((4, 6)) * (rng.random((4, 6)) < 0.5)
+    for levels in (("dense", "compressed"), ("compressed", "compressed"), ("compressed", "dense")):
+        for order in ((0, 1), (1, 0)):
+            for block in (None, (2, 3)):
+                every = footing.EveryPosition((2, 2) if block else (4, 6))  # a blocked one's: its grid's
+                meta = GraphTensor("output", (4, 6), levels, order, block=block)
+                a = footing.stored_as_written(every, meta, value)
+                b = footing.stored_as_written(every.coords(), meta, value)
+                assert len(a.levels) == len(b.levels) and np.array_equal(a.vals, b.vals), (levels, order, block)
+                for x, y in zip(a.levels, b.levels):
+                    same = not x.is_compressed or (x.seg.tolist(), x.crd.tolist()) == (y.seg.tolist(), y.crd.tolist())
+                    assert x.format == y.format and same, (levels, order, block)
+                assert np.array_equal(a.to_dense(), value)

@@ -6,8 +6,10 @@ included (a ReLU's zeros, a sum over an empty fiber, a product with a dense oper
 The partitioned modes compute values with the reference, which knows numeric nonzeros only; so
 each window run also reports the positions its outputs stored (`written_pattern`), the windows'
 patterns together are the producer's (`combined_pattern`), and the reader's input is stored on
-that pattern with the reference's values (`stored_as_written`). The readers that need a
-producer's pattern are found before anything runs (`patterns_read_as_written`).
+that pattern with the reference's values (`stored_as_written`). A pattern holding every position
+(a product over dense features: GCN's X·W over a graph's nodes) is kept as `EveryPosition`, its
+coordinates never listed. The readers that need a producer's pattern are found before anything
+runs (`patterns_read_as_written`).
 
     >>> import numpy as np
     >>> from fuseflow.sam.graph import GraphTensor
@@ -18,6 +20,8 @@ producer's pattern are found before anything runs (`patterns_read_as_written`).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -25,6 +29,56 @@ from ..execute import same_layout
 from ..ir.formats import TensorFormat
 from ..ir.values import is_sparse
 from ..sim.storage import StoredTensor, level_entries
+
+
+@dataclass(frozen=True)
+class EveryPosition:
+    """The stored pattern of a producer that stored every position of a tensor of `shape` (of
+    its grid of blocks, when blocked), kept without its coordinates (GCN's logits over the MAG
+    twin would list 257 M of them).
+
+        >>> p = EveryPosition((2, 3))
+        >>> p.count, p.coords().tolist()
+        (6, [[0, 0, 0, 1, 1, 1], [0, 1, 2, 0, 1, 2]])
+    """
+
+    shape: tuple
+
+    @property
+    def count(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def coords(self) -> np.ndarray:
+        """Every position as coordinates per dimension (rank x count), in row-major order."""
+        grid = np.indices(self.shape, dtype=np.int64)
+        return grid.reshape(len(self.shape), -1)
+
+
+Pattern = np.ndarray | EveryPosition  # positions as coordinates per dimension (rank x n), or all of them
+
+
+def pattern_count(pattern: Pattern) -> int:
+    """How many positions `pattern` stores."""
+    return pattern.count if isinstance(pattern, EveryPosition) else int(pattern.shape[1])
+
+
+def as_coords(pattern: Pattern) -> np.ndarray:
+    """`pattern` as coordinates per dimension (rank x n), row-major."""
+    return pattern.coords() if isinstance(pattern, EveryPosition) else pattern
+
+
+def compacted(pattern: Pattern, meta) -> Pattern:
+    """`pattern` (unique positions) as `EveryPosition` where it stores every position of
+    `meta`'s tensor (of its grid of blocks, when blocked).
+
+        >>> from fuseflow.sam.graph import GraphTensor
+        >>> compacted(np.array([[0, 1], [0, 0]]), GraphTensor("output", (2, 1), ("dense", "compressed"), (0, 1)))
+        EveryPosition(shape=(2, 1))
+    """
+    shape = tuple(int(s) // int(b) for s, b in zip(meta.shape, meta.block or (1,) * len(meta.shape)))
+    if isinstance(pattern, EveryPosition) or pattern.shape[1] != int(np.prod(shape, dtype=np.int64)):
+        return pattern
+    return EveryPosition(shape)
 
 
 def written_pattern(written, meta) -> np.ndarray | None:
@@ -79,11 +133,14 @@ def sorted_unique(keys: np.ndarray) -> np.ndarray:
     return keys if len(keys) < 2 or bool((keys[1:] > keys[:-1]).all()) else np.unique(keys)
 
 
-def stored_as_written(pattern: np.ndarray, meta, value) -> StoredTensor:
+def stored_as_written(pattern: Pattern, meta, value) -> StoredTensor:
     """The tensor a producer wrote in `meta`'s layout, storing exactly `pattern`'s positions
-    (`written_pattern`), each holding `value`'s entry there (a dense array, or a scipy sparse
-    matrix: 0 where it has no entry)."""
+    (`written_pattern`, or `EveryPosition`), each holding `value`'s entry there (a dense array, or
+    a scipy sparse matrix: 0 where it has no entry)."""
     fmt, shape, fill = TensorFormat.of(meta), tuple(int(s) for s in meta.shape), float(meta.fill)
+    if isinstance(pattern, EveryPosition):
+        dense = value.toarray() if is_sparse(value) else np.asarray(value, dtype=np.float64).reshape(shape)
+        return StoredTensor.every_position(dense, fmt, fill)
     coords = [np.asarray(c, dtype=np.int64) for c in pattern]
     if not meta.block:
         return StoredTensor.from_entries(shape, coords, _values_at(value, coords), fmt, fill)

@@ -26,7 +26,14 @@ from ..memory import Budget, MemoryLimitError
 from ..pipeline import KernelResult, SimResult, VerificationError, compare, prepared, undefined_error
 from ..sim.window import Window
 from .drain import measured_drain
-from .footing import combined_pattern, patterns_read_as_written, stored_as_written
+from .footing import (
+    EveryPosition,
+    combined_pattern,
+    compacted,
+    pattern_count,
+    patterns_read_as_written,
+    stored_as_written,
+)
 from .partials import PartialSums, partial_sums
 from .sampled import KernelSample, SamplePlan, kernel_windows, narrowed, sample_kernel, too_small, window_work
 from .sharded import MIN_WINDOW, KernelShards, shard_kernel
@@ -227,7 +234,7 @@ def _stored_patterns(setup: KernelSetup, part, derived: dict, schedule: str) -> 
         found = [r.written[name] for r in part.runs]
         if all(f is not None for f in found):
             meta = setup.graph.tensors[name]
-            out[name] = (combined_pattern(found, meta.shape), meta)
+            out[name] = (compacted(combined_pattern(found, meta.shape), meta), meta)
     return out
 
 
@@ -241,7 +248,9 @@ def _check_derived(setup: KernelSetup, part: KernelSample, derived: dict, schedu
             if got is None:
                 continue
             got = combined_pattern([got], setup.graph.tensors[name].shape)
-            if dim is None:
+            if isinstance(pattern, EveryPosition):  # every position: a window stores all of its rows'
+                ok = dim is None or _stores_its_rows(got, run.window, dim, pattern.shape)
+            elif dim is None:
                 ok = got.shape[1] == 0 or np.isin(_flat(got, setup, name), _flat(pattern, setup, name)).all()
             else:
                 inside = np.zeros(setup.graph.tensors[name].shape[dim], dtype=bool)
@@ -255,6 +264,17 @@ def _check_derived(setup: KernelSetup, part: KernelSample, derived: dict, schedu
                                         "please report this with the program and schedule")
 
 
+def _stores_its_rows(got: np.ndarray, window, dim: int, shape) -> bool:
+    """Whether `got` (unique positions) is every position whose coordinate along `dim` lies in
+    `window`'s ranges."""
+    rows = sum(hi - lo for lo, hi in window.ranges)
+    inside = np.zeros(shape[dim], dtype=bool)
+    for lo, hi in window.ranges:
+        inside[lo:hi] = True
+    rest = int(np.prod([s for k, s in enumerate(shape) if k != dim], dtype=np.int64))
+    return got.shape[1] == rows * rest and bool(inside[got[dim]].all())
+
+
 def _flat(pattern: np.ndarray, setup: KernelSetup, name: str) -> np.ndarray:
     """One int64 key per position of `pattern` (row-major over the tensor's shape)."""
     return np.ravel_multi_index(tuple(pattern), setup.graph.tensors[name].shape) if pattern.shape[1] else \
@@ -263,8 +283,11 @@ def _flat(pattern: np.ndarray, setup: KernelSetup, name: str) -> np.ndarray:
 
 # storing an intermediate on its producer's pattern, per position: its coordinates (held), and
 # `from_entries`'s sort order, reordered coordinates, keys, levels and values (measured: GCN's
-# unfused t13 over the MAG twin, 257 M positions, took the process past 19 GB at 48 assumed)
+# unfused t13 over the MAG twin, 257 M positions, took the process past 19 GB at 48 assumed) ...
 STORED_ENTRY_BYTES = 112
+# ... and on every position (`footing.EveryPosition`): the values in level order and the last
+# compressed level's coordinates
+EVERY_ENTRY_BYTES = 24
 
 
 def _as_stored(patterns: dict, names: set[str], values: dict, budget: Budget) -> dict:
@@ -273,7 +296,8 @@ def _as_stored(patterns: dict, names: set[str], values: dict, budget: Budget) ->
     out = {}
     for name in sorted(names & set(patterns)):
         pattern, meta = patterns[name]
-        budget.check(STORED_ENTRY_BYTES * pattern.shape[1] * max(1, int(np.prod(meta.block or (1,)))),
+        per_entry = EVERY_ENTRY_BYTES if isinstance(pattern, EveryPosition) else STORED_ENTRY_BYTES
+        budget.check(per_entry * pattern_count(pattern) * max(1, int(np.prod(meta.block or (1,)))),
                      f"{name} stored as its producer wrote it")
         out[name] = (stored_as_written(pattern, meta, values[name]), meta)
     return out

@@ -7,20 +7,23 @@ variable's coordinates the merge of its operands there (an intersection for a pr
 for a sum, every coordinate for the universe), projected onto the output's variables (a sparse
 accumulator's row is the union over the reduction it accumulates). Values do not enter: a
 product's zeros, a ReLU's zeros and a sum over an empty fiber stay stored, as in the whole run.
-Derived here: kernels of one op over stored operands of up to two dimensions; anything else is
-None (the sampled mode then simulates every window of the producer; an output dense at every
-level needs no pattern: `footing.patterns_read_as_written`). `tests/test_modes_agree.py` checks each derived
-pattern against the one the windows wrote.
+Where the nest reaches every position (each output variable visits every coordinate, each summed
+one at least one: GCN's A·X when every node has an edge and X is dense), the pattern is
+`footing.EveryPosition`, found from the operands' levels without listing a point. Derived here:
+kernels of one op over stored operands of up to two dimensions; anything else is None (the
+sampled mode then simulates every window of the producer; an output dense at every level needs
+no pattern: `footing.patterns_read_as_written`). `tests/test_modes_agree.py` checks each
+derived pattern against the one the windows wrote.
 
     >>> import fuseflow
     >>> from fuseflow.pipeline import prepared
     >>> from fuseflow.partition.windows import kernel_setup, reference_values
     >>> p = fuseflow.from_mlir("tests/mlir/spmm_ikj.mlir")
-    >>> data, compiled = prepared(p, "full", None, 1, 0.3)
+    >>> data, compiled = prepared(p, "full", None, 1, 0.05)
     >>> kernel = compiled.kernels[0]
     >>> setup = kernel_setup(kernel, reference_values(p, data))
-    >>> derived_pattern(kernel, setup, "Y").shape[0]
-    2
+    >>> derived_pattern(kernel, setup, "Y").shape  # rank x positions
+    (2, 336)
 """
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ from ..fusion.instances import LeafInput
 from ..fusion.patterns import Intersect, Nothing, Operand, Union, Universe
 from ..memory import Budget
 from ..sim.storage import level_entries
-from .footing import positions, sorted_unique, unique_positions
+from .footing import EveryPosition, Pattern, positions, sorted_unique, unique_positions
 
 POINT_BYTES = 96  # a point held while a nest is extended: its columns, keys and the copies made on the way
 
@@ -42,9 +45,12 @@ class _TooLarge(Exception):
     pass
 
 
-def derived_pattern(kernel, setup, name: str, budget: Budget | None = None) -> np.ndarray | None:
+_EVERY = object()  # a product shortcut's answer: every position of the output
+
+
+def derived_pattern(kernel, setup, name: str, budget: Budget | None = None) -> Pattern | None:
     """The positions `kernel` will store of output `name` (rank x n coordinates per tensor
-    dimension, as `footing.written_pattern` gives them), its inputs those stored in `setup`
+    dimension, as `footing.written_pattern` gives them, or `footing.EveryPosition`), its inputs those stored in `setup`
     (`windows.KernelSetup`); None where this cannot be derived here, or not within `budget`
     (default: what is available)."""
     max_points = (budget or Budget()).allowed() // POINT_BYTES
@@ -86,7 +92,7 @@ class _Nest:
                                if len(kept) == len(access) else [])
             self.prefixes.append([access[m] for m in kept] if len(kept) == len(access) else [])
 
-    def pattern(self, shape: tuple) -> np.ndarray | None:
+    def pattern(self, shape: tuple) -> Pattern | None:
         out = self.inst.out_indices
         out_vars = [v for v in out if isinstance(v, str)]
         nest = self.kernel.table.nesting.nest[self.inst.id]
@@ -94,7 +100,11 @@ class _Nest:
             return None
         depth = max(nest.index(v) for v in out_vars) + 1
         names = nest[:depth]
+        if len(out_vars) == len(out) and self._every_position(names, out_vars):
+            return EveryPosition(shape)
         shortcut = self._product_shortcut(names, out_vars)
+        if shortcut is _EVERY:
+            return EveryPosition(shape)
         if shortcut is not None:
             points, names = shortcut
         else:
@@ -104,6 +114,73 @@ class _Nest:
         columns = [points[:, names.index(v)] if isinstance(v, str) else np.zeros(len(points), dtype=np.int64)
                    for v in out]
         return unique_positions(np.array(columns, dtype=np.int64).reshape(len(out), -1), shape)
+
+    def _every_position(self, names: list[str], out_vars: list[str]) -> bool:
+        """Whether the nest over `names` reaches every position of the output variables: each of
+        them visits every coordinate under every point above it, and each variable summed away
+        among them at least one (GCN's A·X when every node has an edge, X dense)."""
+        for depth, v in enumerate(names):
+            bound, merge = names[:depth], self._merge(v)
+            if not (self._visits_every(merge, v, bound) if v in out_vars else self._visits_one(merge, v, bound)):
+                return False
+        return True
+
+    def _visits_one(self, merge, v: str, bound: list[str]) -> bool:
+        """Whether `merge` at `v` visits at least one coordinate under every point over `bound`."""
+        if int(self.extent[v]) == 0:
+            return False
+        if isinstance(merge, Operand):
+            return v not in self.operands[merge.index].names or self._stores_one(merge.index, v, bound)
+        if isinstance(merge, Intersect):  # one part with some coordinate, every other part with all
+            return any(self._visits_one(p, v, bound) and
+                       all(self._visits_every(q, v, bound) for q in merge.parts if q is not p) for p in merge.parts)
+        if isinstance(merge, Union):
+            return any(self._visits_one(p, v, bound) for p in merge.parts)
+        return self._visits_every(merge, v, bound)
+
+    def _stores_one(self, k: int, v: str, bound: list[str]) -> bool:
+        """Whether operand k stores some coordinate of `v` under every point over `bound`: the
+        levels above `v`'s hold bound variables only and store every position, and no fiber of
+        `v`'s level is empty."""
+        operand, prefix = self.operands[k], self.prefixes[k]
+        if not self._above(k, v, bound) or any(int(self.extent[u]) != d for u, d in operand.extents()):
+            return False
+        depth = prefix.index(v)
+        level = operand.stored.levels[depth]
+        return _entries_at(operand.stored.levels[:depth]) == operand.positions(depth) and \
+            (not level.is_compressed or bool((np.diff(level.seg) > 0).all()))
+
+    def _above(self, k: int, v: str, bound: list[str]) -> bool:
+        """Whether operand k's levels above `v`'s store exactly its variables among `bound`."""
+        prefix = self.prefixes[k]
+        return v in prefix and set(prefix[:prefix.index(v)]) == set(bound) & set(prefix)
+
+    def _visits_every(self, merge, v: str, bound: list[str]) -> bool:
+        """Whether `merge` at `v` visits every coordinate of `v` under every point over `bound`:
+        the universe, an operand that stores every coordinate there (or does not index `v`), an
+        intersection of such, a union with one."""
+        if isinstance(merge, Universe):
+            return True
+        if isinstance(merge, Operand):
+            return v not in self.operands[merge.index].names or self._stores_every(merge.index, v, bound)
+        if isinstance(merge, Intersect):
+            return all(self._visits_every(p, v, bound) for p in merge.parts)
+        if isinstance(merge, Union):
+            return any(self._visits_every(p, v, bound) for p in merge.parts)
+        return False
+
+    def _stores_every(self, k: int, v: str, bound: list[str]) -> bool:
+        """Whether operand k stores every coordinate of `v` under every point over `bound`: its
+        levels down to `v`'s store every position when the levels above it hold bound variables
+        only (an adjacency's rows when no node is isolated, dense features), else the whole
+        operand stores every position."""
+        operand, prefix = self.operands[k], self.prefixes[k]
+        if any(int(self.extent[u]) != d for u, d in operand.extents()):
+            return False
+        levels = operand.stored.levels
+        if self._above(k, v, bound):
+            levels = levels[:prefix.index(v) + 1]
+        return _entries_at(levels) == operand.positions(len(levels))
 
     def _merge(self, v: str):
         cell = self.table.cells.get((v, self.table.inst_key(self.inst.id)))
@@ -215,7 +292,8 @@ class _Nest:
         depends on that one only (an SpMM's `i,k,j` or `k,i,j`): the pattern is a sparse boolean
         product of the points over the first two and the last variable's fibers under the summed
         one, never the three-variable points (an SpMM over a graph's edges x features).
-        Returns (points over the output variables, their names) or None."""
+        Returns (points over the output variables, their names), `_EVERY` where that product
+        is every position (known from its factors, never listed), or None."""
         if len(names) != 3 or len(out_vars) != 2:
             return None
         summed = [v for v in names if v not in out_vars]
@@ -235,6 +313,8 @@ class _Nest:
                             shape=(int(self.extent[other]), int(self.extent[r])))
         right = sp.csr_array((np.ones(len(under)), (under[:, 0], under[:, 1])),
                              shape=(int(self.extent[r]), int(self.extent[last])))
+        if left.nnz == left.shape[0] * left.shape[1] and len(np.unique(right.indices)) == right.shape[1]:
+            return _EVERY  # every row meets every summed coordinate, and those reach every column
         product = left @ right
         product.sort_indices()
         product = product.tocoo()
@@ -260,6 +340,15 @@ class _Operand:
         self.names = [v for v in self.access if isinstance(v, str)]
         if len(set(self.names)) != len(self.names):  # a diagonal access (A(i,i)): not derived here
             raise _TooLarge
+
+    def extents(self) -> list[tuple[str, int]]:
+        """(variable, the operand's size along it) of each dimension it indexes by a variable."""
+        return [(v, int(self.stored.shape[d])) for d, v in enumerate(self.access) if isinstance(v, str)]
+
+    def positions(self, depth: int) -> int:
+        """How many positions its first `depth` levels have (all of them stored or not)."""
+        order = self.stored.fmt.mode_order
+        return int(np.prod([int(self.stored.shape[order[m]]) for m in range(depth)], dtype=np.int64))
 
     def coords(self) -> np.ndarray:
         if self._coords is None:

@@ -342,6 +342,39 @@ class StoredTensor:
             out[pos] = vals[order]
         return StoredTensor(levels, out, shape, fmt, fill)
 
+    @staticmethod
+    def every_position(value, fmt: TensorFormat, fill: float = 0.0) -> "StoredTensor":
+        """Storage of every position of a dense `value` in `fmt`, those equal to `fill` included
+        (what a producer that writes each position stores), built level by level without
+        listing coordinates: a compressed level stores every coordinate under each parent.
+
+            >>> fmt = TensorFormat(TensorFormat.all_compressed(2).levels, (1, 0))
+            >>> t = StoredTensor.every_position(np.array([[0.0, 2.0], [3.0, 0.0]]), fmt)
+            >>> t.levels[1].seg.tolist(), t.levels[1].crd.tolist(), t.vals.tolist()
+            ([0, 2, 4], [0, 1, 0, 1], [0.0, 3.0, 2.0, 0.0])
+        """
+        value = np.asarray(value, dtype=np.float64)
+        rank, block = value.ndim, tuple(fmt.block or ())
+        if fmt.rank != rank:
+            raise ValueError(f"format {fmt} has {fmt.rank} levels, the array has {rank} dims")
+        if block:  # one tile per position of the grid of blocks, its elements in dimension order
+            grid = _blocks(value.shape, block)
+            split = value.reshape([x for g, b in zip(grid, block) for x in (g, b)])
+            ordered = np.transpose(split, tuple(2 * m for m in fmt.mode_order) + tuple(range(1, 2 * rank, 2)))
+        else:
+            grid, ordered = value.shape, np.transpose(value, fmt.mode_order)
+        levels, n_pos = [], 1
+        for lf, m in zip(fmt.levels, fmt.mode_order):
+            dim = int(grid[m])
+            if lf.is_compressed:
+                levels.append(Level("compressed", dim, np.arange(n_pos + 1, dtype=np.int64) * dim,
+                                    np.tile(np.arange(dim, dtype=np.int64), n_pos)))
+            else:
+                levels.append(Level("dense", dim))
+            n_pos *= dim
+        vals = np.ascontiguousarray(ordered).reshape((n_pos,) + block)
+        return StoredTensor(levels, vals, tuple(int(s) for s in value.shape), fmt, fill)
+
     def to_dense(self, shape=None) -> np.ndarray:
         shape = self.shape if shape is None else shape
         order = self.fmt.mode_order if self.fmt is not None else None
