@@ -129,3 +129,28 @@ def test_every_public_function_says_what_each_argument_is():
             if unnamed:
                 missing[name] = unnamed
     assert not missing
+
+
+def test_a_scheduler_is_an_address_or_a_client():
+    """`scheduler=` takes an address or a dask client; anything else is one line, not a guess."""
+    from fuseflow.errors import UserError
+
+    program = fuseflow.from_mlir("tests/mlir/spmm_ikj.mlir")
+    with pytest.raises(UserError, match="neither an address nor a dask client"):
+        fuseflow.simulate(program, "full", shards=2, scheduler=42)
+
+
+def test_both_engines_take_the_same_options():
+    """The oracle takes the fast engine's `budget` and `on_events`, so callers need not ask which
+    engine they hold; its progress ends at the run's token events."""
+    from fuseflow.execute import execute
+    from fuseflow.memory import Budget
+    from fuseflow.pipeline import prepared
+    from fuseflow.sim import oracle
+
+    program = fuseflow.from_mlir("tests/mlir/spmm_ikj.mlir")
+    data, compiled = prepared(program, "full", None, 1, 0.3)
+    reports = []
+    run = execute(compiled, data, run_graph_fn=oracle.run_graph, budget=Budget(), on_events=reports.append)
+    assert len(run.kernels) == 1 and reports == sorted(reports)
+    assert reports[-1] == run.kernels[0].tokens > 0

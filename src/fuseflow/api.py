@@ -107,6 +107,21 @@ def simulate(program, schedule=None, inputs: dict | None = None, *, seed: int = 
                              check=check, on_kernel=on_kernel, budget=budget, on_events=on_events)
 
 
+def _is_client(scheduler) -> bool:
+    """Whether `scheduler` is a dask client (or a Future of one still starting), not an address
+    (a string) or None; anything else is refused in one line."""
+    if scheduler is None or isinstance(scheduler, str):
+        return False
+    if isinstance(scheduler, Future):
+        return True
+    from distributed import Client  # noqa: PLC0415 - dask loads only where a client is given
+
+    if isinstance(scheduler, Client):
+        return True
+    raise UserError(f"scheduler {scheduler!r} is neither an address nor a dask client", "scheduler",
+                    "give an address such as tcp://host:8786, or a distributed.Client")
+
+
 def _partitioned(program, schedule, data, *, shards, sample, error, scheduler, workers, sample_seed, **options):
     """A sharded or sampled simulation (`partition.run`), its windows on dask where asked."""
     if shards is not None and (sample is not None or error is not None):
@@ -114,7 +129,7 @@ def _partitioned(program, schedule, data, *, shards, sample, error, scheduler, w
     if shards is not None and (isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or shards < 1):
         raise UserError(f"shards {shards!r} must be a positive integer", "--shards")
     plan = None if shards is not None else SamplePlan(fraction=sample, error=error, seed=sample_seed)
-    if hasattr(scheduler, "submit") or isinstance(scheduler, Future):  # a distributed.Client, or one starting
+    if _is_client(scheduler):
         return simulate_partitioned(program, schedule, data, shards=shards, sample=plan, client=scheduler, **options)
     if shards is None and scheduler is None:  # sampled windows are few: they run here
         return simulate_partitioned(program, schedule, data, sample=plan, **options)

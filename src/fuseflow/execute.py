@@ -198,13 +198,11 @@ def _last_reads(compiled) -> dict[str, int]:
     return last
 
 
-def _engine_options(run_graph_fn, budget, on_events) -> dict:
-    """The streaming engine's options that `run_graph_fn` takes (the oracle takes none)."""
-    import inspect
-
-    accepted = inspect.signature(run_graph_fn).parameters
+def _engine_options(budget, on_events) -> dict:
+    """The engine options given (both engines take them; a bare `run_graph_fn(graph, tensors,
+    hw)` is called without any when none is given)."""
     options = {"budget": budget, "on_events": on_events}
-    return {k: v for k, v in options.items() if v is not None and k in accepted}
+    return {k: v for k, v in options.items() if v is not None}
 
 
 def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run_graph,
@@ -220,7 +218,7 @@ def execute(compiled, inputs: dict, hw: HwConfig | None = None, run_graph_fn=run
     values = bind_inputs(program, inputs)
     result = ScheduleRun({})
     written: dict = {}  # tensors earlier kernels wrote, as they wrote them (decoded when needed)
-    options = _engine_options(run_graph_fn, budget, on_events)
+    options = _engine_options(budget, on_events)
     last = _last_reads(compiled)
     for k, kernel in enumerate(compiled.kernels):
         if kernel.is_reshape:

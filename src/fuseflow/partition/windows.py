@@ -23,7 +23,6 @@ kernel's ops on its inputs cut to the window where the setup carries that check
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -167,10 +166,8 @@ def run_window_of(setup: KernelSetup, window: Window, hw, engine: str) -> Window
     fast engine's buffers are held to the run's budget (`local_budget`) in the process that
     started the run, to the memory available there on a dask worker."""
     start, wall, cpu = time.time(), time.perf_counter(), time.thread_time()
-    run_graph = engine_function(engine)  # the oracle's takes no budget (also for fast with numba's JIT off)
-    options = {"budget": _LOCAL_BUDGET[-1] if _LOCAL_BUDGET else Budget()} \
-        if "budget" in inspect.signature(run_graph).parameters else {}
-    run, windowed = run_window(setup.graph, setup.stored, window, hw, run_graph, **options)
+    budget = _LOCAL_BUDGET[-1] if _LOCAL_BUDGET else Budget()
+    run, windowed = run_window(setup.graph, setup.stored, window, hw, engine_function(engine), budget=budget)
     names = [name for name, meta in setup.graph.tensors.items() if meta.role == "output"]
     outputs = {name: _window_output(run.written[name], windowed.written_meta(name)) for name in names}
     drained = sum(len(run.written[name].vals) for name in names)

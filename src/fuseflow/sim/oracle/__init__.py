@@ -161,8 +161,13 @@ def channel_occupancy(sent: list[int], consumed: list[int]) -> int:
 
 
 def run_graph(graph: SamGraph, tensors: dict[str, StoredTensor], hw: HwConfig | None = None,
-              keep_streams: bool = False, record_steps: bool = False) -> GraphRun:
-    """Simulate `graph` on stored input tensors; see the module docstring for the cycle model."""
+              keep_streams: bool = False, record_steps: bool = False, *, budget=None,
+              on_events=None) -> GraphRun:
+    """Simulate `graph` on stored input tensors; see the module docstring for the cycle model.
+    Takes the fast engine's options, so that both engines are called alike: `on_events(done)`
+    after each node with the token events so far; `budget` is not consulted (the oracle holds
+    whole streams in lists, for the small cases it checks, and sizes nothing ahead)."""
+    del budget
     hw = hw or HwConfig()
     produced: dict[Stream, tuple[list, list]] = {}
     written: dict[str, WrittenTensor] = {}
@@ -186,6 +191,8 @@ def run_graph(graph: SamGraph, tensors: dict[str, StoredTensor], hw: HwConfig | 
         for port in run.outs:
             produced[Stream(node.id, port)] = (run.outs[port], run.times[port])
         node_steps[node.id] = run.steps
+        if on_events is not None:
+            on_events(sum(len(toks) for toks, _ in produced.values()))
         for port, stream in node.inputs.items():
             producer = graph.nodes[stream.node]
             lat = hw.timing(producer.kind, producer.params)[0]
