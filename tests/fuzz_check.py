@@ -34,6 +34,7 @@ from fuseflow.ir.program import op_output
 from fuseflow.ir.reference import bind_inputs
 from fuseflow.ir.stats import stats_for
 from fuseflow.partition.run import simulate_partitioned
+from fuseflow.pipeline import work_differences
 from fuseflow.sim import fast, oracle
 
 from fuzz_programs import Chooser, RandomProgram
@@ -164,9 +165,6 @@ def _check(program, schedule: str | None, data: dict, want: dict) -> Outcome:
     return Outcome(schedule, "ok", str(compiled.schedule), {n: got.outputs[n] for n in want})
 
 
-MODE_COUNTS = ("flops", "mem_reads", "mem_writes")
-
-
 def _modes_problem(program, compiled, data: dict, whole) -> tuple[str, str] | None:
     """(verdict, detail) where a 2-shard run of a schedule of several kernels does other work
     than the whole run `whole` (kernel by kernel: tokens, FLOPs, reads, writes) or fails with
@@ -179,11 +177,10 @@ def _modes_problem(program, compiled, data: dict, whole) -> tuple[str, str] | No
         return ("internal", f"sharded: {err.one_line()}") if err.exit_status != 2 else None
     except Exception as err:  # noqa: BLE001 - any other exception is what the fuzzer looks for
         return "internal", f"sharded: {_describe(err)}"
-    for part, k in zip(sharded.kernels, whole.kernels):
-        got = (part.tokens, *(getattr(part, c) for c in MODE_COUNTS))
-        want = (k.tokens, *(k.counters.get(c, 0) for c in MODE_COUNTS))
-        if got != want:
-            return "modes", f"kernel {k.index} sharded: tokens, flops, reads, writes {got}, whole {want}"
+    differences = work_differences(sharded.kernels, whole.kernels)
+    if differences:
+        index, what, got, want = differences[0]
+        return "modes", f"kernel {index} sharded: {what} {got}, whole {want}"
     return None
 
 

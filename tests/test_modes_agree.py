@@ -11,6 +11,7 @@ import pytest
 import fuseflow
 from fuseflow.partition import footing
 from fuseflow.partition.run import simulate_partitioned
+from fuseflow.pipeline import work_differences
 
 PROGRAMS = sorted(p.stem for p in Path("tests/mlir").glob("*.mlir") if p.stem not in ("dynamic", "masked_softmax"))
 # sharded cycles against whole: the margins settle on windows of a few coordinates only roughly
@@ -21,12 +22,7 @@ SHORT_LOOP_CYCLES = 0.04
 
 def _same_work(got, want) -> list:
     """The kernels whose counts differ: (index, what, got, want)."""
-    diffs = []
-    for g, w in zip(got.kernels, want.kernels):
-        for what in ("tokens", "flops", "mem_reads", "mem_writes"):
-            if getattr(g, what) != getattr(w, what):
-                diffs.append((g.index, what, getattr(g, what), getattr(w, what)))
-    return diffs
+    return work_differences(got.kernels, want.kernels)
 
 
 @pytest.mark.parametrize("schedule", ["unfused", "full"])

@@ -50,6 +50,42 @@ class KernelResult:
     mode: str = "whole"  # how it ran: "whole", "windows" (every window of its outer loop), "sampled"
 
 
+@dataclass(frozen=True)
+class Work:
+    """The work a kernel did: token events, FLOPs, reads and writes. Two ways of running one
+    schedule (whole, sharded, bounded, oracle) must do the same work kernel by kernel, not only
+    agree in values (`work_differences`).
+
+        >>> Work.of(KernelResult(0, "k0", ["t2"], ["i"], 10, 4, 6, 2, 30, 1))
+        Work(tokens=30, flops=4, mem_reads=6, mem_writes=2)
+    """
+
+    tokens: int
+    flops: int
+    mem_reads: int
+    mem_writes: int
+
+    @staticmethod
+    def of(kernel) -> "Work":
+        """A `KernelResult`'s work, or an `execute.KernelRun`'s (its counters)."""
+        if isinstance(kernel, KernelResult):
+            return Work(kernel.tokens, kernel.flops, kernel.mem_reads, kernel.mem_writes)
+        counts = kernel.counters
+        return Work(kernel.tokens, counts.get("flops", 0), counts.get("mem_reads", 0), counts.get("mem_writes", 0))
+
+
+def work_differences(got: list, want: list) -> list[tuple[int, str, int, int]]:
+    """(kernel index, what, got, want) for every count in which the kernels of two runs of one
+    schedule (`KernelResult`s or `execute.KernelRun`s, in kernel order) differ; [] when they
+    did the same work."""
+    out = []
+    for g, w in zip(got, want):
+        a, b = Work.of(g), Work.of(w)
+        out += [(w.index, f, getattr(a, f), getattr(b, f)) for f in Work.__dataclass_fields__
+                if getattr(a, f) != getattr(b, f)]
+    return out
+
+
 @dataclass
 class SimResult:
     program: str
