@@ -23,6 +23,7 @@ warnings.filterwarnings("ignore")
 
 from fuseflow.fusion.compile import compile_schedule  # noqa: E402
 from fuseflow.models.registry import build  # noqa: E402
+from fuseflow.pipeline import prepared_request  # noqa: E402
 from fuseflow.report.overview import render_overview  # noqa: E402
 from fuseflow.sam.draw import render  # noqa: E402
 from fuseflow.sam.opview import render_op_view  # noqa: E402
@@ -112,7 +113,7 @@ def main() -> None:
     figure12()
     if shutil.which("chromium") and shutil.which("chromedriver"):  # a report as it shows in a browser
         page = Path(tempfile.mkdtemp()) / "gcn_partial_report.html"
-        simulate_report(gcn.program, gcn.presets["partial"], gcn.inputs, path=str(page))
+        simulate_report(prepared_request(gcn.program, gcn.presets["partial"], gcn.inputs), path=str(page))
         screenshot(page, OUT / "gcn_partial_report.png")
         shutil.rmtree(page.parent)
 

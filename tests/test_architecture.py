@@ -33,12 +33,16 @@ LAYERS = {
     "sim": {"errors", "sam", "ir.formats", "ir.values", "memory", "scalar_ops"},  # runs a SamGraph without the compiler
     "models": {"errors", "ir", "frontend", "data", "schedule"},
     "execute": {"errors", "ir", "sam", "sim", "memory"},
-    "pipeline": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "report"},
+    # one simulation, asked once: the record the simulating rooms read
+    "request": {"errors", "ir", "memory", "sim", "fusion"},
+    "pipeline": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "report", "request"},
     "interop": {"errors", "ir", "sam", "sim"},  # Comal and SAM files of a compiled schedule
-    "simreport": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "report"},
-    "checks": {"errors", "ir", "memory", "schedule", "fusion", "data"},  # what users hand fuseflow, at the edge
+    "simreport": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "report",
+                  "request"},
+    # what users hand fuseflow, checked at the edge, and the request it makes of it
+    "checks": {"errors", "ir", "memory", "schedule", "fusion", "data", "request", "sim"},
     # partitioned simulation: kernels on windows of their outer loop, sharded or sampled
-    "partition": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline"},
+    "partition": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "request"},
     # many simulations and their results: the fusion study, sweeps, suites, their store and charts
     "studies": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",
                 "data", "models", "checks", "files", "report", "tables", "progress", "partition"},
@@ -46,7 +50,8 @@ LAYERS = {
     # its log is a sweep database
     "tuner": {"errors", "ir", "memory", "schedule", "fusion", "checks", "sim", "pipeline", "studies", "models",
               "frontend", "partition"},
-    "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "studies", "models", "partition", "tuner"},
+    "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "studies", "models", "partition", "tuner",
+            "request"},
     # compiles the fast engine's kernels into numba's cache by simulating models and products
     "warmup": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",
                "data", "models", "report"},

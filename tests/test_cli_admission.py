@@ -123,13 +123,13 @@ def test_planetoid_test_index_far_beyond_the_graph(tmp_path):
 def test_max_memory_reaches_a_simulator_that_takes_a_budget(monkeypatch, capsys):
     import fuseflow.pipeline as pipeline
 
-    real, seen = pipeline.simulate, []
+    real, seen = pipeline.run_request, []
 
-    def with_budget(program, schedule, inputs, *, budget=None, **options):
-        seen.append(budget)
-        return real(program, schedule, inputs, **options)
+    def with_budget(request, **options):
+        seen.append(request.budget)
+        return real(request, **options)
 
-    monkeypatch.setattr(pipeline, "simulate", with_budget)
+    monkeypatch.setattr(pipeline, "run_request", with_budget)
     assert main(["--max-memory", "100G", "simulate", SPMV]) == 0
     assert len(seen) == 1 and seen[0].limit == 100 * 2**30
     assert main(["simulate", SPMV]) == 0 and seen[1] is None  # no flag: the simulator's own default

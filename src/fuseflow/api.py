@@ -14,31 +14,23 @@ compiler, the simulator or the study.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from concurrent.futures import Future
 
-import numpy as np
-
 from . import pipeline
-from .checks import check_allocation, check_inputs, check_schedule, input_shapes
+from .checks import check_inputs, check_schedule, input_shapes, sim_request
 from .errors import UserError
-from .fusion.compile import Compiled, compile_schedule
-from .ir.generate import complete_inputs
+from .fusion.compile import compile_schedule
 from .ir.reference import bind_inputs
 from .ir.stats import stats_for
 from .memory import Budget
-from .partition.run import simulate_partitioned
+from .partition.run import run_partitioned
 from .partition.sampled import SamplePlan
+from .request import Partitioning, SimRequest
 from .studies import MAX_TOKENS
 from .studies.cluster import dask_client_soon
 from .studies.granularity import StudyResult, fusion_study, read_schedules, same_schedules
-
-
-def _check_options(seed: int, density: float) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise UserError(f"seed {seed!r} must be a non-negative integer", "seed")
-    if not isinstance(density, (int, float)) or not 0.0 < float(density) <= 1.0:
-        raise UserError(f"density {density!r} is outside (0, 1]", "density")
 
 
 def compile(program, schedule=None, *, shapes: dict | None = None, data: dict | None = None):  # noqa: A001
@@ -92,19 +84,29 @@ def simulate(program, schedule=None, inputs: dict | None = None, *, seed: int = 
       of windows drawn with `sample_seed` (`mode` "sampled", `cycles_low`/`cycles_high`); those
       run here unless a scheduler is given.
     """
-    _check_options(seed, density)
-    given = check_inputs(program, inputs)
-    known = input_shapes(program, given, shapes)
-    check_allocation(program, given, known, budget, f"inputs of {program.name}", density)
-    data = complete_inputs(program, given, density, seed, known)
-    if schedule is not None and not isinstance(schedule, Compiled):
-        schedule = check_schedule(program, schedule, known)  # parsed once (if a string), passed on as the record
-    if shards is not None or sample is not None or error is not None:
-        return _partitioned(program, schedule, data, seed=seed, density=density, hw=hw, engine=engine, check=check,
-                            budget=budget, shards=shards, sample=sample, error=error, scheduler=scheduler,
-                            workers=workers, sample_seed=sample_seed)
-    return pipeline.simulate(program, schedule, data, seed=seed, density=density, hw=hw, engine=engine,
-                             check=check, on_kernel=on_kernel, budget=budget, on_events=on_events)
+    start = time.perf_counter()
+    partitioning = None if shards is None and sample is None and error is None else \
+        Partitioning(shards, sample, error, sample_seed, scheduler, workers)
+    request = sim_request(program, schedule, inputs, seed=seed, density=density, shapes=shapes, hw=hw,
+                          engine=engine, check=check, budget=budget, partitioning=partitioning)
+    result = simulate_request(request, on_kernel=on_kernel, on_events=on_events)
+    result.wall_seconds = time.perf_counter() - start  # compiling included
+    return result
+
+
+def simulate_request(request: SimRequest, *, on_kernel=None, on_events=None):
+    """`simulate` of a request built at the edge (`checks.sim_request`): whole, or partitioned
+    as `request.partitioning` says (`partition.run`), its windows on dask where asked."""
+    cut = request.partitioning
+    if cut is None:
+        return pipeline.run_request(request, on_kernel=on_kernel, on_events=on_events)
+    plan = None if not cut.sampled else SamplePlan(fraction=cut.fraction, error=cut.error, seed=cut.sample_seed)
+    if _is_client(cut.scheduler):
+        return run_partitioned(request, shards=cut.shards, sample=plan, client=cut.scheduler)
+    if cut.sampled and cut.scheduler is None:  # sampled windows are few: they run here
+        return run_partitioned(request, sample=plan)
+    with dask_client_soon(cut.scheduler, cut.workers) as client:  # starts while the driver compiles
+        return run_partitioned(request, shards=cut.shards, sample=plan, client=client)
 
 
 def _is_client(scheduler) -> bool:
@@ -120,21 +122,6 @@ def _is_client(scheduler) -> bool:
         return True
     raise UserError(f"scheduler {scheduler!r} is neither an address nor a dask client", "scheduler",
                     "give an address such as tcp://host:8786, or a distributed.Client")
-
-
-def _partitioned(program, schedule, data, *, shards, sample, error, scheduler, workers, sample_seed, **options):
-    """A sharded or sampled simulation (`partition.run`), its windows on dask where asked."""
-    if shards is not None and (sample is not None or error is not None):
-        raise UserError("shards and sampling exclude each other", "--shards", "give --shards or --sample/--error")
-    if shards is not None and (isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or shards < 1):
-        raise UserError(f"shards {shards!r} must be a positive integer", "--shards")
-    plan = None if shards is not None else SamplePlan(fraction=sample, error=error, seed=sample_seed)
-    if _is_client(scheduler):
-        return simulate_partitioned(program, schedule, data, shards=shards, sample=plan, client=scheduler, **options)
-    if shards is None and scheduler is None:  # sampled windows are few: they run here
-        return simulate_partitioned(program, schedule, data, sample=plan, **options)
-    with dask_client_soon(scheduler, workers) as client:  # starts while the driver compiles
-        return simulate_partitioned(program, schedule, data, shards=shards, sample=plan, client=client, **options)
 
 
 def study(model, dataset=None, schedules=("unfused", "partial", "full"), *, engine: str = "fast",

@@ -24,11 +24,17 @@ import scipy.sparse as sp
 
 from .data.inputs import check_input
 from .errors import UserError
+from .fusion.compile import Compiled, compile_schedule
+from .ir.generate import complete_inputs
 from .ir.program import Program
+from .ir.reference import bind_inputs
+from .ir.stats import stats_for
 from .ir.values import DENSE_LIMIT, as_value, shape_of
 from .ir.verify import infer_shapes
 from .memory import Budget, format_bytes
+from .request import Partitioning, SimRequest
 from .schedule import Schedule
+from .sim.hw import HwConfig
 
 FLOAT_BYTES = 8  # inputs are bound as float64
 SPARSE_ENTRY_BYTES = 24  # a scipy CSR entry: its value and column, and one more copy while it is built
@@ -185,3 +191,52 @@ def _dimensions(program: Program, shapes: dict | None) -> list[int]:
 
 def _par_item(k: int, levels) -> str:
     return ("par=" if k == 0 else f"par.{k}=") + ",".join(f"{v}:{p}" for v, p in levels)
+
+
+def check_options(seed: int, density: float) -> None:
+    """A generation seed (an int >= 0) and density (in (0, 1]), or a one-line refusal."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise UserError(f"seed {seed!r} must be a non-negative integer", "seed")
+    if not isinstance(density, (int, float)) or not 0.0 < float(density) <= 1.0:
+        raise UserError(f"density {density!r} is outside (0, 1]", "density")
+
+
+def check_partitioning(partitioning: Partitioning | None) -> None:
+    """Shards and sampling exclude each other; shards are a positive integer."""
+    if partitioning is None:
+        return
+    shards = partitioning.shards
+    if shards is not None and (partitioning.fraction is not None or partitioning.error is not None):
+        raise UserError("shards and sampling exclude each other", "--shards", "give --shards or --sample/--error")
+    if shards is not None and (isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or shards < 1):
+        raise UserError(f"shards {shards!r} must be a positive integer", "--shards")
+
+
+def sim_request(program: Program, schedule=None, inputs: dict | None = None, *, seed: int = 0, density: float = 0.1,
+                shapes: dict | None = None, hw: HwConfig | None = None, engine: str = "fast", check: bool = True,
+                budget: Budget | None = None, partitioning: Partitioning | None = None) -> SimRequest:
+    """The `SimRequest` of what a user asked for, checked here once: options, inputs (sized
+    against `budget` before any is generated), the partitioning, the schedule (parsed once);
+    then inputs completed from `seed` at `density` and the schedule compiled on them (a
+    `Compiled` of `program` is taken as it is).
+
+        >>> from fuseflow.frontend import from_mlir
+        >>> r = sim_request(from_mlir("tests/mlir/spmv.mlir"), "full", seed=1)
+        >>> sorted(r.data), r.schedule
+        (['A', 'x'], 'full')
+    """
+    check_options(seed, density)
+    check_partitioning(partitioning)
+    given = check_inputs(program, inputs)
+    known = input_shapes(program, given, shapes)
+    check_allocation(program, given, known, budget, f"inputs of {program.name}", density)
+    data = complete_inputs(program, given, density, seed, known)
+    data = {n: v for n, v in data.items() if n in program.inputs}
+    if isinstance(schedule, Compiled):
+        compiled = schedule
+    else:
+        parsed = check_schedule(program, schedule, known)
+        compiled = compile_schedule(program, parsed, {n: shape_of(v) for n, v in data.items()},
+                                    stats=stats_for(program, bind_inputs(program, data)))
+    return SimRequest(program, compiled, data, seed, density, hw or HwConfig(), engine, check, budget=budget,
+                      partitioning=partitioning)

@@ -23,6 +23,7 @@ from .ir.reference import bind_inputs, reference
 from .ir.values import densify, entries, is_sparse, shape_of
 from .memory import Budget, release_freed
 from .report.notebook import result_html
+from .request import SimRequest
 from .sim.hw import HwConfig
 
 
@@ -286,28 +287,51 @@ def simulate(program: Program, schedule="full", inputs: dict | None = None, *, s
              rtol: float = 1e-6, atol: float = 1e-9, on_kernel=None, budget=None,
              on_events=None, on_run=None) -> SimResult:
     """Compile (unless `schedule` is already a `Compiled` of `program`), simulate every kernel,
-    and compare the outputs with `fuseflow.reference`; `on_kernel(done, total)` reports progress
-    after each kernel, `on_events(done)` the token events within one, `on_run(graph, graph_run)`
-    each kernel's whole result (per-node statistics). A `budget`
-    (`fuseflow.memory.Budget`) bounds the memory every kernel may take (MemoryLimitError)."""
+    and compare the outputs with `fuseflow.reference`: `run_request` of `prepared_request`.
+    `on_kernel(done, total)` reports progress after each kernel, `on_events(done)` the token
+    events within one, `on_run(graph, graph_run)` each kernel's whole result (per-node
+    statistics). A `budget` (`fuseflow.memory.Budget`) bounds the memory every kernel may take
+    (MemoryLimitError)."""
+    start = time.perf_counter()
+    request = prepared_request(program, schedule, inputs, seed=seed, density=density, hw=hw, engine=engine,
+                               check=check, rtol=rtol, atol=atol, budget=budget)
+    result = run_request(request, on_kernel=on_kernel, on_events=on_events, on_run=on_run)
+    result.wall_seconds = time.perf_counter() - start  # compiling included
+    return result
+
+
+def prepared_request(program: Program, schedule="full", inputs: dict | None = None, *, seed: int = 0,
+                     density: float = 0.1, hw: HwConfig | None = None, engine: str = "fast", check: bool = True,
+                     rtol: float = 1e-6, atol: float = 1e-9, budget=None, partitioning=None) -> SimRequest:
+    """The `SimRequest` of a run inside the library (`prepared`: inputs completed, the schedule
+    compiled on them), the user-facing checks left to the edge (`checks.sim_request`)."""
+    data, compiled = prepared(program, schedule, inputs, seed, density)
+    return SimRequest(program, compiled, data, seed, density, hw or HwConfig(), engine, check, rtol, atol,
+                      budget, partitioning)
+
+
+def run_request(request: SimRequest, *, on_kernel=None, on_events=None, on_run=None) -> SimResult:
+    """Simulate `request` whole, every kernel, and compare the outputs with the reference
+    (`request.check`); progress and per-kernel results as `simulate` reports them."""
     from .execute import execute
 
     start = time.perf_counter()
-    data, compiled = prepared(program, schedule, inputs, seed, density)
-    run = execute(compiled, data, hw, engine_function(engine), on_kernel, budget=budget or Budget(),
-                  on_events=on_events, on_run=on_run, keep_values=False)
+    program, compiled, data = request.program, request.compiled, request.data
+    run = execute(compiled, data, request.hw, engine_function(request.engine), on_kernel,
+                  budget=request.budget or Budget(), on_events=on_events, on_run=on_run, keep_values=False)
     error, verified = 0.0, False
-    if check:
+    if request.check:
         if not program.outputs:  # verified means at least one output was compared
             raise UserError("the function returns no tensor, so there is nothing to compare",
                             f"program {program.name}",
                             "return the tensors the function computes, or write them into an argument (outs)")
         gold = reference(program, bind_inputs(program, data))
         for name in program.outputs:
-            err, problem = compare(name, run.outputs[name], gold[name], rtol, atol)
+            err, problem = compare(name, run.outputs[name], gold[name], request.rtol, request.atol)
             error = max(error, err)
             if problem:
-                raise undefined_result(program, data, name, run.outputs[name], gold[name], rtol, atol) or \
+                raise undefined_result(program, data, name, run.outputs[name], gold[name], request.rtol,
+                                       request.atol) or \
                     VerificationError(problem, f"schedule {compiled.schedule}",
                                       "please report this with the program and schedule")
         verified = True

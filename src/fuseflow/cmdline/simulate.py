@@ -9,14 +9,17 @@ import contextlib
 import json
 import os
 import sys
+import time
+from dataclasses import replace
 
 import numpy as np
 
 from .. import api
-from ..checks import check_schedule
+from ..checks import sim_request
 from ..errors import UserError
 from ..files import atomic_path, check_output, temporary_beside
 from ..progress import RunProgress, numba_notice
+from ..request import Partitioning
 from ..sim.hw import HwConfig
 from ..simreport import simulate_report
 from ..studies.cluster import dask_client_soon
@@ -60,23 +63,21 @@ def _print_result(result) -> None:
     print(f"{what} (max abs error {result.max_abs_error:.2e}); {result.wall_seconds:.2f} s")
 
 
-def _partition_args(args) -> dict:
-    """The partition options `api.simulate` takes, or none when the run is whole."""
+def _partitioning(args) -> Partitioning | None:
+    """How the run is cut (`--shards`, `--sample`, `--error`), or None when it is whole."""
     if args.shards is None and args.sample is None and args.error is None:
         if args.scheduler or args.workers:
             raise UserError("--scheduler and --workers go with --shards, --sample or --error", "--scheduler")
-        return {}
+        return None
     if args.html or args.depth:
         raise UserError(f"{'--html' if args.html else '--depth'} needs a whole run", "--shards",
                         "drop --shards/--sample/--error")
-    return {"shards": args.shards, "sample": args.sample, "error": args.error, "scheduler": args.scheduler,
-            "workers": args.workers, "sample_seed": args.sample_seed}
+    return Partitioning(args.shards, args.sample, args.error, args.sample_seed, args.scheduler, args.workers)
 
 
-def _simulate_with_report(source, schedule, args, data, hw):
+def _simulate_with_report(request, args):
     """`simulate_report`: the HTML report is written (atomically) also when the simulation fails,
     then the failure is raised."""
-    schedule = check_schedule(source.program, schedule, source.input_shapes())
     temp = temporary_beside(args.html, "--html")
 
     def written(path: str) -> None:
@@ -84,8 +85,7 @@ def _simulate_with_report(source, schedule, args, data, hw):
         print(f"wrote {args.html}", file=sys.stderr)
 
     try:
-        return simulate_report(source.program, schedule, data, path=temp, seed=args.seed,
-                               density=args.density, hw=hw, engine=args.engine, on_written=written)
+        return simulate_report(request, path=temp, on_written=written)
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
@@ -95,36 +95,37 @@ def run(args) -> int:
     for path, flag, suffixes in ((args.save_outputs, "--save-outputs", (".npz",)), (args.html, "--html", ())):
         if path:
             check_output(path, flag, suffixes)
-    partition = _partition_args(args)
-    with _early_cluster(partition) as client:
+    partitioning = _partitioning(args)
+    with _early_cluster(partitioning) as client:
         if client is not None:
-            partition = {**partition, "scheduler": client}
-        return _run(args, partition)
+            partitioning = replace(partitioning, scheduler=client)
+        return _run(args, partitioning)
 
 
-def _early_cluster(partition: dict):
+def _early_cluster(partitioning: Partitioning | None):
     """A sharded run's dask client, starting now (its workers start and import while the model
     loads and compiles), or nothing."""
-    if partition and (partition["shards"] is not None or partition["scheduler"]):
-        return dask_client_soon(partition["scheduler"], partition["workers"])
+    if partitioning is not None and (partitioning.shards is not None or partitioning.scheduler):
+        return dask_client_soon(partitioning.scheduler, partitioning.workers)
     return contextlib.nullcontext()
 
 
-def _run(args, partition: dict) -> int:
+def _run(args, partitioning: Partitioning | None) -> int:
+    start = time.perf_counter()
     budget = budget_of(args)
     source = load_source(args, budget)
-    schedule = source.schedule(args.schedule)
     data = source.data(args.density, args.seed, budget)
-    hw = HwConfig(hbm=args.hbm, channel_depth=args.depth)
+    request = sim_request(source.program, source.schedule(args.schedule), data, seed=args.seed,
+                          density=args.density, hw=HwConfig(hbm=args.hbm, channel_depth=args.depth),
+                          engine=args.engine, budget=budget, partitioning=partitioning)
     label = f"{source.program.name} {args.schedule or '(default schedule)'}"
     with RunProgress(label, enabled=None if not args.json else False) as bar, \
             numba_notice():
         if args.html:
-            result = _simulate_with_report(source, schedule, args, data, hw)
+            result = _simulate_with_report(request, args)
         else:
-            result = api.simulate(source.program, schedule, data, seed=args.seed,
-                                  density=args.density, hw=hw, engine=args.engine, budget=budget,
-                                  on_kernel=bar.on_kernel, on_events=bar.on_events, **partition)
+            result = api.simulate_request(request, on_kernel=bar.on_kernel, on_events=bar.on_events)
+    result.wall_seconds = time.perf_counter() - start  # loading and compiling included
     if args.save_outputs:
         _save_outputs(args.save_outputs, source.program, result)
     if args.json:

@@ -23,7 +23,8 @@ import numpy as np
 
 from ..ir.reference import ReferenceRun
 from ..memory import Budget, MemoryLimitError
-from ..pipeline import KernelResult, SimResult, VerificationError, compare, prepared, undefined_error
+from ..pipeline import KernelResult, SimResult, VerificationError, compare, prepared_request, undefined_error
+from ..request import SimRequest
 from ..sim.window import Window
 from .drain import measured_drain
 from .footing import (
@@ -145,18 +146,33 @@ def simulate_partitioned(program, schedule="full", inputs: dict | None = None, *
                          rtol: float = 1e-6, atol: float = 1e-9, budget: Budget | None = None,
                          timings: Timings | None = None) -> SimResult:
     """`pipeline.simulate`, with each kernel cut into `shards` windows (all simulated, cycles
-    combined) or estimated from a `sample` of windows (cycles with a 95% interval); windows run
-    as tasks on a dask `client` when one is given (or a `concurrent.futures.Future` of one: a
-    cluster still starting, waited for once the first kernel is ready to run). The reference
-    is evaluated kernel by kernel, holding only the values this and later kernels read or
-    write, each dense result sized against `budget` first (default: what is available).
-    `timings` (`partition.timing.Timings`) receives the driver's phases and every window task's time."""
+    combined) or estimated from a `sample` of windows (cycles with a 95% interval): `run_partitioned`
+    of the request `pipeline.prepared_request` makes."""
     start = time.perf_counter()
     clock = timings if timings is not None else Timings()
     with clock.phase("compile"):
-        data, compiled = prepared(program, schedule, inputs, seed, density)
+        request = prepared_request(program, schedule, inputs, seed=seed, density=density, hw=hw, engine=engine,
+                                   check=check, rtol=rtol, atol=atol, budget=budget)
+    result = run_partitioned(request, shards=shards, sample=sample, client=client, timings=clock)
+    result.wall_seconds = time.perf_counter() - start  # compiling included
+    return result
+
+
+def run_partitioned(request: SimRequest, *, shards: int | None = None, sample: SamplePlan | None = None,
+                    client=None, timings: Timings | None = None) -> SimResult:
+    """`request` with each kernel cut into `shards` windows or estimated from a `sample` of them;
+    windows run as tasks on a dask `client` when one is given (or a `concurrent.futures.Future`
+    of one: a cluster still starting, waited for once the first kernel is ready to run). The
+    reference is evaluated kernel by kernel, holding only the values this and later kernels read
+    or write, each dense result sized against the request's budget first (default: what is
+    available). `timings` (`partition.timing.Timings`) receives the driver's phases and every
+    window task's time."""
+    start = time.perf_counter()
+    clock = timings if timings is not None else Timings()
+    data, compiled, hw, engine, check = request.data, request.compiled, request.hw, request.engine, request.check
+    rtol, atol = request.rtol, request.atol
     program = compiled.program  # canonical: a reduction from a start other than its identity is two ops (`Y_r`, `Y`)
-    budget = budget or Budget()
+    budget = request.budget or Budget()
     needs = [set() if k.is_reshape else kernel_tensors(k) for k in compiled.kernels]
     written = [set() if k.is_reshape else _written_only(k) for k in compiled.kernels]
     as_written = patterns_read_as_written(compiled.kernels)
