@@ -18,6 +18,16 @@ a rerun resumes). Then:
   uncalibrated heuristic (`fusion.estimate`) and the calibrated one (`tuner/calibration`).
 
 The calibration was fitted on other programs and data (`tuner.calibrate.TRAINING`).
+
+    .venv/bin/python bench/tune_validation.py --budgeted gcn:dblp --budget 300 --mode sampled \
+        [--sample-above 1e9] [--min-width 64] [--drop-presets full] [--json out/tune_sampled.json]
+
+`--budgeted MODEL:DATASET`: one tune of a model too large to enumerate, in a time budget, with
+every candidate simulated whole (`--mode whole`) or candidates above `--sample-above` token
+events evaluated sampled with successive halving (`--mode sampled`, windows at least
+`--min-width` rows), its answer then simulated whole: what each mode reaches in the same budget.
+`--drop-presets full`: a preset left out of both (GCN DBLP `full`, 1.1e10 token events, would
+take the whole budget and more either way).
 """
 from __future__ import annotations
 
@@ -33,6 +43,7 @@ import fuseflow
 from fuseflow.tuner.context import SimRow, TuneContext
 from fuseflow.tuner.costs import Calibration, kendall_tau, load_calibration
 from fuseflow.tuner.exhaustive import joint_space
+from fuseflow.tuner.judge import Sampling
 from fuseflow.tuner.log import TuneLog
 from fuseflow.tuner.run import context_for
 from fuseflow.tuner.search import Tuner
@@ -154,6 +165,27 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def budgeted(args) -> dict:
+    """One tune of `args.budgeted` in `args.budget` seconds (see the module), its answer simulated whole."""
+    model, dataset = args.budgeted.split(":")
+    ctx = context_for(model, dataset)
+    for name in filter(None, args.drop_presets.split(",")):
+        del ctx.presets[name]
+    sampling = Sampling(above=args.sample_above if args.mode == "sampled" else None, min_width=args.min_width)
+    start = time.perf_counter()
+    tuner = Tuner(ctx, budget=args.budget, sampling=sampling, progress=not args.quiet)
+    result = tuner.run()
+    wall = time.perf_counter() - start
+    whole = result.cycles if result.mode == "whole" else ctx.simulate(result.schedule, as_given=True).cycles
+    best = result.best_preset
+    return {"case": args.budgeted, "mode": args.mode, "budget": args.budget, "sample_above": sampling.above,
+            "min_width": args.min_width, "schedule": result.schedule, "cycles": result.cycles,
+            "final_mode": result.mode, "cycles_low": result.cycles_low, "cycles_high": result.cycles_high,
+            "whole_cycles": whole, "best_preset": best["name"], "best_preset_cycles": best["cycles"],
+            "speedup_whole": round(best["cycles"] / whole, 4), "evaluated": result.evaluated,
+            "presets": result.presets, "wall": round(wall, 1), "search_seconds": round(result.seconds, 1)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
@@ -162,7 +194,19 @@ def main() -> None:
     ap.add_argument("--db", default="out/tune_validation.db", help="log of the exhaustive simulations (resumable)")
     ap.add_argument("--json", default="out/tune_validation.json", help="results as JSON")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--budgeted", metavar="MODEL:DATASET", help="one tune in a time budget (see the module)")
+    ap.add_argument("--budget", type=float, default=240.0, help="--budgeted: seconds of search (240)")
+    ap.add_argument("--mode", choices=["whole", "sampled"], default="sampled", help="--budgeted: how to evaluate")
+    ap.add_argument("--sample-above", type=float, default=1e9, help="--budgeted: sampled above this many tokens")
+    ap.add_argument("--min-width", type=int, default=64, help="--budgeted: sampled windows' least width (rows)")
+    ap.add_argument("--drop-presets", default="", help="--budgeted: presets left out (comma-separated)")
     args = ap.parse_args()
+    if args.budgeted:
+        found = budgeted(args)
+        with open(args.json, "w") as handle:
+            json.dump(found, handle, indent=1)
+        print(json.dumps({k: v for k, v in found.items() if k not in ("presets",)}, indent=1))
+        return
     results = []
     for name in args.cases.split(","):
         results.append(run_case(name.strip(), args))

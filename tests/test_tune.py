@@ -266,3 +266,18 @@ def test_sampled_rows_resume_from_the_log_at_their_level(tmp_path):
     result = second.run()
     assert second.resumed >= 8 and not ran  # everything the first ran, read back at its level
     assert result.mode == "sampled" and result.cycles_low is not None
+
+
+def test_scheduler_evaluates_on_the_cluster_and_agrees(capsys):
+    pytest.importorskip("distributed")
+    found = _json_of(["tune", SOFTMAX, "--density", "0.3", "--budget", "60", "--max-sims", "10",
+                      "--scheduler", "local", "--workers", "2", "--json"], capsys)
+    evaluated = found["evaluated"]
+    assert evaluated["on_cluster"] >= 5 and evaluated["simulated"] <= 10  # the presets run here, the rest there
+    assert found["verified"] and found["reproduced"]  # the final run, here, agrees with the worker's
+    assert all(found["cycles"] <= p["cycles"] for p in found["presets"] if p["cycles"] is not None)
+
+
+def test_unreachable_scheduler_is_one_line(capsys):
+    pytest.importorskip("distributed")
+    assert "dask scheduler" in error_of(["tune", SOFTMAX, "--scheduler", "bogus", "--max-sims", "3"], capsys)

@@ -232,6 +232,10 @@ def _add_tune_command(sub) -> None:
     p.add_argument("--sample-above", type=positive_real, default=1e9, metavar="TOKENS",
                    help="evaluate candidates the heuristic puts above this many token events sampled, with 95%% "
                         "intervals and successive halving (default 1e9; docs/tuning.md)")
+    p.add_argument("--scheduler", metavar="ADDR", help="evaluate candidates on this dask scheduler's workers, one "
+                   "in flight per worker ('local': a local cluster of --workers processes)")
+    p.add_argument("--workers", type=positive, metavar="N", help="--scheduler local: worker processes "
+                   "(default: one per core)")
     p.add_argument("--plot", metavar="OUT.png", help="chart the Pareto fronts of cycles against bytes moved and "
                    "against the largest FIFO, presets marked")
     p.add_argument("--hbm", action="store_true", help="simulate with the memory-channel model (the heuristic is "

@@ -3,6 +3,7 @@
 
     fuseflow tune --model gcn --dataset karate --budget 120 --json
     fuseflow tune tests/mlir/softmax_sparse.mlir --objective pareto --db tune.db --plot fronts.png
+    fuseflow tune --model gcn --dataset dblp --budget 600 --scheduler local --workers 2
     fuseflow tune --calibrate [--hbm]
 """
 from __future__ import annotations
@@ -66,7 +67,8 @@ def run(args) -> int:
     if args.plot and not os.path.isdir(os.path.dirname(os.path.abspath(args.plot))):
         raise UserError(f"cannot write the chart to {args.plot}: its folder does not exist", "--plot")
     result = tune_context(ctx, budget=args.budget, lanes=args.lanes, objective=args.objective, db=args.db,
-                          max_sims=args.max_sims, progress=progress, sample_above=args.sample_above)
+                          max_sims=args.max_sims, progress=progress, sample_above=args.sample_above,
+                          scheduler=args.scheduler, workers=args.workers)
     if args.plot:
         from ..tuner.chart import front_chart  # noqa: PLC0415 - matplotlib is slow to import
 

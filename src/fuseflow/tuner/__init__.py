@@ -7,6 +7,8 @@
   a good candidate's neighbours: orders, formats, lanes);
 - `surrogate`: a candidate's cost from the kernels simulated so far and the calibrated estimate;
 - `search`: the search loop (presets, compile and estimate, simulate the most promising, expand);
+- `judge`: sampled evaluation of large candidates, successive halving, the incumbent's rule;
+- `parallel`: evaluations on a dask cluster (`--scheduler`);
 - `result`: `TuneResult`, what a tune returns (`--json`), and its Pareto fronts;
 - `chart`: the fronts drawn (`--plot`);
 - `log`: the SQLite search log that a killed tune resumes from;

@@ -3,6 +3,8 @@
 """
 from __future__ import annotations
 
+import contextlib
+
 from ..errors import UserError
 from ..ir.generate import complete_inputs
 from .context import TuneContext
@@ -48,10 +50,13 @@ def context_for(model, dataset=None, *, inputs: dict | None = None, seed: int = 
 def tune_context(ctx: TuneContext, *, budget: float = 60.0, lanes: int = 1, objective: str = "cycles",
                  db: str | None = None, max_sims: int | None = None, progress: bool = False,
                  spec: SpaceSpec | None = None, calibration=None,
-                 sample_above: float | None = SAMPLE_ABOVE) -> TuneResult:
+                 sample_above: float | None = SAMPLE_ABOVE, scheduler: str | None = None,
+                 workers: int | None = None) -> TuneResult:
     """Search `ctx` (see `search`); with `db`, log to and resume from that SQLite file;
     candidates the heuristic puts above `sample_above` token events are evaluated sampled
-    (`judge`; None: every candidate whole)."""
+    (`judge`; None: every candidate whole); with `scheduler` (a dask scheduler's address, or
+    "local" for a local cluster of `workers` processes) evaluations run on the cluster, one in
+    flight per worker (`parallel`)."""
     if objective not in OBJECTIVES:
         raise UserError(f"unknown objective {objective!r}", "--objective", f"use one of {', '.join(OBJECTIVES)}")
     spec = spec or SpaceSpec()
@@ -61,9 +66,18 @@ def tune_context(ctx: TuneContext, *, budget: float = 60.0, lanes: int = 1, obje
         data_key = ctx.data_key + ("" if _hw_name(ctx.hw) == "default" else f" hw={_hw_name(ctx.hw)}")
         log = TuneLog(db, ctx.program_key, data_key, ctx.seed)
     try:
-        tuner = Tuner(ctx, objective=objective, budget=budget, max_sims=max_sims, spec=spec,
-                      calibration=calibration, log=log, progress=progress, sampling=Sampling(above=sample_above))
-        result = tuner.run()
+        with contextlib.ExitStack() as stack:
+            pool = None
+            if scheduler is not None:
+                from ..studies.cluster import dask_client  # noqa: PLC0415 - dask is optional and slow to import
+                from .parallel import Pool  # noqa: PLC0415
+
+                client = stack.enter_context(dask_client(None if scheduler == "local" else scheduler, workers))
+                pool = Pool(client, ctx)
+            tuner = Tuner(ctx, objective=objective, budget=budget, max_sims=max_sims, spec=spec,
+                          calibration=calibration, log=log, progress=progress, sampling=Sampling(above=sample_above),
+                          pool=pool)
+            result = tuner.run()
     finally:
         if log is not None:
             log.close()
@@ -80,7 +94,8 @@ def _hw_name(hw) -> str:
 def tune(model, dataset=None, *, budget: float = 60.0, lanes: int = 1, objective: str = "cycles",
          db: str | None = None, max_sims: int | None = None, inputs: dict | None = None, seed: int = 0,
          density: float = 0.1, hw=None, engine: str = "fast", progress: bool = False, memory=None,
-         sample_above: float | None = SAMPLE_ABOVE, **options) -> TuneResult:
+         sample_above: float | None = SAMPLE_ABOVE, scheduler: str | None = None, workers: int | None = None,
+         **options) -> TuneResult:
     """Search for the fastest schedule of a model with the simulator in the loop; returns a
     `TuneResult` (`.schedule`, a string `fuseflow.simulate` and `fuseflow simulate --schedule`
     take, `.cycles`, `.verified`, `.presets`, `.evaluated`, `.to_json()`).
@@ -96,10 +111,12 @@ def tune(model, dataset=None, *, budget: float = 60.0, lanes: int = 1, objective
     - `sample_above`: candidates the heuristic puts above this many token events are evaluated
       sampled, with successive halving, and the answer only replaced where the interval says
       it is faster (`judge`); None: every candidate whole.
+    - `scheduler`: a dask scheduler's address (or "local": a local cluster of `workers`
+      processes) to evaluate candidates on, one in flight per worker.
     - `hw`: a `HwConfig` (its calibration is used where one is stored); `engine`: "fast" or
       "oracle"; `memory`: a `fuseflow.Budget` for each simulation.
     """
     ctx = context_for(model, dataset, inputs=inputs, seed=seed, density=density, hw=hw, engine=engine,
                       budget=memory, **options)
     return tune_context(ctx, budget=budget, lanes=lanes, objective=objective, db=db, max_sims=max_sims,
-                        progress=progress, sample_above=sample_above)
+                        progress=progress, sample_above=sample_above, scheduler=scheduler, workers=workers)

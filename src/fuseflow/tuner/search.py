@@ -67,6 +67,7 @@ class Entry:
     pre: float | None = None  # the composed estimate it was queued by
     order: int = 0  # its place among the search's simulations (1: the first)
     rung: int | None = None  # sampled: the tightest rung it was evaluated on (`judge`); None: whole
+    pending: bool = False  # being evaluated on the cluster (`parallel.Pool`)
 
     @property
     def simulated(self) -> bool:
@@ -80,7 +81,7 @@ class Tuner:
     def __init__(self, ctx: TuneContext, *, objective: str = "cycles", budget: float = 60.0,
                  max_sims: int | None = None, spec: SpaceSpec | None = None, calibration: Calibration | None = None,
                  log=None, simulate=None, progress: bool = False, final_check: bool = True,
-                 sampling: Sampling | None = None):
+                 sampling: Sampling | None = None, pool=None):
         if objective not in OBJECTIVES:
             raise UserError(f"unknown objective {objective!r}", "--objective", f"use one of {', '.join(OBJECTIVES)}")
         if not budget or budget <= 0:
@@ -97,6 +98,7 @@ class Tuner:
         self.cal = calibration if calibration is not None else load_calibration(ctx.hw)
         self.identity = Calibration.identity()
         self.log, self._simulate, self.progress, self.final_check = log, simulate, progress, final_check
+        self.pool = pool  # a `parallel.Pool`: evaluations on a dask cluster, one in flight per worker
         self.entries: dict[str, Entry] = {}  # by schedule string
         self.by_key: dict[tuple, Entry] = {}  # by compiled structure
         self.queue = Proposals(ctx, self.spec, self.cal)  # candidates not yet compiled
@@ -107,6 +109,7 @@ class Tuner:
         self.previous: dict[str, dict] = {}  # the search log's rows, by level ("": whole)
         self.failed_rows: list[SimRow] = []  # tighter samples that failed where a looser one had not
         self.sims = 0  # simulations started by this search (resumed ones included)
+        self.done = 0  # evaluations taken in (`_record`)
         self.resumed = 0
         self.rejected = 0
         self.timeouts = 0  # compilations dropped at the end of the budget
@@ -189,29 +192,53 @@ class Tuner:
 
     # -- simulation -------------------------------------------------------------------------------
     def simulate(self, entry: Entry, rung: int | None = None) -> SimRow:
-        """Evaluate a candidate: whole, or sampled on `rung` where its heuristic load is above
-        the sampling threshold (a new candidate on the first rung, a preset on the last); read
-        from the search log where it is there at that level."""
+        """Evaluate a candidate here and now (`_level`, `_logged`, `_record`); with a pool,
+        `_submit` evaluates it on the cluster instead."""
         self.sims += 1
-        if rung is None and self.sampling.sampled(load(entry.costs, self.ctx.block)):
-            rung = self.sampling.top if entry.origin == "preset" else 0
+        rung = self._level(entry, rung)
+        row = self._logged(entry, rung)
+        if row is None:
+            if rung is None and self._simulate is not None:
+                row = self._simulate(entry)
+            else:
+                row = self.ctx.simulate(entry.schedule, self.compiled.get(entry.schedule), sample=self._plan(rung))
+            self._log(entry, rung, row)
+        return self._record(entry, rung, row)
+
+    def _level(self, entry: Entry, rung: int | None) -> int | None:
+        """The rung a candidate is evaluated on (None: whole): sampled on the first rung where
+        its heuristic load is above the sampling threshold; on the last, whole where its final
+        run would be (`Sampling.final_whole`)."""
+        weight = load(entry.costs, self.ctx.block)
+        if rung is None and entry.sim is None and self.sampling.sampled(weight):
+            rung = 0
+        if rung == self.sampling.top and self.sampling.final_whole(weight):
+            rung = None  # the last rung of a candidate small enough for a whole final run: whole now
+        return rung
+
+    def _plan(self, rung: int | None):
+        return None if rung is None else self.sampling.plan(rung)
+
+    def _logged(self, entry: Entry, rung: int | None) -> SimRow | None:
+        """The search log's row of this candidate at this level, if a run before this one logged it."""
         level = "" if rung is None else self.sampling.level(rung)
         if level not in self.previous:
             self.previous[level] = self.log.load(level) if self.log is not None else {}
-        if entry.schedule in self.previous[level]:
-            row = self.previous[level][entry.schedule]
+        row = self.previous[level].get(entry.schedule)
+        if row is not None:
             self.resumed += 1
-        else:
-            if rung is None:
-                row = self._simulate(entry) if self._simulate is not None else \
-                    self.ctx.simulate(entry.schedule, self.compiled.get(entry.schedule))
-            else:
-                row = self.ctx.simulate(entry.schedule, self.compiled.get(entry.schedule),
-                                        sample=self.sampling.plan(rung))
-            if self.log is not None:
-                est = self.cal.cycles(entry.costs) if entry.costs else None
-                words = sum(k.reads + k.writes for k in entry.costs) * 4 if entry.costs else None
-                self.log.record(row, entry.label or entry.origin, est, words, len(entry.costs or []), level)
+        return row
+
+    def _log(self, entry: Entry, rung: int | None, row: SimRow) -> None:
+        if self.log is not None:
+            est = self.cal.cycles(entry.costs) if entry.costs else None
+            words = sum(k.reads + k.writes for k in entry.costs) * 4 if entry.costs else None
+            self.log.record(row, entry.label or entry.origin, est, words, len(entry.costs or []),
+                            "" if rung is None else self.sampling.level(rung))
+
+    def _record(self, entry: Entry, rung: int | None, row: SimRow) -> SimRow:
+        """Take an evaluation in: the candidate's row and rung, the ladder, the surrogate, the incumbent."""
+        self.done += 1
         self.sim_seconds += row.seconds
         if row.ok and not row.sampled:
             rung = None  # the partitioned simulator could not cut its kernels: it ran whole
@@ -219,12 +246,11 @@ class Tuner:
             self.failed_rows.append(row)
             return row
         entry.sim, entry.rung = row, rung
-        entry.order = self.sims
+        entry.order = self.done
         if rung is not None and row.ok:
             self.ladder.add(entry, rung)
         self.known.learn(entry.costs, row)
-        if entry.origin != "preset":  # the presets' best is the first incumbent (`_presets`)
-            self._judge(entry)
+        self._judge(entry)  # (after the presets, `_presets` makes their best the incumbent)
         return row
 
     def _judge(self, entry: Entry) -> None:
@@ -260,11 +286,15 @@ class Tuner:
         d, half = self._difference(entry, self.incumbent)
         return d - half < 0
 
-    def _promote(self) -> bool:
-        """Evaluate the next candidate the ladder promotes on its tighter rung (successive
-        halving; when nothing new is left, every hopeful one); False when there is none."""
+    def _promotion(self):
+        """The next (entry, rung) the ladder promotes to a tighter rung (successive halving;
+        when nothing new is left, every hopeful one), or None."""
         exhausted = not self.queue and not self._open()
-        promoted = self.ladder.promotion(lambda e: self.known.cost(e.costs), self._hopeful, exhausted)
+        return self.ladder.promotion(lambda e: self.known.cost(e.costs), self._hopeful, exhausted)
+
+    def _promote(self) -> bool:
+        """Evaluate the next promoted candidate on its tighter rung; False when there is none."""
+        promoted = self._promotion()
         if promoted is None:
             return False
         entry, rung = promoted
@@ -285,6 +315,10 @@ class Tuner:
         presets = self._presets()
         self.queue.plan([e.candidate for e in self.entries.values() if e.candidate is not None and e.error is None],
                         self.start + 0.35 * self.budget, self._say)
+        if self.pool is not None:
+            self._run_pool()
+            self._finalist()
+            return self._result(presets)
         last = 0.1
         while not self._out_of_time() and not self._out_of_sims():
             self._expand_best()
@@ -304,18 +338,61 @@ class Tuner:
         self._finalist()
         return self._result(presets)
 
+    def _run_pool(self) -> None:
+        """The search with evaluations on the cluster: while a worker is free and time is left,
+        the next promotion or candidate is submitted; each result is taken in as it comes."""
+        last = 0.1
+        while True:
+            while self.pool.slots and not self._out_of_time() and not self._out_of_sims():
+                if not self._start_next(last):
+                    break
+            if not self.pool.pending:
+                if self._out_of_time() or self._out_of_sims() or not (self.queue or self._open()):
+                    return
+                continue  # everything started was read from the log: start more
+            entry, rung, row = self.pool.next_done()
+            entry.pending = False
+            self._log(entry, rung, row)
+            self._record(entry, rung, row)
+            last = row.seconds
+
+    def _start_next(self, last: float) -> bool:
+        """Start the next evaluation on the cluster (or take it from the log); False when
+        there is nothing to start now."""
+        self._expand_best()
+        promoted = self._promotion()
+        if promoted is None:
+            self._estimate_for(max(last, MIN_SLICE))
+            entry = self._next()
+            promoted = (entry, None) if entry is not None else self._promotion()
+        if promoted is None:
+            return False
+        entry, rung = promoted
+        self.sims += 1
+        rung = self._level(entry, rung)
+        row = self._logged(entry, rung)
+        if row is not None:
+            self._record(entry, rung, row)
+        else:
+            entry.pending = True
+            self.pool.submit(entry, rung, self._plan(rung))
+        return True
+
     def _finalist(self) -> None:
         """At the end of the budget, the best sampled candidate by its estimate that may yet
         beat the incumbent and was not evaluated on the last rung is, once (successive halving
         cut short by the budget would otherwise leave its best below the last rung)."""
-        waiting = [e for r in self.ladder.rungs[:-1] for e in r if e.rung != self.sampling.top and self._hopeful(e)]
+        waiting = [e for r in self.ladder.rungs[:-1] for e in r
+                   if e.rung not in (None, self.sampling.top) and self._hopeful(e)]
         if waiting:
             entry = min(waiting, key=lambda e: self.known.cost(e.costs))
             self.simulate(entry, self.sampling.top)
             self._say(f"finalist on +-{self.sampling.rungs[-1]:.0%}: {entry.sim.cycles:,} cycles: {entry.schedule}")
 
     def _presets(self) -> list[dict]:
-        out = []
+        """Evaluate every preset (sampled ones on the first rung, as any candidate); the best
+        of them, by its estimate, on the last rung too: the first incumbent."""
+        met = []
         for name, text in self.ctx.presets.items():
             try:
                 parsed = Schedule.parse(text)
@@ -331,20 +408,15 @@ class Tuner:
                     entry.sim, entry.rung = twin.sim, twin.rung  # the same kernels as an earlier preset
                 else:
                     self.simulate(entry)
-            row = entry.sim
-            if row is not None and row.ok and entry.rung in (None, self.sampling.top) and (
-                    self.incumbent is None or self._value(row) < self._value(self.incumbent.sim)):
-                self.incumbent = entry  # the best preset by its estimate
-            out.append({"name": name, "schedule": text,
-                        "cycles": row.cycles if row is not None and row.ok else None,
-                        **({"cycles_low": row.cycles_low, "cycles_high": row.cycles_high}
-                           if row is not None and row.ok and row.sampled else {}),
-                        "traffic_bytes": row.traffic if row is not None and row.ok else None,
-                        "max_fifo": row.max_occupancy if row is not None and row.ok else None,
-                        "verified": bool(row is not None and row.verified),
-                        **({"error": entry.error or (row.error if row is not None else None)}
-                           if entry.error or (row is not None and not row.ok) else {})})
-        return out
+            met.append((name, text, entry))
+        ok = [e for _, _, e in met if e.sim is not None and e.sim.ok]
+        if ok:
+            best = min(ok, key=lambda e: self._value(e.sim))
+            if best.rung not in (None, self.sampling.top):
+                self.simulate(best, self.sampling.top)
+            if best.rung in (None, self.sampling.top):
+                self.incumbent = best
+        return [_preset_json(name, text, entry) for name, text, entry in met]
 
     def _estimate_for(self, seconds: float) -> None:
         """Compile and estimate queued candidates for about `seconds`, and on while the next
@@ -366,7 +438,8 @@ class Tuner:
                 self.add(cand, origin, pre=pre)
 
     def _open(self) -> list[Entry]:
-        return [e for e in self.entries.values() if e.sim is None and e.error is None and e.costs is not None]
+        return [e for e in self.entries.values()
+                if e.sim is None and e.error is None and e.costs is not None and not e.pending]
 
     def _best_open(self, what: str = "cycles"):
         open_ = self._open()
@@ -451,12 +524,14 @@ class Tuner:
         evaluated = {"simulated": self.sims, "resumed": self.resumed, "winner_at": winner.order,
                      "whole": self.sims - sum(len(r) for r in self.ladder.rungs), "sampled": self.ladder.counts(),
                      "promoted": len(self.ladder.promoted), "sample_above": self.sampling.above,
+                     "on_cluster": self.pool.submitted if self.pool is not None else 0,
                      "simulated_now": self.sims - self.resumed,
                      "estimated": sum(1 for e in compiled if e.sim is None),
                      "rejected": self.rejected, "timed_out": self.timeouts,
                      "failed": sum(1 for e in self.entries.values() if e.sim is not None and not e.sim.ok) +
                      len(self.failed_rows),
-                     "compile_seconds": round(self.ctx.compile_seconds, 2), "space": self.queue.space}
+                     "compile_seconds": round(self.ctx.compile_seconds, 2),
+                     "simulate_seconds": round(self.sim_seconds, 2), "space": self.queue.space}
         kernels = []
         if winner.costs is not None:
             for k, c in zip(winner.costs, row.kernel_cycles):
@@ -486,6 +561,18 @@ class Tuner:
             again = self.ctx.simulate(winner.schedule, as_given=True, sample=self.sampling.plan(self.sampling.top))
             reproduced = again.ok and winner.rung == self.sampling.top and again.cycles == row.cycles
         return (again if again.ok else row), reproduced
+
+
+def _preset_json(name: str, text: str, entry: Entry) -> dict:
+    """A preset as `--json` lists it: its cycles (with the interval where sampled), or its error."""
+    row = entry.sim
+    ok = row is not None and row.ok
+    return {"name": name, "schedule": text, "cycles": row.cycles if ok else None,
+            **({"cycles_low": row.cycles_low, "cycles_high": row.cycles_high} if ok and row.sampled else {}),
+            "traffic_bytes": row.traffic if ok else None, "max_fifo": row.max_occupancy if ok else None,
+            "verified": bool(row is not None and row.verified),
+            **({"error": entry.error or (row.error if row is not None else None)}
+               if entry.error or (row is not None and not row.ok) else {})}
 
 
 def _interval(row: SimRow) -> tuple[int, int]:
