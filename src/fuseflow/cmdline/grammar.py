@@ -211,10 +211,13 @@ The search varies the grouping of the ops into kernels (every grouping the compi
 only contiguous source lines), each group's dataflow order, the level formats of tensors written
 between kernels, layout=induced|declared, and with --lanes P parallel lanes. The heuristic
 (calibrated per hardware configuration: --calibrate refits it) orders and filters candidates;
-the simulator decides: every candidate counted as simulated ran whole and was verified, and the
-winner is run again from its schedule string, which `fuseflow simulate --schedule` takes and
-reproduces to the cycle. With --db the search log is SQLite; rerun to resume (finished
-simulations are read, not repeated). docs/tuning.md says how well it does."""
+the simulator decides: every candidate counted as simulated ran whole and was verified (or,
+above --sample-above, was sampled with a 95% interval, tighter for the finalists, and replaced
+the answer only where the interval said it was faster), and the winner is run again from its
+schedule string, which `fuseflow simulate --schedule` takes and reproduces (mode: whole or
+sampled). --plot charts the Pareto fronts; --scheduler runs the evaluations on dask. With --db
+the search log is SQLite; rerun to resume (finished simulations are read, not repeated).
+docs/tuning.md says how well it does."""
 
 
 def _add_tune_command(sub) -> None:

@@ -65,6 +65,17 @@ class Sampling:
         """Whether the answer's final run can be whole."""
         return self.above is None or load <= FINAL_WHOLE * self.above
 
+    def reached(self, rung: int, low: float, high: float, cycles: float) -> int:
+        """The tightest rung (at least `rung`) whose target an interval [low, high] around
+        `cycles` already meets: a kernel whose windows all ran, or whose sample came out
+        tight, need not be sampled again for a looser-than-that target.
+
+            >>> Sampling().reached(0, 95, 105, 100), Sampling().reached(0, 99, 101, 100)
+            (1, 2)
+        """
+        half = (high - low) / 2 / cycles if cycles else 0.0
+        return max([rung] + [r for r, target in enumerate(self.rungs) if half <= target])
+
     def plan(self, rung: int) -> SamplePlan:
         return SamplePlan(error=self.rungs[rung], seed=self.seed, min_width=self.min_width,
                           whole_below=self.whole_below)
@@ -87,18 +98,22 @@ class Ladder:
     were promoted (see the module)."""
 
     sampling: Sampling
-    rungs: list = field(default_factory=list)  # rung -> entries evaluated there
+    rungs: list = field(default_factory=list)  # rung -> entries that reached it
     promoted: set = field(default_factory=set)  # ids of entries promoted from their rung
+    evaluations: list = field(default_factory=list)  # rung -> sampled evaluations with its plan
 
     def __post_init__(self):
         self.rungs = [[] for _ in self.sampling.rungs]
+        self.evaluations = [0] * len(self.sampling.rungs)
 
-    def add(self, entry, rung: int) -> None:
-        if entry not in self.rungs[rung]:
-            self.rungs[rung].append(entry)
+    def add(self, entry, reached: int) -> None:
+        """A candidate whose sampled interval meets rung `reached`'s target."""
+        if entry not in self.rungs[reached]:
+            self.rungs[reached].append(entry)
 
     def counts(self) -> dict:
-        return {f"{e:.0%}": len(r) for e, r in zip(self.sampling.rungs, self.rungs)}
+        """Sampled evaluations by the target error of their plan."""
+        return {f"{e:.0%}": n for e, n in zip(self.sampling.rungs, self.evaluations)}
 
     def promotion(self, value, hopeful, exhausted: bool = False):
         """The next (entry, rung) to evaluate again on a tighter rung, or None: from the highest

@@ -15,6 +15,10 @@
    both), re-run from its schedule string at the end as `fuseflow simulate` would run it
    (`result.TuneResult`).
 
+Candidates the heuristic puts above the sampling threshold are evaluated sampled, on rungs of
+successive halving, and replace the incumbent only when the interval says they are faster
+(`judge`); with a `parallel.Pool`, evaluations run on a dask cluster, one per worker.
+
 Estimating and simulating share the time: between two simulations the search compiles and
 estimates for about as long as the last simulation took (more while uncompiled groupings
 promise better than the best compiled candidate).
@@ -242,6 +246,10 @@ class Tuner:
         self.sim_seconds += row.seconds
         if row.ok and not row.sampled:
             rung = None  # the partitioned simulator could not cut its kernels: it ran whole
+        if rung is not None and (row.sampled or not row.ok):
+            self.ladder.evaluations[rung] += 1  # with this rung's plan (a whole fallback is a whole run)
+        if row.ok and rung is not None:  # an interval already within a tighter rung's target counts as that rung
+            rung = self.sampling.reached(rung, *_interval(row), row.cycles)
         if not row.ok and entry.sim is not None and entry.sim.ok:  # a tighter sample failed: the looser stands
             self.failed_rows.append(row)
             return row
@@ -522,7 +530,7 @@ class Tuner:
         compiled = [e for e in self.entries.values() if e.costs is not None]
         points = self._points()
         evaluated = {"simulated": self.sims, "resumed": self.resumed, "winner_at": winner.order,
-                     "whole": self.sims - sum(len(r) for r in self.ladder.rungs), "sampled": self.ladder.counts(),
+                     "whole": self.sims - sum(self.ladder.evaluations), "sampled": self.ladder.counts(),
                      "promoted": len(self.ladder.promoted), "sample_above": self.sampling.above,
                      "on_cluster": self.pool.submitted if self.pool is not None else 0,
                      "simulated_now": self.sims - self.resumed,
