@@ -242,6 +242,9 @@ def test_sampled_tune_halves_and_ends_on_a_verified_sampled_run():
     assert result.cycles_low <= whole.cycles <= result.cycles_high
     data = result.to_json()
     assert data["cycles_low"] == result.cycles_low and data["mode"] == "sampled"
+    low, high = data["speedup_interval"]
+    assert low <= data["speedup_over_best_preset"] <= high and low < high
+    assert "sampled" in str(result)
     best = min((e for e in tuner._simulated() if e.origin == "preset"), key=lambda e: e.sim.cycles)
     winner = tuner.entries[result.schedule]
     assert winner is best or tuner._surely_better(winner, best)

@@ -10,6 +10,8 @@ accumulator got, so the front leaves accumulators out.
     ...                [{"name": "unfused", "cycles": 120}, {"name": "full", "cycles": 90}], {}, 1.0)
     >>> r.best_preset["name"], r.speedup
     ('full', 1.0)
+    >>> r.speedup_interval({"cycles": 120, "cycles_low": 108, "cycles_high": 132})  # a sampled preset
+    [1.2, 1.4667]
     >>> points = [Point("a", 90, 400, 30), Point("b", 100, 300, 8), Point("c", 110, 500, 4), Point("d", 95, 450, 40)]
     >>> [p.schedule for p in front(points, "traffic_bytes")], [p.schedule for p in front(points, "max_fifo")]
     (['a', 'b'], ['a', 'b', 'c'])
@@ -89,6 +91,16 @@ class TuneResult:
         best = self.best_preset
         return best["cycles"] / self.cycles if best and self.cycles else None
 
+    def speedup_interval(self, preset: dict) -> list[float] | None:
+        """A preset's cycles over the answer's, as a 95% interval where either was sampled
+        (the preset's low end over the answer's high end, and the other way round; unpaired)."""
+        if preset.get("cycles") is None or not self.cycles:
+            return None
+        low, high = preset.get("cycles_low", preset["cycles"]), preset.get("cycles_high", preset["cycles"])
+        mine_low = self.cycles_low if self.cycles_low is not None else self.cycles
+        mine_high = self.cycles_high if self.cycles_high is not None else self.cycles
+        return [round(low / mine_high, 4), round(high / mine_low, 4)]
+
     def to_json(self) -> dict:
         best = self.best_preset
         return {"program": self.program, "schedule": self.schedule, "cycles": self.cycles, "mode": self.mode,
@@ -98,6 +110,7 @@ class TuneResult:
                 "lanes": self.lanes, "presets": self.presets,
                 "best_preset": best["name"] if best else None,
                 "speedup_over_best_preset": round(self.speedup, 4) if self.speedup else None,
+                "speedup_interval": self.speedup_interval(best) if best else None,
                 "best_at_one_lane": self.best_one_lane, "kernels": self.kernels,
                 "pareto": [p.to_json() for p in self.pareto],
                 "pareto_buffering": [p.to_json() for p in self.pareto_buffering],
@@ -105,7 +118,8 @@ class TuneResult:
                 "seconds": round(self.seconds, 2), "db": self.db}
 
     def __str__(self) -> str:
-        lines = [f"tuned {self.program} ({self.objective}, lanes {self.lanes}): {self.cycles:,} cycles, "
+        interval = f" [{self.cycles_low:,}, {self.cycles_high:,}] sampled" if self.cycles_low is not None else ""
+        lines = [f"tuned {self.program} ({self.objective}, lanes {self.lanes}): {self.cycles:,} cycles{interval}, "
                  f"{self.traffic:,} bytes moved, " + ("verified" if self.verified else "NOT verified"),
                  f"  schedule: {self.schedule}"]
         if self.speedup:
@@ -114,6 +128,9 @@ class TuneResult:
         for p in self.presets:
             cyc = f"{p['cycles']:,}" if p.get("cycles") is not None else "failed"
             sp = f"{p['cycles'] / self.cycles:.3f}x" if p.get("cycles") and self.cycles else ""
+            within = self.speedup_interval(p)
+            if sp and within and within[0] != within[1]:
+                sp += f" [{within[0]:.3f}, {within[1]:.3f}]"
             lines.append(f"{p['name']:<18} {cyc:>12} {sp:>14}")
         e = self.evaluated
         lines.append(f"evaluated: {e['simulated']} simulated ({e['resumed']} of them read from the log), "
