@@ -14,9 +14,11 @@ compiler, the simulator or the study.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future
+from dataclasses import replace
 
 from . import pipeline
 from .checks import check_inputs, check_schedule, input_shapes, sim_request
@@ -87,11 +89,25 @@ def simulate(program, schedule=None, inputs: dict | None = None, *, seed: int = 
     start = time.perf_counter()
     partitioning = None if shards is None and sample is None and error is None else \
         Partitioning(shards, sample, error, sample_seed, scheduler, workers)
-    request = sim_request(program, schedule, inputs, seed=seed, density=density, shapes=shapes, hw=hw,
-                          engine=engine, check=check, budget=budget, partitioning=partitioning)
-    result = simulate_request(request, on_kernel=on_kernel, on_events=on_events)
+    with early_cluster(partitioning) as partitioning:
+        request = sim_request(program, schedule, inputs, seed=seed, density=density, shapes=shapes, hw=hw,
+                              engine=engine, check=check, budget=budget, partitioning=partitioning)
+        result = simulate_request(request, on_kernel=on_kernel, on_events=on_events)
     result.wall_seconds = time.perf_counter() - start  # compiling included
     return result
+
+
+@contextlib.contextmanager
+def early_cluster(partitioning: Partitioning | None):
+    """`partitioning` with a dask client in place of its scheduler address (or of none, for
+    shards), the cluster starting now so that its workers start and import while the model loads
+    and compiles; unchanged when the run is whole, sampled here, or given a client."""
+    if partitioning is None or _is_client(partitioning.scheduler) or \
+            partitioning.shards is None and not partitioning.scheduler:
+        yield partitioning
+        return
+    with dask_client_soon(partitioning.scheduler, partitioning.workers) as client:
+        yield replace(partitioning, scheduler=client)
 
 
 def simulate_request(request: SimRequest, *, on_kernel=None, on_events=None):
@@ -101,11 +117,8 @@ def simulate_request(request: SimRequest, *, on_kernel=None, on_events=None):
     if cut is None:
         return pipeline.run_request(request, on_kernel=on_kernel, on_events=on_events)
     plan = None if not cut.sampled else SamplePlan(fraction=cut.fraction, error=cut.error, seed=cut.sample_seed)
-    if _is_client(cut.scheduler):
-        return run_partitioned(request, shards=cut.shards, sample=plan, client=cut.scheduler)
-    if cut.sampled and cut.scheduler is None:  # sampled windows are few: they run here
-        return run_partitioned(request, sample=plan)
-    with dask_client_soon(cut.scheduler, cut.workers) as client:  # starts while the driver compiles
+    with early_cluster(cut) as cut:  # sampled windows are few: without a scheduler they run here
+        client = cut.scheduler if _is_client(cut.scheduler) else None
         return run_partitioned(request, shards=cut.shards, sample=plan, client=client)
 
 

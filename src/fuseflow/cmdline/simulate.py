@@ -5,12 +5,10 @@ numpy reference, with a live progress display; optionally an HTML report and the
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
 import time
-from dataclasses import replace
 
 import numpy as np
 
@@ -22,7 +20,6 @@ from ..progress import RunProgress, numba_notice
 from ..request import Partitioning
 from ..sim.hw import HwConfig
 from ..simreport import simulate_report
-from ..studies.cluster import dask_client_soon
 from .args import budget_of
 from .source import load_source
 
@@ -95,19 +92,8 @@ def run(args) -> int:
     for path, flag, suffixes in ((args.save_outputs, "--save-outputs", (".npz",)), (args.html, "--html", ())):
         if path:
             check_output(path, flag, suffixes)
-    partitioning = _partitioning(args)
-    with _early_cluster(partitioning) as client:
-        if client is not None:
-            partitioning = replace(partitioning, scheduler=client)
+    with api.early_cluster(_partitioning(args)) as partitioning:
         return _run(args, partitioning)
-
-
-def _early_cluster(partitioning: Partitioning | None):
-    """A sharded run's dask client, starting now (its workers start and import while the model
-    loads and compiles), or nothing."""
-    if partitioning is not None and (partitioning.shards is not None or partitioning.scheduler):
-        return dask_client_soon(partitioning.scheduler, partitioning.workers)
-    return contextlib.nullcontext()
 
 
 def _run(args, partitioning: Partitioning | None) -> int:
