@@ -358,11 +358,7 @@ class Tuner:
                 if self._out_of_time() or self._out_of_sims() or not (self.queue or self._open()):
                     return
                 continue  # everything started was read from the log: start more
-            entry, rung, row = self.pool.next_done()
-            entry.pending = False
-            self._log(entry, rung, row)
-            self._record(entry, rung, row)
-            last = row.seconds
+            last = self._take().seconds
 
     def _start_next(self, last: float) -> bool:
         """Start the next evaluation on the cluster (or take it from the log); False when
@@ -375,7 +371,11 @@ class Tuner:
             promoted = (entry, None) if entry is not None else self._promotion()
         if promoted is None:
             return False
-        entry, rung = promoted
+        self._dispatch(*promoted)
+        return True
+
+    def _dispatch(self, entry: Entry, rung: int | None = None) -> None:
+        """Start an evaluation on the cluster, or take it from the search log."""
         self.sims += 1
         rung = self._level(entry, rung)
         row = self._logged(entry, rung)
@@ -384,7 +384,13 @@ class Tuner:
         else:
             entry.pending = True
             self.pool.submit(entry, rung, self._plan(rung))
-        return True
+
+    def _take(self) -> SimRow:
+        """Wait for the next evaluation on the cluster to finish and take it in."""
+        entry, rung, row = self.pool.next_done()
+        entry.pending = False
+        self._log(entry, rung, row)
+        return self._record(entry, rung, row)
 
     def _finalist(self) -> None:
         """At the end of the budget, the best sampled candidate by its estimate that may yet
@@ -398,9 +404,10 @@ class Tuner:
             self._say(f"finalist on +-{self.sampling.rungs[-1]:.0%}: {entry.sim.cycles:,} cycles: {entry.schedule}")
 
     def _presets(self) -> list[dict]:
-        """Evaluate every preset (sampled ones on the first rung, as any candidate); the best
-        of them, by its estimate, on the last rung too: the first incumbent."""
-        met = []
+        """Evaluate every preset (sampled ones on the first rung, as any candidate; with a pool,
+        all at once on the cluster); the best of them, by its estimate, on the last rung too
+        (here): the first incumbent."""
+        met, twins = [], []
         for name, text in self.ctx.presets.items():
             try:
                 parsed = Schedule.parse(text)
@@ -412,11 +419,17 @@ class Tuner:
                 continue
             if entry.error is None and entry.sim is None:
                 twin = self.by_key.get(entry.skey)
-                if twin is not None and twin is not entry and twin.sim is not None:
-                    entry.sim, entry.rung = twin.sim, twin.rung  # the same kernels as an earlier preset
+                if twin is not None and twin is not entry and (twin.sim is not None or twin.pending):
+                    twins.append((entry, twin))  # the same kernels as an earlier preset
+                elif self.pool is not None:
+                    self._dispatch(entry)  # all presets at once on the cluster
                 else:
                     self.simulate(entry)
             met.append((name, text, entry))
+        while self.pool is not None and self.pool.pending:
+            self._take()
+        for entry, twin in twins:
+            entry.sim, entry.rung = twin.sim, twin.rung
         ok = [e for _, _, e in met if e.sim is not None and e.sim.ok]
         if ok:
             best = min(ok, key=lambda e: self._value(e.sim))
