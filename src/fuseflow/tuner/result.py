@@ -93,9 +93,11 @@ class TuneResult:
 
     def speedup_interval(self, preset: dict) -> list[float] | None:
         """A preset's cycles over the answer's, as a 95% interval where either was sampled
-        (the preset's low end over the answer's high end, and the other way round; unpaired)."""
-        if preset.get("cycles") is None or not self.cycles:
-            return None
+        (the preset's low end over the answer's high end, and the other way round; unpaired);
+        None where both ran whole."""
+        if preset.get("cycles") is None or not self.cycles or \
+                (preset.get("cycles_low") is None and self.cycles_low is None):
+            return None  # both whole: the speedup is exact
         low, high = preset.get("cycles_low", preset["cycles"]), preset.get("cycles_high", preset["cycles"])
         mine_low = self.cycles_low if self.cycles_low is not None else self.cycles
         mine_high = self.cycles_high if self.cycles_high is not None else self.cycles
