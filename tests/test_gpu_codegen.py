@@ -133,7 +133,7 @@ def test_library_loads_and_its_launcher_reports_cuda_errors():
     import torch
 
     from fuseflow.gpu.kernels.codegen import emit_library
-    from fuseflow.gpu.measuring.kernel_runner import _launch
+    from fuseflow.gpu.measuring.kernel_runner import kernel_launcher
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present: the launch would run (gpu run covers that)")
     chain = Chain("t", "ffn", 64, 128, 64, 64)
@@ -147,4 +147,4 @@ def test_library_loads_and_its_launcher_reports_cuda_errors():
             return 0
     for name in names.values():
         with pytest.raises(RuntimeError, match=f"launch of {name} failed with CUDA error [1-9]"):
-            _launch(lib, name, (Null(), Null(), None, Null(), Null()), 0)()
+            kernel_launcher(lib, name, (Null(), Null(), None, Null(), Null()), 0)()

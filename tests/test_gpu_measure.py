@@ -5,13 +5,10 @@ import dataclasses
 import math
 import subprocess
 import sys
-import types
 
 import pytest
 import torch
 
-from fuseflow.gpu.measuring import measured_bench
-from fuseflow.gpu.measuring.measured_bench import RunOptions, run_all
 from fuseflow.gpu.measuring.measurements import (
     ChainMeasurement,
     PlanMeasurement,
@@ -130,26 +127,6 @@ def test_observations_skip_plans_that_did_not_run():
     assert [(o.chain, o.rank) for o in observations(fake_rows())] == [("T1", 1), ("T1", 2), ("T1", 3)]
 
 
-def test_run_all_spends_the_budget_on_kernels_before_torch_compile(monkeypatch, tmp_path):
-    rows = {r.chain: r for r in fake_rows()}
-    monkeypatch.setattr(measured_bench, "precompile",
-                        lambda opts, device: {"G1": "", "G2": "", "G3": "nvcc: bad\nerror X"})
-    monkeypatch.setattr(measured_bench, "run_chain_process",
-                        lambda name, opts: dataclasses.replace(rows["T1"], chain=name))
-    compiled, clock = [], [0.0]
-    monkeypatch.setattr(measured_bench, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
-
-    def measure(chain, dtype, reps):          # each torch.compile takes 20 s of the (fake) clock
-        compiled.append(chain.name)
-        clock[0] += 20
-        return fake_timing(20.0)
-    opts = RunOptions(("G1", "G2", "G3"), budget_s=measured_bench.COMPILE_ESTIMATE_S + 5, out_dir=str(tmp_path))
-    out = run_all(opts, measure, progress=lambda line: None)
-    assert out[2].fused.error == "nvcc failed: error X"
-    assert compiled == ["G1"]                       # one torch.compile fits the budget, then it is spent
-    assert "time budget" in out[1].notes[-1]
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
 @pytest.mark.parametrize("argv", [["run", "--chain", "G5"], ["bench", "--run", "--chains", "G1"]])
@@ -157,19 +134,6 @@ def test_gpu_commands_say_there_is_no_cuda_device(argv):
     proc = subprocess.run([sys.executable, "-m", "fuseflow.cmdline.gpu", *argv], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "no CUDA device" in proc.stderr
-
-
-def test_run_all_stops_starting_chains_after_three_hangs(monkeypatch, tmp_path):
-    monkeypatch.setattr(measured_bench, "precompile", lambda opts, device: {n: "" for n in opts.chains})
-    started = []
-
-    def hang(name, opts):
-        started.append(name)
-        return measured_bench.failed_chain(name, (1, 1, 1, 1), "timed out after 60 s (a kernel hang?)")
-    monkeypatch.setattr(measured_bench, "run_chain_process", hang)
-    opts = RunOptions(("G1", "G2", "G3", "G4", "G5"), budget_s=1e6, out_dir=str(tmp_path))
-    out = run_all(opts, lambda *a: fake_timing(1.0), progress=lambda line: None)
-    assert started == ["G1", "G2", "G3"] and "3 chains in a row timed out" in out[4].fused.error
 
 
 def test_phase_shares_are_listed_for_memory_bound_chains_under_target():
@@ -208,20 +172,46 @@ def test_gpu_run_command_writes_its_measurement(monkeypatch, tmp_path, capsys):
     assert "plan #1: 12.0 us" in capsys.readouterr().out
 
 
+def records_of(rows, gpu=True):
+    """The result lines a GPU run would have written for ``rows`` (made-up test data)."""
+    from fuseflow.gpu.measuring.result_log import Record
+    out = [Record("done", "env:-:0", "env", "-", status="ok",
+                  data={"name": "TEST H200 (made-up data)", "sms": 132, "l2_bytes": 60_000_000,
+                        "copy_bandwidth": 4.3e12, "torch_version": "test", "nvcc_version": "test"})] if gpu else []
+    for r in rows:
+        plans = {str(p.rank): {"plan": p.plan, "predicted_us": p.predicted_us, "volumes": p.volumes,
+                               "cluster_size": p.cluster_size, "occupancy": p.occupancy} for p in r.plans}
+        facts = {"dims": list(r.dims), "flops": r.flops, "dtype": r.dtype, "plans": plans,
+                 "predicted_unfused_us": r.predicted_unfused_us, "bottleneck": r.bottleneck}
+        out.append(Record("chain", r.chain, chain=r.chain, data=facts))
+        for p in r.plans:
+            status = "ok" if p.ok else "fault"
+            out.append(Record("done", f"measure:{r.chain}:{p.rank}", "measure", r.chain, p.rank, status=status,
+                              reason=p.error, data=p.to_json() if p.ok else {}))
+        for stage, t in (("eager", r.torch_unfused), ("compile", r.torch_compiled)):
+            out.append(Record("done", f"{stage}:{r.chain}:0", stage, r.chain, status="ok" if t else "skipped",
+                              reason="" if t else "budget", data=t.to_json() if t else {}))
+    return out
+
+
 def test_gpu_bench_run_writes_table_device_file_and_docs_section(monkeypatch, tmp_path, capsys):
     from fuseflow.cmdline import gpu as cli
+    from fuseflow.gpu.measuring.result_log import append
     monkeypatch.setattr(cli, "require_cuda", lambda where: None)
-    monkeypatch.setattr(cli, "run_all", lambda opts, measure, progress: fake_rows())
-    monkeypatch.setattr(cli, "_gpu_info", lambda torch: GpuInfo("TEST H200 (made-up data)", 132, 60_000_000, 4.3e12,
-                                                                  "test", "test"))
+
+    def fake_run(opts, progress):
+        for rec in records_of(fake_rows()):
+            append(opts.results, rec)
+    monkeypatch.setattr(cli, "run_device", fake_run)
     docs = tmp_path / "gpu.md"
     docs.write_text("intro\n<!-- measured:begin -->\nNot measured yet.\n<!-- measured:end -->\nend\n")
     args = parse(["bench", "--run", "--chains", "G1,G2", "--out", str(tmp_path / "o"), "--docs", str(docs)])
     assert args.run(args) == 0
     files = sorted(p.name for p in (tmp_path / "o").iterdir())
-    assert files == ["h200.toml", "measured.json", "measured.md"]
+    assert files == ["h200.toml", "measured.json", "measured.md", "results.jsonl"]
     page = docs.read_text()
     assert "Not measured yet" not in page and "| T1 | 128,256,64,64 |" in page and page.endswith("end\n")
+    assert "Run: complete." in page and "fails: fault: CUDA error 700" in page
     assert load_device(str(tmp_path / "o" / "h200.toml")).name == "TEST H200 (made-up data)"
     with pytest.raises(Exception, match="unknown benchmark chain 'X9'"):
         cmd = parse(["bench", "--run", "--chains", "X9", "--out", str(tmp_path / "o")])
@@ -232,7 +222,7 @@ def test_gpu_bench_run_refuses_a_docs_page_without_the_section_before_running(mo
     from fuseflow.cmdline import gpu as cli
     from fuseflow.errors import UserError
     monkeypatch.setattr(cli, "require_cuda", lambda where: None)
-    monkeypatch.setattr(cli, "run_all", lambda *a, **k: pytest.fail("ran before checking --docs"))
+    monkeypatch.setattr(cli, "run_device", lambda *a, **k: pytest.fail("ran before checking --docs"))
     page = tmp_path / "page.md"
     page.write_text("no markers here\n")
     args = parse(["bench", "--run", "--docs", str(page), "--out", str(tmp_path)])

@@ -1,4 +1,5 @@
-"""Command line: ``fuseflow gpu plan``, ``fuseflow gpu run`` and ``fuseflow gpu bench [--run]``.
+"""Command line: ``fuseflow gpu plan``, ``gpu run``, ``gpu bench [--run]``, and for a GPU run's results
+``gpu rerun`` (only what failed) and ``gpu summarize`` (the report from the result lines, no GPU needed).
 
 The lead's fuseflow.cli calls :func:`add_commands` with its top-level subparsers; ``python -m
 fuseflow.cmdline.gpu`` runs the same commands without the rest of fuseflow (what a GPU machine needs).
@@ -14,8 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import pathlib
-import subprocess
+import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -24,16 +28,17 @@ from ..errors import FuseflowError, NotSupported, UserError
 from ..files import check_output, read_file, write_text
 from ..gpu.kernels.codegen import emit_cuda, supported
 from ..gpu.kernels.kernel_layout import DTYPES
-from ..gpu.kernels.nvcc import find_nvcc
-from ..gpu.measuring.kernel_runner import measure_chain, measure_compiled, measure_copy_bandwidth, require_cuda
-from ..gpu.measuring.measured_bench import RunOptions, run_all
+from ..gpu.measuring.device_run import DeviceRunOptions, StageLimits, run_device
+from ..gpu.measuring.kernel_runner import measure_chain, measure_compiled, require_cuda
 from ..gpu.measuring.measurements import format_measured_table, summary_lines
+from ..gpu.measuring.result_log import read_records
+from ..gpu.measuring.result_summary import summarize_run
 from ..gpu.planning.baselines import smem_only, unfused
 from ..gpu.planning.planner import DEFAULT_TOPK, plan_chain
 from ..gpu.planning.predicted_bench import format_summary, format_table, run_bench, summarize
 from ..gpu.problem.benchmarks import BENCHMARKS, parse_chain
 from ..gpu.problem.chains import ATOM
-from ..gpu.problem.device import LEVELS, load_device
+from ..gpu.problem.device import LEVELS, Device, load_device
 from ..gpu.readout.measured_section import GpuInfo, build_report, device_slug, replace_section
 from ..gpu.readout.units import fmt_bytes, fmt_count
 from ..memory import Budget
@@ -60,7 +65,7 @@ everything, or it fails and runs unfused). docs/gpu.md explains the model."""
 def add_commands(subparsers) -> None:
     """Register ``gpu plan`` and ``gpu bench`` under a ``gpu`` command."""
     gpu = subparsers.add_parser("gpu", help="plan GEMM->act->GEMM fusion across GPU thread-block clusters (DSM)")
-    sub = gpu.add_subparsers(dest="gpu_command", required=True, metavar="{plan,run,bench}")
+    sub = gpu.add_subparsers(dest="gpu_command", required=True, metavar="{plan,run,bench,rerun,summarize}")
 
     p = sub.add_parser("plan", help="rank fused plans of one chain", epilog=PLAN_COLUMNS,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -76,20 +81,47 @@ def add_commands(subparsers) -> None:
     p.set_defaults(run=cmd_plan)
 
     _add_run_parser(sub)
+    rr = sub.add_parser("rerun", help="run again only what a GPU run's result lines record as failed, with "
+                                      "each failing kernel's launch parameters and a reproducer")
+    rr.add_argument("--results", required=True, metavar="FILE.jsonl", help="the first run's results.jsonl")
+    rr.add_argument("--chains", help="comma-separated ids of the first run (default: all 26)")
+    _add_device_run_options(rr)
+    rr.set_defaults(run=cmd_rerun)
+    sm = sub.add_parser("summarize", help="the measured table, device file and docs section from a run's result "
+                                          "lines, complete or not (no GPU needed)")
+    sm.add_argument("--results", required=True, metavar="FILE.jsonl")
+    sm.add_argument("--out", metavar="DIR", default=".", help="folder for measured.json, measured.md, the device file")
+    sm.add_argument("--docs", metavar="FILE.md", help="page whose measured section is rewritten (docs/gpu.md)")
+    sm.set_defaults(run=cmd_summarize)
     b = sub.add_parser("bench", help="best plan vs unfused and SMEM-only fusion for the 26 benchmark chains")
     b.add_argument("--chains", help="comma-separated ids (default: all 26)")
     b.add_argument("--json", action="store_true", help="machine-readable output")
     b.add_argument("--device", metavar="FILE", help="JSON or TOML file overriding H100 SXM parameters")
     b.add_argument("--memory-only", action="store_true", help="rank by memory levels only")
     b.add_argument("--run", action="store_true", dest="measure",
-                   help="run every chain's kernels on this GPU and write the measured table (needs CUDA)")
-    b.add_argument("--topk-measure", type=int, default=4, help="plans measured per chain with --run (default 4)")
-    b.add_argument("--dtype", choices=DTYPES, default="fp16")
-    b.add_argument("--reps", type=int, default=25, help="timed runs per kernel (at least 20; default 25)")
-    b.add_argument("--budget-s", type=float, default=420.0, help="time budget of --run in seconds (default 420)")
-    b.add_argument("--out", metavar="DIR", default=".", help="folder for measured.json, measured.md, the device file")
-    b.add_argument("--docs", metavar="FILE.md", help="page whose measured section is rewritten (docs/gpu.md)")
+                   help="run every chain's kernels on this GPU in stages (smoke, measurement, compute-sanitizer, "
+                        "torch.compile) and write the measured table (needs CUDA)")
+    _add_device_run_options(b)
     b.set_defaults(run=cmd_bench)
+
+
+def _add_device_run_options(p) -> None:
+    limits = StageLimits()
+    p.add_argument("--topk-measure", type=int, default=4, help="plans measured per chain with --run (default 4)")
+    p.add_argument("--dtype", choices=DTYPES, default="fp16")
+    p.add_argument("--reps", type=int, default=25, help="timed runs per kernel (at least 20; default 25)")
+    p.add_argument("--budget-s", type=float, default=limits.measure_s,
+                   help=f"seconds for the measurement and torch.compile (default {limits.measure_s:.0f})")
+    p.add_argument("--smoke-s", type=float, default=limits.smoke_s,
+                   help=f"seconds for the smoke stage, its compiles included (default {limits.smoke_s:.0f})")
+    p.add_argument("--sanitize-s", type=float, default=limits.sanitize_s,
+                   help=f"seconds for compute-sanitizer, all runs (default {limits.sanitize_s:.0f}; 0: skip)")
+    p.add_argument("--kernel-timeout-s", type=float, default=limits.kernel_s,
+                   help=f"seconds one plan may take to be checked and timed (default {limits.kernel_s:.0f}; the "
+                        f"smoke's is {limits.smoke_kernel_s:.0f})")
+    p.add_argument("--out", metavar="DIR", default=".",
+                   help="folder for results.jsonl (appended as results arrive) and the report files")
+    p.add_argument("--docs", metavar="FILE.md", help="page whose measured section is rewritten (docs/gpu.md)")
 
 
 def _add_run_parser(sub) -> None:
@@ -215,41 +247,88 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _gpu_info(torch) -> GpuInfo:
-    props = torch.cuda.get_device_properties(0)
-    nvcc = subprocess.run([find_nvcc(), "--version"], capture_output=True, text=True).stdout.strip().splitlines()
-    return GpuInfo(props.name, props.multi_processor_count, int(props.L2_cache_size), measure_copy_bandwidth(torch),
-                   torch.__version__, nvcc[-1] if nvcc else "?")
+def _gpu_info(facts: dict | None) -> GpuInfo:
+    """The GPU the run recorded (its env job), or a placeholder where the run ended before it."""
+    if not facts:
+        base = Device()
+        return GpuInfo("unknown GPU (the run recorded no GPU facts)", base.sms, base.l2_bytes, math.nan, "?", "?")
+    return GpuInfo(facts["name"], facts["sms"], facts["l2_bytes"], facts["copy_bandwidth"], facts["torch_version"],
+                   facts["nvcc_version"])
 
 
-def cmd_bench_run(args) -> int:
-    _check_counts(args)
-    torch = require_cuda("gpu bench --run")
+def _chains(args) -> tuple[str, ...]:
     chains = tuple(c.strip().upper() for c in args.chains.split(",")) if args.chains else tuple(BENCHMARKS)
     unknown = [c for c in chains if c not in BENCHMARKS]
     if unknown:
         raise UserError(f"unknown benchmark chain {unknown[0]!r}", "--chains", "use ids G1-G10, S1-S8, C1-C8")
+    return chains
+
+
+def _docs_page(args) -> str | None:
     page = read_file(args.docs, "--docs").decode("utf-8") if args.docs else None
     if page is not None:
         replace_section(page, "")                # a page without the section is refused before the run
-    out = pathlib.Path(args.out)
+    return page
+
+
+def write_summary(results: str, out: pathlib.Path, docs: str | None, page: str | None) -> int:
+    """measured.json, measured.md, the fitted device file and the docs section from the result lines."""
+    run = summarize_run(read_records(results))
+    if not run.rows:
+        raise UserError(f"{results} holds no chain records: nothing to summarize", "--results")
+    gpu = _gpu_info(run.gpu)
+    report = build_report(run.rows, gpu)
+    state = "complete" if run.complete else "partial: some jobs have no result (the run was cut short)"
+    checks = ["", f"Run: {state}.", "", *[f"* {line}" for line in run.checks]]
+    markdown = report.markdown + "\n" + "\n".join(checks)
+    slug = device_slug(gpu.name) if run.gpu else "unknown_gpu"
     out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as work:
-        opts = RunOptions(chains, args.topk_measure, args.dtype, args.reps, args.budget_s, out_dir=work)
-        rows = run_all(opts, measure_compiled, progress=lambda line: print(line, flush=True))
-    gpu = _gpu_info(torch)
-    report = build_report(rows, gpu)
-    slug = device_slug(gpu.name)
-    write_text(str(out / "measured.json"), json.dumps([r.to_json() for r in rows], indent=1), "--out")
-    write_text(str(out / "measured.md"), report.markdown + "\n", "--out")
+    write_text(str(out / "measured.json"), json.dumps([r.to_json() for r in run.rows], indent=1), "--out")
+    write_text(str(out / "measured.md"), markdown + "\n", "--out")
     write_text(str(out / f"{slug}.toml"), report.device_file, "--out")
     if page is not None:
-        write_text(args.docs, replace_section(page, report.markdown), "--docs")
-    print(format_measured_table(rows))
-    print("\n".join(summary_lines(rows)))
-    print(f"wrote {out / 'measured.json'}, {out / 'measured.md'}, {out / (slug + '.toml')}"
-          + (f" and the measured section of {args.docs}" if args.docs else ""))
+        write_text(docs, replace_section(page, markdown), "--docs")
+    print(format_measured_table(run.rows))
+    print("\n".join(summary_lines(run.rows) + run.checks))
+    print(f"run {state}; wrote {out / 'measured.json'}, {out / 'measured.md'}, {out / (slug + '.toml')}"
+          + (f" and the measured section of {docs}" if docs else ""))
     return 0
+
+
+def _device_run(args, rerun: bool) -> int:
+    _check_counts(args)
+    chains = _chains(args)
+    page = _docs_page(args)
+    require_cuda("gpu rerun" if rerun else "gpu bench --run")
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = str(out / "results.jsonl")
+    if rerun and os.path.abspath(args.results) != os.path.abspath(results):
+        read_file(args.results, "--results")    # a missing file is refused in one line
+        shutil.copyfile(args.results, results)
+    # a `timeout` of the whole run ends it like an error would: the watchdog kills its child on the way out
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    limits = StageLimits(smoke_s=args.smoke_s, measure_s=args.budget_s, sanitize_s=args.sanitize_s,
+                         kernel_s=args.kernel_timeout_s)
+    with tempfile.TemporaryDirectory() as work:
+        opts = DeviceRunOptions(chains, results, work, args.topk_measure, args.dtype, args.reps, limits,
+                                sanitize=args.sanitize_s > 0, rerun=rerun,
+                                repro_dir=str(out / "repro") if rerun else "")
+        run_device(opts, progress=lambda line: print(line, flush=True))
+    return write_summary(results, out, args.docs, page)
+
+
+def cmd_bench_run(args) -> int:
+    return _device_run(args, rerun=False)
+
+
+def cmd_rerun(args) -> int:
+    return _device_run(args, rerun=True)
+
+
+def cmd_summarize(args) -> int:
+    read_file(args.results, "--results")
+    return write_summary(args.results, pathlib.Path(args.out), args.docs, _docs_page(args))
 
 
 def cmd_bench(args) -> int:

@@ -73,7 +73,7 @@ def relative_error(E, ref) -> float:
 PHASES = ("gemm0", "exchange", "gemm1", "store")   # the kernel's phase_ns slots
 
 
-def _launch(lib, name: str, args, stream: int, phase_ns=None):
+def kernel_launcher(lib, name: str, args, stream: int, phase_ns=None):
     """A callable that launches kernel ``name`` with tensors ``args`` (A, B0, B1, D, E) on ``stream``."""
     fn = getattr(lib, name)
     fn.restype = ctypes.c_int
@@ -88,12 +88,12 @@ def _launch(lib, name: str, args, stream: int, phase_ns=None):
     return run
 
 
-def _measure_plan(torch, lib, name, chain, rank, plan, inputs, ref, dtype, reps) -> PlanMeasurement:
+def measure_plan(torch, lib, name, chain, rank, plan, inputs, ref, dtype, reps) -> PlanMeasurement:
     E = torch.empty(chain.M, chain.L, device="cuda", dtype=inputs[0].dtype)
     base = dict(chain=chain.name, rank=rank, plan=plan.summary().strip(), predicted_us=plan.cost * 1e6,
                 volumes=dict(plan.volumes), cluster_size=plan.blocks, occupancy=plan.occupancy)
     try:
-        run = _launch(lib, name, (*inputs, E), torch.cuda.current_stream().cuda_stream)
+        run = kernel_launcher(lib, name, (*inputs, E), torch.cuda.current_stream().cuda_stream)
         run()
         torch.cuda.synchronize()
         err = relative_error(E, ref)
@@ -108,7 +108,7 @@ def _measure_plan(torch, lib, name, chain, rank, plan, inputs, ref, dtype, reps)
 def _phase_shares(torch, lib, name, args) -> dict:
     """One more launch with the phase timers on: each phase's share of the clusters' time."""
     slots = torch.zeros(len(PHASES), dtype=torch.int64, device="cuda")
-    _launch(lib, name, args, torch.cuda.current_stream().cuda_stream, slots)()
+    kernel_launcher(lib, name, args, torch.cuda.current_stream().cuda_stream, slots)()
     torch.cuda.synchronize()
     ns = slots.tolist()
     return {p: v / sum(ns) for p, v in zip(PHASES, ns)} if sum(ns) > 0 else {}
@@ -129,7 +129,7 @@ def measure_chain(chain: Chain, topk: int = 1, dtype: str = "fp16", reps: int = 
     inputs = make_inputs(chain, dtype, torch)
     fp32 = [t.float() if t is not None else None for t in inputs]
     ref = torch_chain(chain, torch)(*fp32)
-    measured = [_measure_plan(torch, lib, names[r], chain, r, p, inputs, ref, dtype, reps) for r, p in ranked
+    measured = [measure_plan(torch, lib, names[r], chain, r, p, inputs, ref, dtype, reps) for r, p in ranked
                 if r in names]
     notes = [f"rank {r} not generated" for r, _ in ranked if r not in names]
     eager = torch_chain(chain, torch)
