@@ -6,16 +6,18 @@
 #
 # Time plan of one 15-minute loan of the machine (device time, its start included):
 #   the machine's start                                  1-2 min   (not ours)
-#   this script, hard-stopped at HARD_S (540 s):                   about 8.5 min in all
+#   this script: its facts (~10 s), the run hard-stopped
+#   at HARD_S (500 s), the summary (~10 s):                        about 8.7 min at most
 #     GPU facts, compiles (in parallel, smoke's first),
 #     smoke: one launch per code path (20 s limit each)  <= SMOKE_S (90 s)
 #     measurement: each chain's top 4 plans whose code
 #     path passed (30 s limit each), PyTorch eager,
-#     then torch.compile while it lasts                  <= BUDGET_S (330 s)
+#     then torch.compile while it lasts                  <= BUDGET_S (300 s)
 #     compute-sanitizer memcheck + racecheck, one
 #     kernel per code path (skipped if absent)           <= SANITIZE_S (60 s)
-#   one rerun of what failed: scripts/gpu_device_rerun.sh          <= 3.5 min
-# Give the call a timeout of 590 s: the hard stop leaves time to summarise what arrived.
+#   one rerun of what failed: scripts/gpu_device_rerun.sh          <= 3.3 min
+#   together at most 2 + 8.7 + 3.3 = 14 min, if the rerun is called at once (idle time counts too)
+# Give the call a timeout of 560 s: the hard stop leaves time to summarise what arrived.
 #
 # Every kernel runs in a child process under a watchdog: a hang or a CUDA fault costs that kernel (its
 # limit, and a fresh child), not the run. Every result is appended to $OUT/results.jsonl as it arrives, so a
@@ -28,9 +30,9 @@ set -uo pipefail
 OUT=${OUT:-out/gpu_device}
 PYTHON=${PYTHON:-python3}      # the interpreter that holds a CUDA build of PyTorch
 SMOKE_S=${SMOKE_S:-90}
-BUDGET_S=${BUDGET_S:-330}
+BUDGET_S=${BUDGET_S:-300}
 SANITIZE_S=${SANITIZE_S:-60}
-HARD_S=${HARD_S:-540}
+HARD_S=${HARD_S:-500}
 mkdir -p "$OUT"
 # shellcheck source=scripts/gpu_common.sh
 source "$(dirname "$0")/gpu_common.sh"

@@ -13,16 +13,16 @@
 # it and run it under compute-sanitizer.
 #
 # Time plan (the second call of a 15-minute loan, on the still-warm machine; compiled kernels are reused
-# from FUSEFLOW_CUDA_CACHE): smoke <= SMOKE_S (40 s), measurement <= BUDGET_S (100 s), compute-sanitizer on
-# the failing code paths <= SANITIZE_S (30 s); hard stop at HARD_S (200 s). Give the call a timeout of 230 s.
+# from FUSEFLOW_CUDA_CACHE): smoke <= SMOKE_S (40 s), measurement <= BUDGET_S (90 s), compute-sanitizer on
+# the failing kernels <= SANITIZE_S (30 s); hard stop at HARD_S (180 s). Give the call a timeout of 200 s.
 set -uo pipefail
 PREV=${PREV:-${1:-out/gpu_device/results.jsonl}}
 OUT=${OUT:-out/gpu_device_rerun}
 PYTHON=${PYTHON:-python3}
 SMOKE_S=${SMOKE_S:-40}
-BUDGET_S=${BUDGET_S:-100}
+BUDGET_S=${BUDGET_S:-90}
 SANITIZE_S=${SANITIZE_S:-30}
-HARD_S=${HARD_S:-200}
+HARD_S=${HARD_S:-180}
 if [ ! -s "$PREV" ]; then
   echo "gpu_device_rerun: no first-run results at $PREV (set PREV=.../results.jsonl)" >&2
   exit 2
