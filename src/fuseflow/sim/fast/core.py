@@ -31,6 +31,7 @@ reader consumed the token N before it (`gated`): `t = max(t + II, reads, cons[j 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -64,6 +65,131 @@ def new_state(ii: int) -> np.ndarray:
     S[T] = -ii  # so that the first step happens at max(0, visible times)
     S[II] = ii
     return S
+
+
+class Node(NamedTuple):
+    """A kernel's own state arrays and the engine's shared channel tables (`channel.Tables`)."""
+    S: np.ndarray
+    F: np.ndarray
+    CH: np.ndarray
+    RD: np.ndarray
+
+
+class In(NamedTuple):
+    """An input port as a kernel reads it: the channel's window (kind, data, sent), this reader's
+    consume times (cons, aligned with the window), the channel's and reader's rows in the tables
+    and the producer's latency. A kernel reads it through `opened`/`step_time`/`take`/`closed`.
+
+        >>> x = np.zeros(1, dtype=np.int64)
+        >>> In(x, x, x, x, ch=0, rd=0, lat=2).lat
+        2
+    """
+    kind: np.ndarray
+    data: np.ndarray
+    sent: np.ndarray
+    cons: np.ndarray
+    ch: int
+    rd: int
+    lat: int
+
+
+class Out(NamedTuple):
+    """An output port as a kernel writes it: the channel's window (kind, data, sent), its gate
+    (the one reader's consume times, `NO_GATE` when it is never bounded) and its row in the
+    tables. A kernel writes it through `out_opened`/`gated`/`emit`/`out_closed`."""
+    kind: np.ndarray
+    data: np.ndarray
+    sent: np.ndarray
+    gate: np.ndarray
+    ch: int
+
+
+@njit(inline="always")
+def opened(nd, p):
+    """(position, end, final) of input port p: the next unconsumed token's index in the window,
+    the window's length, whether the producer is done."""
+    c = p.ch
+    return nd.RD[p.rd, 0] - nd.CH[c, 0], nd.CH[c, 1], nd.CH[c, 2] != 0
+
+
+@njit(inline="always")
+def closed(nd, p, pos):
+    """Store input port p's position (the engine then counts what it consumed: `channel.sync`)."""
+    nd.RD[p.rd, 0] = pos + nd.CH[p.ch, 0]
+
+
+@njit(inline="always")
+def out_opened(nd, o):
+    """(fill position, room, depth, window base) of output port o: room is the window position it
+    may fill up to (its buffer's size; on a channel bounded to depth N tokens also its reader's
+    cursor + N), depth 0 = unbounded."""
+    c = o.ch
+    CH = nd.CH
+    d = CH[c, 3]
+    cap = o.kind.shape[0]
+    if d != 0:
+        cap = min(cap, nd.RD[CH[c, 4], 0] - CH[c, 0] + d)
+    return CH[c, 1], cap, d, CH[c, 0]
+
+
+@njit(inline="always")
+def out_closed(nd, o, j):
+    """Store output port o's fill position."""
+    nd.CH[o.ch, 1] = j
+
+
+@njit(inline="always")
+def waits(S, port, pos, end, final):
+    """WAIT_IN when the input at `pos` (input number `port`, noted in S[PORT]) has no token yet,
+    FAIL when it never will, else 0."""
+    if pos < end:
+        return 0
+    S[PORT] = port
+    return FAIL if final else WAIT_IN
+
+
+@njit(inline="always")
+def seen(p, pos):
+    """When the token at `pos` of input port p is visible to its reader."""
+    return p.sent[pos] + p.lat
+
+
+@njit(inline="always")
+def step_time(t, ii, visible):
+    """The step rule: a step comes II after the previous one and no earlier than the heads it
+    reads are visible (`visible`: the latest of them)."""
+    return max(t + ii, max(visible, 0))
+
+
+@njit(inline="always")
+def emit_time(t, ii, visible, o, j, d, base):
+    """The step rule of a step that emits window position j of output port o (depth d, window
+    base `base`: `out_opened`): `step_time`, then no earlier than `gated` allows."""
+    return gated(max(t + ii, max(visible, 0)), o.gate, j, d, base)
+
+
+@njit(inline="always")
+def take(p, pos, t):
+    """Consume the head at `pos` of input port p at step time t; the next position."""
+    p.cons[pos] = t
+    return pos + 1
+
+
+@njit(inline="always")
+def emit(o, j, kind, data, t):
+    """Write a token (kind, data) visible from t at window position j of output port o; the next
+    position."""
+    o.kind[j] = kind
+    o.data[j] = data
+    o.sent[j] = t
+    return j + 1
+
+
+@njit(inline="always")
+def settle(S, t, steps):
+    """Store the step time and count the steps of a call."""
+    S[T] = t
+    S[STEPS] += steps
 
 
 @njit(inline="always")
@@ -193,6 +319,7 @@ class Runner:
 
     kernel = None
     backpressure = False  # the kernel takes a gate per output and honours bounded channels (see above)
+    records = False  # the kernel takes named records (`records_args`), not positional arrays
     ins: tuple[str, ...] = ()
     outs: tuple[str, ...] = ()
 
@@ -295,7 +422,24 @@ class Runner:
         several: such channels are never bounded)."""
         return ch.readers[0].cons if len(ch.readers) == 1 else NO_GATE
 
+    def state(self):
+        """The kernel's last argument for a runner with `records`: a NamedTuple of its parameters
+        and buffers, None when the kernel takes none."""
+        return None
+
+    def records_args(self) -> tuple:
+        """(Node, an In per input, an Out per output, the state record) for a kernel with `records`."""
+        tables = self.in_ch[0].tables if self.in_ch else self.out_ch[0].tables
+        ports = [In(ch.kind, ch.data, ch.sent, self.cons_of(ch, r), ch.index, r, ch.lat)
+                 for ch, r in zip(self.in_ch, self.readers)]
+        ports += [Out(ch.kind, ch.data, ch.sent, self.gate_of(ch) if self.backpressure else NO_GATE, ch.index)
+                  for ch in self.out_ch]
+        state = self.state()
+        return (Node(self.S, self.F, tables.CH, tables.RD), *ports) + (() if state is None else (state,))
+
     def args(self) -> tuple:
+        if self._args is None and self.records:
+            self._args = self.records_args()
         if self._args is None:
             ports = []
             for ch, r in zip(self.in_ch, self.readers):

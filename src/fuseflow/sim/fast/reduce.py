@@ -8,6 +8,8 @@ the sparse accumulators share. Mirrors `sim.oracle.reduce`.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -20,20 +22,21 @@ from .core import (
     FREE,
     II,
     NANV,
-    PORT,
-    STEPS,
     WAIT_OUT,
     NeedOracle,
     Runner,
     T,
-    enter,
+    closed,
+    emit,
     gated,
-    leave,
-    missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    opened,
+    out_closed,
+    out_opened,
+    seen,
+    settle,
+    step_time,
+    take,
+    waits,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
@@ -67,14 +70,23 @@ def identity(red):
 _OPEN = FREE  # a fiber has elements so far
 
 
+class Reduction(NamedTuple):
+    """The state record of a reducer's kernel: the reduction's code and the oracle's NaN (`NANV`).
+
+        >>> Reduction(red_code({"kind": "max"}), NANV).red == REDUCE_CODES["max"]
+        True
+    """
+    red: int
+    nanv: np.ndarray
+
+
 @njit(cache=True)
-def _k_reduce(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og, red, nanv):
+def _k_reduce(nd, x, out, how):
     """F[0] holds the open fiber's accumulator; a step emits only on a stop or D."""
-    nan = nanv[0]
-    pi, ei, fi, lat = enter(CH, RD, io, 0)
-    j = out_at(CH, io, 1, 0)
-    cap = out_room(CH, RD, io, 1, 0, ok.shape[0])
-    d, b = out_depth(CH, io, 1, 0)
+    S, F = nd.S, nd.F
+    red, nan = how.red, how.nanv[0]
+    pi, ei, fi = opened(nd, x)
+    j, cap, d, b = out_opened(nd, out)
     t = S[T]
     ii = S[II]
     acc = F[0]
@@ -82,53 +94,43 @@ def _k_reduce(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og, red, nan
     steps = 0
     status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = waits(S, 0, pi, ei, fi)
         if status:
-            S[PORT] = 0
             break
-        k = ik[pi]
-        tn = max(t + ii, max(isent[pi] + lat, 0))
+        k = x.kind[pi]
+        tn = step_time(t, ii, seen(x, pi))
         if k == STOP or k == D_TOK:
             if j >= cap:
                 status = WAIT_OUT
                 break
-            tn = gated(tn, og, j, d, b)
+            tn = gated(tn, out.gate, j, d, b)
         if k == VAL or k == EMPTY:
-            x = float(idat[pi]) if k == VAL else 0.0
-            acc = combine(red, acc, x, nan)
+            acc = combine(red, acc, float(x.data[pi]) if k == VAL else 0.0, nan)
             S[_OPEN] = 1
             flops += 1
-        elif k == STOP and idat[pi] == 0:
-            ok[j] = VAL
-            od[j] = acc
-            ot[j] = tn
-            j += 1
+        elif k == STOP and x.data[pi] == 0:
+            j = emit(out, j, VAL, acc, tn)
             acc = identity(red)
             S[_OPEN] = 0
         elif k == STOP or k == D_TOK:
             if S[_OPEN]:
                 status = FAIL
                 break
-            ok[j] = k
-            od[j] = idat[pi] - 1 if k == STOP else 0.0
-            ot[j] = tn
-            j += 1
+            j = emit(out, j, k, x.data[pi] - 1 if k == STOP else 0.0, tn)
         else:
             status = FAIL
             break
         t = tn
-        icons[pi] = t
-        pi += 1
+        pi = take(x, pi, t)
         steps += 1
         if k == D_TOK:
             status = DONE
             break
     F[0] = acc
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[FLOPS] += flops
-    out_leave(CH, io, 1, 0, j)
-    leave(CH, RD, io, 0, pi)
+    out_closed(nd, out, j)
+    closed(nd, x, pi)
     return status
 
 
@@ -158,11 +160,11 @@ class Reducer(Runner):
 
 class Reduce(Reducer):
     kernel = staticmethod(_k_reduce)
-    backpressure = True
+    backpressure = records = True
     ins, outs = ("val",), ("val",)
 
-    def extra(self):
-        return (self.red, NANV)
+    def state(self):
+        return Reduction(self.red, NANV)
 
     def pending(self):
         head = self.head("val")

@@ -15,151 +15,132 @@ from .core import (
     DONE,
     FAIL,
     II,
-    PORT,
-    STEPS,
     WAIT_OUT,
     NeedOracle,
     Runner,
     T,
-    enter,
-    gated,
-    leave,
-    missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    closed,
+    emit,
+    emit_time,
+    opened,
+    out_closed,
+    out_opened,
+    seen,
+    settle,
+    take,
+    waits,
 )
 from .stream import DONE as D_TOK
 from .stream import REPEAT, STOP, VAL, _is_elem
 
 
 @njit(cache=True)
-def _k_repsig(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og):
-    pi, ei, fi, lat = enter(CH, RD, io, 0)
-    j = out_at(CH, io, 1, 0)
-    cap = out_room(CH, RD, io, 1, 0, ok.shape[0])
-    d, b = out_depth(CH, io, 1, 0)
+def _k_repsig(nd, crd, out):
+    S = nd.S
+    pi, ei, fi = opened(nd, crd)
+    j, cap, d, b = out_opened(nd, out)
     t = S[T]
     ii = S[II]
     steps = 0
     status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = waits(S, 0, pi, ei, fi)
         if status:
-            S[PORT] = 0
             break
         if j >= cap:
             status = WAIT_OUT
             break
-        k = ik[pi]
+        k = crd.kind[pi]
         if k == VAL or k == 2:  # an element (Val or N)
-            ok[j] = REPEAT
-            od[j] = 0
+            kind, data = REPEAT, 0
         elif k == STOP or k == D_TOK:
-            ok[j] = k
-            od[j] = int(idat[pi]) if k == STOP else 0
+            kind, data = k, (int(crd.data[pi]) if k == STOP else 0)
         else:
             status = FAIL
             break
-        t = gated(max(t + ii, max(isent[pi] + lat, 0)), og, j, d, b)
-        ot[j] = t
-        j += 1
-        icons[pi] = t
-        pi += 1
+        t = emit_time(t, ii, seen(crd, pi), out, j, d, b)
+        j = emit(out, j, kind, data, t)
+        pi = take(crd, pi, t)
         steps += 1
         if k == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
-    out_leave(CH, io, 1, 0, j)
-    leave(CH, RD, io, 0, pi)
+    settle(S, t, steps)
+    out_closed(nd, out, j)
+    closed(nd, crd, pi)
     return status
 
 
 @njit(cache=True)
-def _k_repeat(S, F, CH, RD, io, ik, idat, isent, icons, sk, sd, s_s, scons, ok, od, ot, og):
-    pi, ei, fi, il = enter(CH, RD, io, 0)
-    ps, es, fs, sl = enter(CH, RD, io, 1)
-    j = out_at(CH, io, 2, 0)
-    cap = out_room(CH, RD, io, 2, 0, ok.shape[0])
-    d, b = out_depth(CH, io, 2, 0)
+def _k_repeat(nd, x, sig, out):
+    S = nd.S
+    pi, ei, fi = opened(nd, x)
+    ps, es, fs = opened(nd, sig)
+    j, cap, d, b = out_opened(nd, out)
     t = S[T]
     ii = S[II]
     steps = 0
     status = 0
     while True:
-        status = missing(ps, es, fs)
+        status = waits(S, 1, ps, es, fs)
         if status:
-            S[PORT] = 1
             break
-        status = missing(pi, ei, fi)
+        status = waits(S, 0, pi, ei, fi)
         if status:
-            S[PORT] = 0
             break
         if j >= cap:
             status = WAIT_OUT
             break
-        s = sk[ps]
-        h = ik[pi]
-        tn = gated(max(t + ii, max(s_s[ps] + sl, isent[pi] + il, 0)), og, j, d, b)
+        s = sig.kind[ps]
+        h = x.kind[pi]
+        tn = emit_time(t, ii, max(seen(sig, ps), seen(x, pi)), out, j, d, b)
         if s == REPEAT:
             if not _is_elem(h):
                 status = FAIL
                 break
-            ok[j] = h
-            od[j] = idat[pi]
+            j = emit(out, j, h, x.data[pi], tn)
         elif s == STOP:
-            lv = sd[ps]
+            lv = sig.data[ps]
             if lv == 0:
                 if not _is_elem(h):
                     status = FAIL
                     break
-            elif not (h == STOP and idat[pi] == lv - 1):
+            elif not (h == STOP and x.data[pi] == lv - 1):
                 status = FAIL
                 break
-            icons[pi] = tn
-            pi += 1
-            ok[j] = STOP
-            od[j] = lv
+            pi = take(x, pi, tn)
+            j = emit(out, j, STOP, lv, tn)
         elif s == D_TOK:
             if h != D_TOK:
                 status = FAIL
                 break
-            icons[pi] = tn
-            pi += 1
-            ok[j] = D_TOK
-            od[j] = 0
+            pi = take(x, pi, tn)
+            j = emit(out, j, D_TOK, 0, tn)
         else:
             status = FAIL
             break
         t = tn
-        ot[j] = t
-        j += 1
-        scons[ps] = t
-        ps += 1
+        ps = take(sig, ps, t)
         steps += 1
         if s == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
-    out_leave(CH, io, 2, 0, j)
-    leave(CH, RD, io, 0, pi)
-    leave(CH, RD, io, 1, ps)
+    settle(S, t, steps)
+    out_closed(nd, out, j)
+    closed(nd, x, pi)
+    closed(nd, sig, ps)
     return status
 
 
 class Repsig(Runner):
     kernel = staticmethod(_k_repsig)
-    backpressure = True
+    backpressure = records = True
     ins, outs = ("crd",), ("repsig",)
 
 
 class Repeat(Runner):
     kernel = staticmethod(_k_repeat)
-    backpressure = True
+    backpressure = records = True
     ins, outs = ("in", "sig"), ("out",)
 
     def check_bound(self):
