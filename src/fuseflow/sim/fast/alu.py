@@ -9,6 +9,7 @@ float64 arithmetic. Mirrors `sim.oracle.alu`.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -23,20 +24,19 @@ from .core import (
     II,
     INF,
     NANV,
-    PORT,
-    STEPS,
     WAIT_OUT,
     NeedOracle,
     Runner,
     T,
-    enter,
-    gated,
-    leave,
-    missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    closed,
+    emit,
+    emit_time,
+    opened,
+    out_closed,
+    out_opened,
+    settle,
+    take,
+    waits,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
@@ -133,58 +133,70 @@ def alu_op(op, x0, x1, x2, nan):
     return nan  # const and coalesce never get here
 
 
+class AluOp(NamedTuple):
+    """The ALU's state record: how many inputs it has (the kernel's b and c repeat a where there
+    are fewer), the op's code, the scalar operand if any (has_scalar, scalar, its position spos)
+    and the oracle's NaN (`NANV`)."""
+    nin: int
+    op: int
+    has_scalar: bool
+    scalar: float
+    spos: int
+    nanv: np.ndarray
+
+
 @njit(cache=True)
-def _k_alu(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ck_, cd, c_s, ccons, ok, od, ot, og,
-           nin, op, has_scalar, scalar, spos, nanv):
-    nan = nanv[0]
-    pa, ea, fa, al = enter(CH, RD, io, 0)
-    pb, eb, fb, bl = pa, ea, fa, al
-    pc, ec, fc, cl = pa, ea, fa, al
+def _k_alu(nd, a_in, b_in, c_in, out, how):
+    S = nd.S
+    uk, ud, us, uc, ul = a_in.kind, a_in.data, a_in.sent, a_in.cons, a_in.lat
+    bk, bd, bs, bc, bl = b_in.kind, b_in.data, b_in.sent, b_in.cons, b_in.lat
+    ck, cd, cs, cc, cl = c_in.kind, c_in.data, c_in.sent, c_in.cons, c_in.lat
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    nin, op, has_scalar, scalar, spos = how.nin, how.op, how.has_scalar, how.scalar, how.spos
+    nan = how.nanv[0]
+    pa, ea, fa = opened(nd, a_in)
+    pb, eb, fb = pa, ea, fa
+    pc, ec, fc = pa, ea, fa
     if nin >= 2:
-        pb, eb, fb, bl = enter(CH, RD, io, 1)
+        pb, eb, fb = opened(nd, b_in)
     if nin >= 3:
-        pc, ec, fc, cl = enter(CH, RD, io, 2)
-    j = out_at(CH, io, nin, 0)
-    cap = out_room(CH, RD, io, nin, 0, ok.shape[0])
-    d, base = out_depth(CH, io, nin, 0)
+        pc, ec, fc = opened(nd, c_in)
+    j, cap, d, base = out_opened(nd, out)
     t = S[T]
     ii = S[II]
     flops = 0
     steps = 0
     status = 0
     while True:
-        status = missing(pa, ea, fa)
+        status = waits(S, 0, pa, ea, fa)
         if status:
-            S[PORT] = 0
             break
         if nin >= 2:
-            status = missing(pb, eb, fb)
+            status = waits(S, 1, pb, eb, fb)
             if status:
-                S[PORT] = 1
                 break
         if nin >= 3:
-            status = missing(pc, ec, fc)
+            status = waits(S, 2, pc, ec, fc)
             if status:
-                S[PORT] = 2
                 break
         if j >= cap:
             status = WAIT_OUT
             break
-        rt = max(a_s[pa] + al, 0)
-        a = ak[pa]
+        rt = us[pa] + ul
+        a = uk[pa]
         b = VAL
         c = VAL
         if nin >= 2:
             b = bk[pb]
-            rt = max(rt, b_s[pb] + bl)
+            rt = max(rt, bs[pb] + bl)
         if nin >= 3:
-            c = ck_[pc]
-            rt = max(rt, c_s[pc] + cl)
+            c = ck[pc]
+            rt = max(rt, cs[pc] + cl)
         if op != _COALESCE and _is_elem(a) and _is_elem(b) and _is_elem(c):
             if op == _CONST:
                 res = scalar
             else:
-                x0 = float(ad[pa]) if a == VAL else 0.0
+                x0 = float(ud[pa]) if a == VAL else 0.0
                 x1 = 0.0
                 x2 = 0.0
                 if nin >= 2:
@@ -203,48 +215,40 @@ def _k_alu(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ck_, cd, c_
                         x2 = scalar
                 res = alu_op(op, x0, x1, x2, nan)
             flops += 1
-            ok[j] = VAL
-            od[j] = res
+            kind = VAL
         elif op == _COALESCE and _is_elem(a):  # coalesce: N -> the scalar, values pass (no flop)
-            ok[j] = VAL
-            od[j] = scalar if a == EMPTY else float(ad[pa])
+            kind, res = VAL, (scalar if a == EMPTY else float(ud[pa]))
         else:
             if a == REPEAT:
                 status = FAIL
                 break
-            lv = ad[pa]
+            lv = ud[pa]
             if nin >= 2 and not (b == a and (a != STOP or bd[pb] == lv) and a != VAL):
                 status = FAIL
                 break
             if nin >= 3 and not (c == a and (a != STOP or cd[pc] == lv) and a != VAL):
                 status = FAIL
                 break
-            ok[j] = a
-            od[j] = lv if a == STOP else 0.0
-        t = gated(max(t + ii, rt), og, j, d, base)
-        ot[j] = t
-        j += 1
-        acons[pa] = t
-        pa += 1
+            kind, res = a, (float(lv) if a == STOP else 0.0)
+        t = emit_time(t, ii, rt, og, j, d, base)
+        j = emit(ok, od, ot, j, kind, res, t)
+        pa = take(uc, pa, t)
         if nin >= 2:
-            bcons[pb] = t
-            pb += 1
+            pb = take(bc, pb, t)
         if nin >= 3:
-            ccons[pc] = t
-            pc += 1
+            pc = take(cc, pc, t)
         steps += 1
         if a == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[FLOPS] += flops
-    out_leave(CH, io, nin, 0, j)
-    leave(CH, RD, io, 0, pa)
+    out_closed(nd, out.ch, j)
+    closed(nd, a_in, pa)
     if nin >= 2:
-        leave(CH, RD, io, 1, pb)
+        closed(nd, b_in, pb)
     if nin >= 3:
-        leave(CH, RD, io, 2, pc)
+        closed(nd, c_in, pc)
     return status
 
 
@@ -272,21 +276,14 @@ class Alu(Runner):
     def flops_scale(self):
         return self.tile.flops_per_token
 
-    def args(self):
-        if self._args is None:
-            ports = []
-            for ch, r in zip(self.in_ch, self.readers):
-                cons = self.cons_of(ch, r)
-                ports.append((ch.kind, ch.data, ch.sent, cons))
-            while len(ports) < 3:
-                ports.append(ports[0])
-            out = self.out_ch[0]
-            tables = out.tables
-            self._args = (self.S, self.F, tables.CH, tables.RD, self.io, *ports[0], *ports[1], *ports[2],
-                          out.kind, out.data, out.sent, self.gate_of(out), len(self.in_ch), ALU_CODES[self.op],
-                          self.scalar is not None, 0.0 if self.scalar is None else self.scalar,
-                          int(self.pos) if self.scalar is not None else 0, NANV)
-        return self._args
+    def port_args(self):
+        ports = self.in_records()
+        return (*ports, *[ports[0]] * (3 - len(ports)), *self.out_records())  # b, c: a again where absent
+
+    def state(self):
+        has = self.scalar is not None
+        return AluOp(len(self.in_ch), ALU_CODES[self.op], has, self.scalar if has else 0.0,
+                     int(self.pos) if has else 0, NANV)
 
     def after(self, before_in, before_out):
         if self.tile is not None:

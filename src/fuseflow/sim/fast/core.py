@@ -1,5 +1,6 @@
-"""What every kernel of the streaming engine shares: state slots, status codes, the way a kernel
-enters and leaves its ports, the memory model, and `Runner`, the Python side of one node.
+"""What every kernel of the streaming engine shares: state slots, status codes, the records a
+kernel takes, the port protocol and the step rule, the memory model, and `Runner`, the Python
+side of one node.
 
 A kernel is a numba function that runs one node's step loop (the oracle's, read for read) on
 whatever its input channels hold, and returns when it must wait (an input has no token yet, or
@@ -11,18 +12,28 @@ that every output has room *before* it changes anything, so stopping between two
 always exact: the times of the tokens it emits follow the same recurrence
 `t = max(t + II, visible times of the heads read)` whichever call produces them.
 
-Ports: kernel argument `io` holds, for input i, (channel, reader, producer latency) at 3i..3i+2,
-then one channel per output. `enter`/`leave` turn the shared tables (`channel.Tables`) into
-local positions and back. A kernel records the step time at which it consumes each input token
-in the reader's `cons` array (aligned with the channel's window); the engine hands those times
-to the reader's occupancy merge after the call.
+Ports and state: a kernel takes named records (`Runner.records_args`): `Node` (S, F and the
+shared tables `channel.Tables`), an `In` per input port, an `Out` per output port (`Ins`/`Outs`
+for a kernel over any number of lanes), and the runner's state record (`Runner.state`: its
+parameters and buffers). `opened`/`closed` turn an input's place in the tables into a local
+position and back, `out_opened`/`out_closed` an output's; `waits` says whether a head is
+missing. A kernel records the step time at which it consumes each input token in the reader's
+`cons` array (`take`; aligned with the channel's window); the engine hands those times to the
+reader's occupancy merge after the call. The step loop reads the records' arrays as locals,
+taken from the records before it starts, and the helpers it hands arrays to are plain numba
+functions: a record's field read in the loop, or an array handed to an `inline="always"` helper
+there, made kernels several times slower (numba counts references to arrays it copies).
 
-Bounded channels (back-pressure, `Runner.backpressure`): a kernel also gets, per output, its
-reader's `cons` array (`gate`). Before a step it checks room only on the outputs that step emits
-on (`out_room`: the buffer, and on a channel bounded to N tokens the reader's cursor + N), and a
-step emitting the token at window position j of such a channel happens no earlier than the
-reader consumed the token N before it (`gated`): `t = max(t + II, reads, cons[j - N])`, as
-`sim.bounded` replays it.
+The step rule: a step happens at `step_time` (II after the previous one, no earlier than the
+heads it reads are visible), and a step that emits also no earlier than `gated` allows
+(`emit_time`); `emit` writes a token with that time.
+
+Bounded channels (back-pressure, `Runner.backpressure`): an `Out` also holds its reader's
+`cons` array (`gate`). Before a step a kernel checks room only on the outputs that step emits
+on (`out_opened`'s room: the buffer, and on a channel bounded to N tokens the reader's cursor +
+N), and a step emitting the token at window position j of such a channel happens no earlier
+than the reader consumed the token N before it (`gated`): `t = max(t + II, reads, cons[j - N])`,
+as `sim.bounded` replays it.
 
     >>> S = new_state(ii=1)
     >>> int(S[T]), int(S[II]), int(S[STEPS])
@@ -104,41 +115,104 @@ class Out(NamedTuple):
     ch: int
 
 
+class Ins(NamedTuple):
+    """k input ports as one record, for a kernel that picks among them by number (lanes): tuples
+    of their arrays (`In`'s fields; data None where the kernel never reads it) and arrays of their
+    rows and latencies. Made with `Ins.of`."""
+    kind: tuple
+    data: tuple | None
+    sent: tuple
+    cons: tuple
+    ch: np.ndarray
+    rd: np.ndarray
+    lat: np.ndarray
+
+    @staticmethod
+    def of(ports: list, data: bool = True) -> Ins:
+        return Ins(tuple(p.kind for p in ports), tuple(p.data for p in ports) if data else None,
+                   tuple(p.sent for p in ports), tuple(p.cons for p in ports),
+                   *(np.array([getattr(p, f) for p in ports], dtype=np.int64) for f in ("ch", "rd", "lat")))
+
+
+class Outs(NamedTuple):
+    """k output ports as one record (see `Ins`). Made with `Outs.of`."""
+    kind: tuple
+    data: tuple | None
+    sent: tuple
+    gate: tuple
+    ch: np.ndarray
+
+    @staticmethod
+    def of(ports: list, data: bool = True) -> Outs:
+        return Outs(tuple(o.kind for o in ports), tuple(o.data for o in ports) if data else None,
+                    tuple(o.sent for o in ports), tuple(o.gate for o in ports),
+                    np.array([o.ch for o in ports], dtype=np.int64))
+
+
+@njit(inline="always")
+def window(nd, c, r):
+    """(position, end, final) of reader r of channel c: the next unconsumed token's index in the
+    window, the window's length, whether the producer is done."""
+    return nd.RD[r, 0] - nd.CH[c, 0], nd.CH[c, 1], nd.CH[c, 2] != 0
+
+
 @njit(inline="always")
 def opened(nd, p):
-    """(position, end, final) of input port p: the next unconsumed token's index in the window,
-    the window's length, whether the producer is done."""
-    c = p.ch
-    return nd.RD[p.rd, 0] - nd.CH[c, 0], nd.CH[c, 1], nd.CH[c, 2] != 0
+    """`window` of input port p (an `In`)."""
+    return window(nd, p.ch, p.rd)
+
+
+@njit(inline="always")
+def opened_lane(nd, g, i):
+    """`window` of input i of g (an `Ins`)."""
+    return window(nd, g.ch[i], g.rd[i])
+
+
+@njit(inline="always")
+def store(nd, c, r, pos):
+    """Store reader r's position in channel c's window (the engine then counts what it consumed:
+    `channel.sync`)."""
+    nd.RD[r, 0] = pos + nd.CH[c, 0]
 
 
 @njit(inline="always")
 def closed(nd, p, pos):
-    """Store input port p's position (the engine then counts what it consumed: `channel.sync`)."""
-    nd.RD[p.rd, 0] = pos + nd.CH[p.ch, 0]
+    """`store` input port p's position."""
+    store(nd, p.ch, p.rd, pos)
 
 
 @njit(inline="always")
-def out_opened(nd, o):
-    """(fill position, room, depth, window base) of output port o: room is the window position it
-    may fill up to (its buffer's size; on a channel bounded to depth N tokens also its reader's
-    cursor + N), depth 0 = unbounded."""
-    c = o.ch
+def room(nd, c, size):
+    """(fill position, room, depth, window base) of channel c as an output whose buffer holds
+    `size` tokens: room is the window position it may fill up to (the buffer's size; on a channel
+    bounded to depth N tokens also its reader's cursor + N), depth 0 = unbounded."""
     CH = nd.CH
     d = CH[c, 3]
-    cap = o.kind.shape[0]
+    cap = size
     if d != 0:
         cap = min(cap, nd.RD[CH[c, 4], 0] - CH[c, 0] + d)
     return CH[c, 1], cap, d, CH[c, 0]
 
 
 @njit(inline="always")
-def out_closed(nd, o, j):
-    """Store output port o's fill position."""
-    nd.CH[o.ch, 1] = j
+def out_opened(nd, o):
+    """`room` of output port o (an `Out`)."""
+    return room(nd, o.ch, o.kind.shape[0])
 
 
 @njit(inline="always")
+def out_opened_lane(nd, g, i):
+    """`room` of output i of g (an `Outs`)."""
+    return room(nd, g.ch[i], g.kind[i].shape[0])
+
+
+@njit(inline="always")
+def out_closed(nd, c, j):
+    """Store channel c's fill position j (c: an output's `ch`)."""
+    nd.CH[c, 1] = j
+
+
+@njit(cache=True)
 def waits(S, port, pos, end, final):
     """WAIT_IN when the input at `pos` (input number `port`, noted in S[PORT]) has no token yet,
     FAIL when it never will, else 0."""
@@ -149,39 +223,34 @@ def waits(S, port, pos, end, final):
 
 
 @njit(inline="always")
-def seen(p, pos):
-    """When the token at `pos` of input port p is visible to its reader."""
-    return p.sent[pos] + p.lat
-
-
-@njit(inline="always")
 def step_time(t, ii, visible):
     """The step rule: a step comes II after the previous one and no earlier than the heads it
-    reads are visible (`visible`: the latest of them)."""
+    reads are visible (`visible`: the latest of their sent times + latencies)."""
     return max(t + ii, max(visible, 0))
 
 
-@njit(inline="always")
-def emit_time(t, ii, visible, o, j, d, base):
-    """The step rule of a step that emits window position j of output port o (depth d, window
-    base `base`: `out_opened`): `step_time`, then no earlier than `gated` allows."""
-    return gated(max(t + ii, max(visible, 0)), o.gate, j, d, base)
+@njit(cache=True)
+def emit_time(t, ii, visible, gate, j, d, base):
+    """The step rule of a step that emits window position j of an output (its gate, depth d and
+    window base: `out_opened`): `step_time`, then no earlier than `gated` allows."""
+    return gated(max(t + ii, max(visible, 0)), gate, j, d, base)
 
 
-@njit(inline="always")
-def take(p, pos, t):
-    """Consume the head at `pos` of input port p at step time t; the next position."""
-    p.cons[pos] = t
+@njit(cache=True)
+def take(cons, pos, t):
+    """Consume the head at `pos` of an input (its consume times `cons`) at step time t; the next
+    position."""
+    cons[pos] = t
     return pos + 1
 
 
-@njit(inline="always")
-def emit(o, j, kind, data, t):
-    """Write a token (kind, data) visible from t at window position j of output port o; the next
-    position."""
-    o.kind[j] = kind
-    o.data[j] = data
-    o.sent[j] = t
+@njit(cache=True)
+def emit(kind, data, sent, j, k, x, t):
+    """Write a token (k, x) visible from t at window position j of an output (its kind, data and
+    sent arrays); the next position."""
+    kind[j] = k
+    data[j] = x
+    sent[j] = t
     return j + 1
 
 
@@ -190,49 +259,6 @@ def settle(S, t, steps):
     """Store the step time and count the steps of a call."""
     S[T] = t
     S[STEPS] += steps
-
-
-@njit(inline="always")
-def enter(CH, RD, io, i):
-    """(position, end, final, latency) of input i: the next unconsumed token's index in the
-    window, the window's length, whether the producer is done."""
-    c = io[3 * i]
-    return RD[io[3 * i + 1], 0] - CH[c, 0], CH[c, 1], CH[c, 2] != 0, io[3 * i + 2]
-
-
-@njit(inline="always")
-def leave(CH, RD, io, i, pos):
-    """Store input i's position (the engine then counts what it consumed: `channel.sync`)."""
-    RD[io[3 * i + 1], 0] = pos + CH[io[3 * i], 0]
-
-
-@njit(inline="always")
-def out_at(CH, io, nin, o):
-    """Fill position of output o."""
-    return CH[io[3 * nin + o], 1]
-
-
-@njit(inline="always")
-def out_leave(CH, io, nin, o, j):
-    CH[io[3 * nin + o], 1] = j
-
-
-@njit(inline="always")
-def out_room(CH, RD, io, nin, o, cap):
-    """The window position output o may fill up to: `cap` (its buffer's size), on a channel
-    bounded to N tokens also its reader's cursor + N."""
-    c = io[3 * nin + o]
-    d = CH[c, 3]
-    if d == 0:
-        return cap
-    return min(cap, RD[CH[c, 4], 0] - CH[c, 0] + d)
-
-
-@njit(inline="always")
-def out_depth(CH, io, nin, o):
-    """(depth, window base) of output o's channel; depth 0 = unbounded."""
-    c = io[3 * nin + o]
-    return CH[c, 3], CH[c, 0]
 
 
 @njit(inline="always")
@@ -245,14 +271,6 @@ def gated(t, gate, j, d, base):
     if d != 0 and base + j >= d:
         return max(t, gate[j - d])
     return t
-
-
-@njit(inline="always")
-def missing(pos, end, final):
-    """WAIT_IN when input at `pos` has no token yet, FAIL when it never will, else 0."""
-    if pos < end:
-        return 0
-    return FAIL if final else WAIT_IN
 
 
 @njit(cache=True)
@@ -315,11 +333,11 @@ class Runner:
     """The Python side of one node: its ports and channels, its state, the kernel call, and
     whatever happens around it (tile values, written tensors). Subclasses set `kernel`, and
     override `check` (raise NeedOracle for what the kernel does not handle), `out_dtype`,
-    `extra` (arguments after the ports) and `after` (work on the tokens a call moved)."""
+    `state` (the kernel's state record), `port_args` where a kernel takes its ports otherwise
+    than one record each, and `after` (work on the tokens a call moved)."""
 
     kernel = None
     backpressure = False  # the kernel takes a gate per output and honours bounded channels (see above)
-    records = False  # the kernel takes named records (`records_args`), not positional arrays
     ins: tuple[str, ...] = ()
     outs: tuple[str, ...] = ()
 
@@ -389,17 +407,9 @@ class Runner:
 
     def attach_outputs(self, out_ch: list) -> None:
         self.out_ch = out_ch
-        io = []
-        for ch, r in zip(self.in_ch, self.readers):
-            io += [ch.index, r, ch.lat]
-        io += [ch.index for ch in out_ch]
-        self.io = np.array(io or [0], dtype=np.int64)
 
     def check_bound(self) -> None:
         """Checks that need the input channels (their payload types)."""
-
-    def extra(self) -> tuple:
-        return ()
 
     def invalidate(self) -> None:
         self._args = self._entry = None
@@ -423,33 +433,34 @@ class Runner:
         return ch.readers[0].cons if len(ch.readers) == 1 else NO_GATE
 
     def state(self):
-        """The kernel's last argument for a runner with `records`: a NamedTuple of its parameters
-        and buffers, None when the kernel takes none."""
+        """The kernel's last argument: a NamedTuple of the runner's parameters and buffers (or the
+        one value it needs), None when the kernel takes none."""
         return None
 
+    def in_records(self) -> list:
+        """An `In` per input port, in `ins` order."""
+        return [In(ch.kind, ch.data, ch.sent, self.cons_of(ch, r), ch.index, r, ch.lat)
+                for ch, r in zip(self.in_ch, self.readers)]
+
+    def out_records(self) -> list:
+        """An `Out` per output port, in `outs` order."""
+        return [Out(ch.kind, ch.data, ch.sent, self.gate_of(ch) if self.backpressure else NO_GATE, ch.index)
+                for ch in self.out_ch]
+
+    def port_args(self) -> tuple:
+        """The kernel's port arguments: here an `In` per input, then an `Out` per output (a kernel
+        over any number of lanes takes them as one tuple)."""
+        return (*self.in_records(), *self.out_records())
+
     def records_args(self) -> tuple:
-        """(Node, an In per input, an Out per output, the state record) for a kernel with `records`."""
+        """The kernel's arguments: `Node`, `port_args`, the state record."""
         tables = self.in_ch[0].tables if self.in_ch else self.out_ch[0].tables
-        ports = [In(ch.kind, ch.data, ch.sent, self.cons_of(ch, r), ch.index, r, ch.lat)
-                 for ch, r in zip(self.in_ch, self.readers)]
-        ports += [Out(ch.kind, ch.data, ch.sent, self.gate_of(ch) if self.backpressure else NO_GATE, ch.index)
-                  for ch in self.out_ch]
         state = self.state()
-        return (Node(self.S, self.F, tables.CH, tables.RD), *ports) + (() if state is None else (state,))
+        return (Node(self.S, self.F, tables.CH, tables.RD), *self.port_args()) + (() if state is None else (state,))
 
     def args(self) -> tuple:
-        if self._args is None and self.records:
-            self._args = self.records_args()
         if self._args is None:
-            ports = []
-            for ch, r in zip(self.in_ch, self.readers):
-                ports += [ch.kind, ch.data, ch.sent, self.cons_of(ch, r)]
-            for ch in self.out_ch:
-                ports += [ch.kind, ch.data, ch.sent]
-                if self.backpressure:
-                    ports.append(self.gate_of(ch))
-            tables = self.in_ch[0].tables if self.in_ch else self.out_ch[0].tables
-            self._args = (self.S, self.F, tables.CH, tables.RD, self.io, *ports, *self.extra())
+            self._args = self.records_args()
         return self._args
 
     # -- a deadlock's report ---------------------------------------------------------------------------

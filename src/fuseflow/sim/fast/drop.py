@@ -17,20 +17,20 @@ from .core import (
     FAIL,
     FREE,
     II,
-    PORT,
-    STEPS,
     WAIT_OUT,
     NeedOracle,
     Runner,
     T,
-    enter,
+    closed,
+    emit,
     gated,
-    leave,
-    missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    opened,
+    out_closed,
+    out_opened,
+    settle,
+    step_time,
+    take,
+    waits,
 )
 from .stream import DONE as D_TOK
 from .stream import STOP, VAL
@@ -39,88 +39,67 @@ _STARTED = FREE  # the current inner fiber emitted its outer coordinate
 
 
 @njit(cache=True)
-def _k_crd_drop(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, ook, ood, oot, oog, oik, oid, oit, oig):
+def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
     """A step needs room only on the outputs it emits on."""
-    po, eo, fo, ol = enter(CH, RD, io, 0)
-    pi, ei, fi, il = enter(CH, RD, io, 1)
-    jo = out_at(CH, io, 2, 0)
-    ji = out_at(CH, io, 2, 1)
-    capo = out_room(CH, RD, io, 2, 0, ook.shape[0])
-    capi = out_room(CH, RD, io, 2, 1, oik.shape[0])
-    do_, bo = out_depth(CH, io, 2, 0)
-    di_, bi = out_depth(CH, io, 2, 1)
+    S = nd.S
+    uk, ud, us, uc, ul = outer.kind, outer.data, outer.sent, outer.cons, outer.lat
+    ek, ed, es, ec, el = inner.kind, inner.data, inner.sent, inner.cons, inner.lat
+    qk, qd, qt, qg = outer_o.kind, outer_o.data, outer_o.sent, outer_o.gate
+    wk, wd, wt, wg = inner_o.kind, inner_o.data, inner_o.sent, inner_o.gate
+    po, eo, fo = opened(nd, outer)
+    pi, ei, fi = opened(nd, inner)
+    jo, capo, do_, bo = out_opened(nd, outer_o)
+    ji, capi, di_, bi = out_opened(nd, inner_o)
     t = S[T]
     ii = S[II]
     steps = 0
     status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = waits(S, 1, pi, ei, fi)
         if status:
-            S[PORT] = 1
             break
-        status = missing(po, eo, fo)
+        status = waits(S, 0, po, eo, fo)
         if status:
-            S[PORT] = 0
             break
-        ik = ki[pi]
-        o = ko[po]
-        inner_s0 = ik == STOP and di[pi] == 0
+        ik = ek[pi]
+        o = uk[po]
+        inner_s0 = ik == STOP and ed[pi] == 0
         emit_o = not inner_s0 and (ik != VAL or not S[_STARTED])
         emit_i = not inner_s0 or S[_STARTED]
         if (emit_o and jo >= capo) or (emit_i and ji >= capi):
             status = WAIT_OUT
             break
-        tn = max(t + ii, max(i_s[pi] + il, o_s[po] + ol, 0))
+        tn = step_time(t, ii, max(es[pi] + el, us[po] + ul))
         if emit_o:
-            tn = gated(tn, oog, jo, do_, bo)
+            tn = gated(tn, qg, jo, do_, bo)
         if emit_i:
-            tn = gated(tn, oig, ji, di_, bi)
+            tn = gated(tn, wg, ji, di_, bi)
         if ik == VAL:
             if o != VAL:
                 status = FAIL
                 break
             if not S[_STARTED]:
-                ook[jo] = VAL
-                ood[jo] = do[po]
-                oot[jo] = tn
-                jo += 1
+                jo = emit(qk, qd, qt, jo, VAL, ud[po], tn)
                 S[_STARTED] = 1
-            icons[pi] = tn
-            oik[ji] = VAL
-            oid[ji] = di[pi]
-            oit[ji] = tn
-            ji += 1
-            pi += 1
-        elif ik == STOP and di[pi] == 0:
+            ji = emit(wk, wd, wt, ji, VAL, ed[pi], tn)
+            pi = take(ec, pi, tn)
+        elif inner_s0:
             if o != VAL:
                 status = FAIL
                 break
-            ocons[po] = tn
-            icons[pi] = tn
-            po += 1
             if S[_STARTED]:
-                oik[ji] = STOP
-                oid[ji] = 0
-                oit[ji] = tn
-                ji += 1
-            pi += 1
+                ji = emit(wk, wd, wt, ji, STOP, 0, tn)
+            po = take(uc, po, tn)
+            pi = take(ec, pi, tn)
             S[_STARTED] = 0
         elif ik == STOP or ik == D_TOK:
-            if not (o == ik and (ik == D_TOK or do[po] == di[pi] - 1)):
+            if not (o == ik and (ik == D_TOK or ud[po] == ed[pi] - 1)):
                 status = FAIL
                 break
-            ocons[po] = tn
-            icons[pi] = tn
-            ook[jo] = o
-            ood[jo] = do[po]
-            oot[jo] = tn
-            jo += 1
-            oik[ji] = ik
-            oid[ji] = di[pi]
-            oit[ji] = tn
-            ji += 1
-            po += 1
-            pi += 1
+            jo = emit(qk, qd, qt, jo, o, ud[po], tn)
+            ji = emit(wk, wd, wt, ji, ik, ed[pi], tn)
+            po = take(uc, po, tn)
+            pi = take(ec, pi, tn)
         else:
             status = FAIL
             break
@@ -129,12 +108,11 @@ def _k_crd_drop(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, ook, o
         if ik == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
-    out_leave(CH, io, 2, 0, jo)
-    out_leave(CH, io, 2, 1, ji)
-    leave(CH, RD, io, 0, po)
-    leave(CH, RD, io, 1, pi)
+    settle(S, t, steps)
+    out_closed(nd, outer_o.ch, jo)
+    out_closed(nd, inner_o.ch, ji)
+    closed(nd, outer, po)
+    closed(nd, inner, pi)
     return status
 
 

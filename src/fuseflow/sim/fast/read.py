@@ -8,6 +8,8 @@ locate and array (value reads). Mirrors `sim.oracle.read`.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -17,33 +19,33 @@ from .core import (
     FAIL,
     FREE,
     II,
-    PORT,
     READS,
-    STEPS,
     WAIT_OUT,
     WORDS,
     NeedOracle,
     Runner,
     T,
-    enter,
+    closed,
+    emit,
+    emit_time,
     gated,
-    leave,
-    missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    opened,
+    out_closed,
+    out_opened,
+    settle,
     stall,
+    take,
+    waits,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL, _is_elem
 
 
 @njit(cache=True)
-def _k_root(S, F, CH, RD, io, ok, od, ot, og):
-    j = out_at(CH, io, 0, 0)
-    cap = out_room(CH, RD, io, 0, 0, ok.shape[0])
-    d, b = out_depth(CH, io, 0, 0)
+def _k_root(nd, out):
+    S = nd.S
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    j, cap, d, b = out_opened(nd, out)
     status = 0
     while True:
         if S[FREE] == 2:
@@ -52,15 +54,11 @@ def _k_root(S, F, CH, RD, io, ok, od, ot, og):
         if j >= cap:
             status = WAIT_OUT
             break
-        t = gated(max(S[T] + S[II], 0), og, j, d, b)
-        ok[j] = VAL if S[FREE] == 0 else D_TOK
-        od[j] = 0
-        ot[j] = t
-        j += 1
-        S[T] = t
-        S[STEPS] += 1
+        t = emit_time(S[T], S[II], 0, og, j, d, b)
+        j = emit(ok, od, ot, j, VAL if S[FREE] == 0 else D_TOK, 0, t)
+        settle(S, t, 1)
         S[FREE] += 1
-    out_leave(CH, io, 0, 0, j)
+    out_closed(nd, out.ch, j)
     return status
 
 
@@ -68,31 +66,45 @@ def _k_root(S, F, CH, RD, io, ok, od, ot, og):
 _FIB, _P, _PEND, _FIRST, _RT, _BASE, _EMP, _STRIDE, _WIX, _FS, _FE = range(FREE, FREE + 11)
 
 
+class ScanLevel(NamedTuple):
+    """Scan's state record: the level read (compressed: its seg and crd arrays; dense: its dim),
+    the memory model (`Runner.mem`), a strided dense level's stride (0: none) and a partitioned
+    run's window ranges [wlo, whi) (none: empty arrays)."""
+    compressed: bool
+    dim: int
+    seg: np.ndarray
+    crd: np.ndarray
+    mem: np.ndarray
+    stride: int
+    wlo: np.ndarray
+    whi: np.ndarray
+
+
 @njit(cache=True)
-def _window_range(S, compressed, crd, wlo, whi):
+def _window_range(S, lv):
     """Narrow the fiber's positions [_FS, _FE) to window range _WIX: coordinates in
     [wlo, whi) (a binary search in a compressed fiber's sorted coordinates)."""
     w = S[_WIX]
     fs, fe = S[_FS], S[_FE]
-    if compressed:
-        S[_P] = fs + np.searchsorted(crd[fs:fe], wlo[w])
-        S[_PEND] = fs + np.searchsorted(crd[fs:fe], whi[w])
+    if lv.compressed:
+        S[_P] = fs + np.searchsorted(lv.crd[fs:fe], lv.wlo[w])
+        S[_PEND] = fs + np.searchsorted(lv.crd[fs:fe], lv.whi[w])
     else:
-        S[_P] = min(max(wlo[w], fs), fe)
-        S[_PEND] = max(min(whi[w], fe), S[_P])
+        S[_P] = min(max(lv.wlo[w], fs), fe)
+        S[_PEND] = max(min(lv.whi[w], fe), S[_P])
 
 
 @njit(cache=True)
-def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, cg, rk, rd, rt_, rg, compressed, dim, seg, crd,
-            mem, stride, wlo, whi):
+def _k_scan(nd, ref, crd_o, ref_o, lv):
     """The reference is consumed at the fiber's first step (its consume time S[_FIRST])."""
-    pi, ei, fi, lat = enter(CH, RD, io, 0)
-    jc = out_at(CH, io, 1, 0)
-    jr = out_at(CH, io, 1, 1)
-    capc = out_room(CH, RD, io, 1, 0, ck.shape[0])
-    capr = out_room(CH, RD, io, 1, 1, rk.shape[0])
-    dc, bc = out_depth(CH, io, 1, 0)
-    dr, br = out_depth(CH, io, 1, 1)
+    S = nd.S
+    rk, rd, rs, rc, rl = ref.kind, ref.data, ref.sent, ref.cons, ref.lat
+    ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
+    fk, fd, ft, fg = ref_o.kind, ref_o.data, ref_o.sent, ref_o.gate
+    compressed, dim, seg, crd, mem, stride, wlo = lv.compressed, lv.dim, lv.seg, lv.crd, lv.mem, lv.stride, lv.wlo
+    pi, ei, fi = opened(nd, ref)
+    jc, capc, dc, bc = out_opened(nd, crd_o)
+    jr, capr, dr, br = out_opened(nd, ref_o)
     nseg = seg.shape[0] - 1
     t = S[T]
     ii = S[II]
@@ -102,13 +114,12 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, cg, rk, rd, rt
     status = 0
     while True:
         if S[_FIB] == 0:  # the next reference
-            status = missing(pi, ei, fi)
+            status = waits(S, 0, pi, ei, fi)
             if status:
-                S[PORT] = 0
                 break
-            k = ik[pi]
+            k = rk[pi]
             if k == VAL:
-                r = idat[pi]
+                r = rd[pi]
                 if compressed:
                     if r < 0 or r >= nseg:
                         status = FAIL
@@ -130,20 +141,13 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, cg, rk, rd, rt
                 if jc >= capc or jr >= capr:
                     status = WAIT_OUT
                     break
-                t = gated(gated(max(t + ii, max(isent[pi] + lat, 0)), cg, jc, dc, bc), rg, jr, dr, br)
+                t = gated(emit_time(t, ii, rs[pi] + rl, cg, jc, dc, bc), fg, jr, dr, br)
                 if mem[0]:
                     t += stall(mem, words, 0, k == D_TOK)
-                lv = idat[pi] + 1 if k == STOP else 0
-                ck[jc] = k
-                rk[jr] = k
-                cd[jc] = lv
-                rd[jr] = lv
-                ct[jc] = t
-                rt_[jr] = t
-                jc += 1
-                jr += 1
-                icons[pi] = t
-                pi += 1
+                level = rd[pi] + 1 if k == STOP else 0
+                jc = emit(ck, cd, ct, jc, k, level, t)
+                jr = emit(fk, fd, ft, jr, k, level, t)
+                pi = take(rc, pi, t)
                 steps += 1
                 if k == D_TOK:
                     status = DONE
@@ -154,150 +158,136 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, cg, rk, rd, rt
                 break
             S[_FIB] = 1
             S[_FIRST] = -1
-            S[_RT] = max(isent[pi] + lat, 0)
+            S[_RT] = max(rs[pi] + rl, 0)
             if wlo.shape[0] and k == VAL:  # a partitioned run: the window's first range
                 S[_WIX], S[_FS], S[_FE] = 0, S[_P], S[_PEND]
-                _window_range(S, compressed, crd, wlo, whi)
+                _window_range(S, lv)
         if jc >= capc or jr >= capr:
             status = WAIT_OUT
             break
         p = S[_P]
         if p >= S[_PEND] and wlo.shape[0] and S[_EMP] == 0 and S[_WIX] + 1 < wlo.shape[0]:
             S[_WIX] += 1  # the window's next range
-            _window_range(S, compressed, crd, wlo, whi)
+            _window_range(S, lv)
             continue
+        t = gated(emit_time(t, ii, S[_RT], cg, jc, dc, bc), fg, jr, dr, br)
         if p < S[_PEND]:  # a coordinate
             if compressed:
                 reads += 1
-                t = gated(gated(max(t + ii, S[_RT]), cg, jc, dc, bc), rg, jr, dr, br)
                 if mem[0]:
                     t += stall(mem, words, reads - words, False)
                     words = reads
-                ck[jc] = VAL
-                cd[jc] = crd[p]
-                rk[jr] = VAL
-                rd[jr] = p
+                jc = emit(ck, cd, ct, jc, VAL, crd[p], t)
+                jr = emit(fk, fd, ft, jr, VAL, p, t)
             else:
-                t = gated(gated(max(t + ii, S[_RT]), cg, jc, dc, bc), rg, jr, dr, br)
-                ck[jc] = VAL
-                cd[jc] = p
+                jc = emit(ck, cd, ct, jc, VAL, p, t)
                 if S[_EMP]:
-                    rk[jr] = EMPTY
-                    rd[jr] = 0
+                    jr = emit(fk, fd, ft, jr, EMPTY, 0, t)
                 else:
-                    rk[jr] = VAL
-                    rd[jr] = S[_BASE] + p * S[_STRIDE]
+                    jr = emit(fk, fd, ft, jr, VAL, S[_BASE] + p * S[_STRIDE], t)
             S[_RT] = 0
-            if S[_FIRST] < 0:  # the fiber's first step consumes its reference
-                S[_FIRST] = t
-                icons[pi] = t
-                pi += 1
-            ct[jc] = t
-            rt_[jr] = t
-            jc += 1
-            jr += 1
             S[_P] = p + 1
-            steps += 1
         else:  # the fiber's S0
-            t = gated(gated(max(t + ii, S[_RT]), cg, jc, dc, bc), rg, jr, dr, br)
             if mem[0]:
                 t += stall(mem, words, reads - words, False)
                 words = reads
-            if S[_FIRST] < 0:
-                S[_FIRST] = t
-                icons[pi] = t
-                pi += 1
-            ck[jc] = STOP
-            rk[jr] = STOP
-            cd[jc] = 0
-            rd[jr] = 0
-            ct[jc] = t
-            rt_[jr] = t
-            jc += 1
-            jr += 1
+            jc = emit(ck, cd, ct, jc, STOP, 0, t)
+            jr = emit(fk, fd, ft, jr, STOP, 0, t)
             S[_FIB] = 0
-            steps += 1
-    S[T] = t
-    S[STEPS] += steps
+        if S[_FIRST] < 0:  # the fiber's first step consumes its reference
+            S[_FIRST] = t
+            pi = take(rc, pi, t)
+        steps += 1
+    settle(S, t, steps)
     S[READS] = reads
     S[WORDS] = words
-    out_leave(CH, io, 1, 0, jc)
-    out_leave(CH, io, 1, 1, jr)
-    leave(CH, RD, io, 0, pi)
+    out_closed(nd, crd_o.ch, jc)
+    out_closed(nd, ref_o.ch, jr)
+    closed(nd, ref, pi)
     return status
 
 
+class Locating(NamedTuple):
+    """Locate's state record: the located level's dimension and a strided level's stride (0: none)."""
+    dim: int
+    stride: int
+
+
 @njit(cache=True)
-def _k_locate(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ok, od, ot, og, dim, stride):
-    pa, ea, fa, al = enter(CH, RD, io, 0)
-    pb, eb, fb, bl = enter(CH, RD, io, 1)
-    j = out_at(CH, io, 2, 0)
-    cap = out_room(CH, RD, io, 2, 0, ok.shape[0])
-    d, b0 = out_depth(CH, io, 2, 0)
+def _k_locate(nd, crd, ref, out, at):
+    S = nd.S
+    ck, cd, cs, cc, cl = crd.kind, crd.data, crd.sent, crd.cons, crd.lat
+    rk, rd, rs, rc, rl = ref.kind, ref.data, ref.sent, ref.cons, ref.lat
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    dim, stride = at.dim, at.stride
+    pa, ea, fa = opened(nd, crd)
+    pb, eb, fb = opened(nd, ref)
+    j, cap, d, b0 = out_opened(nd, out)
     t = S[T]
     ii = S[II]
     steps = 0
     status = 0
     while True:
-        status = missing(pa, ea, fa)
+        status = waits(S, 0, pa, ea, fa)
         if status:
-            S[PORT] = 0
             break
-        status = missing(pb, eb, fb)
+        status = waits(S, 1, pb, eb, fb)
         if status:
-            S[PORT] = 1
             break
         if j >= cap:
             status = WAIT_OUT
             break
-        a = ak[pa]
-        b = bk[pb]
-        tn = gated(max(t + ii, max(a_s[pa] + al, b_s[pb] + bl, 0)), og, j, d, b0)
+        a = ck[pa]
+        b = rk[pb]
+        tn = emit_time(t, ii, max(cs[pa] + cl, rs[pb] + rl), og, j, d, b0)
         if a == VAL and b == VAL:
-            x = ad[pa]
+            x = cd[pa]
             if x < 0 or x >= dim:
                 status = FAIL
                 break
-            ok[j] = VAL
-            od[j] = bd[pb] * dim + x if stride == 0 else bd[pb] + x * stride
+            kind, data = VAL, (rd[pb] * dim + x if stride == 0 else rd[pb] + x * stride)
         elif _is_elem(a) and _is_elem(b):
-            ok[j] = EMPTY
-            od[j] = 0
-        elif a == STOP and b == STOP and ad[pa] == bd[pb]:
-            ok[j] = STOP
-            od[j] = ad[pa]
+            kind, data = EMPTY, 0
+        elif a == STOP and b == STOP and cd[pa] == rd[pb]:
+            kind, data = STOP, cd[pa]
         elif a == D_TOK and b == D_TOK:
-            ok[j] = D_TOK
-            od[j] = 0
+            kind, data = D_TOK, 0
         else:
             status = FAIL
             break
         t = tn
-        ot[j] = t
-        j += 1
-        acons[pa] = t
-        bcons[pb] = t
-        pa += 1
-        pb += 1
+        j = emit(ok, od, ot, j, kind, data, t)
+        pa = take(cc, pa, t)
+        pb = take(rc, pb, t)
         steps += 1
         if a == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
-    out_leave(CH, io, 2, 0, j)
-    leave(CH, RD, io, 0, pa)
-    leave(CH, RD, io, 1, pb)
+    settle(S, t, steps)
+    out_closed(nd, out.ch, j)
+    closed(nd, crd, pa)
+    closed(nd, ref, pb)
     return status
 
 
+class Values(NamedTuple):
+    """Array's state record: the stored values (with tiles, the stored tiles' numbers), the fill
+    of an empty reference, the memory model (`Runner.mem`) and the words a value read takes."""
+    vals: np.ndarray
+    fill: float
+    mem: np.ndarray
+    words: int
+
+
 @njit(cache=True)
-def _k_array(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og, vals, fill, mem, w):
+def _k_array(nd, ref, out, v):
     """Value reads; with tiles `vals` are the stored tiles' numbers (the runner fills the tiles)."""
-    pi, ei, fi, lat = enter(CH, RD, io, 0)
-    j = out_at(CH, io, 1, 0)
-    cap = out_room(CH, RD, io, 1, 0, ok.shape[0])
-    d, b = out_depth(CH, io, 1, 0)
+    S = nd.S
+    rk, rd, rs, rc, rl = ref.kind, ref.data, ref.sent, ref.cons, ref.lat
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    vals, mem, w = v.vals, v.mem, v.words
+    pi, ei, fi = opened(nd, ref)
+    j, cap, d, b = out_opened(nd, out)
     nv = vals.shape[0]
     t = S[T]
     ii = S[II]
@@ -305,50 +295,43 @@ def _k_array(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og, vals, fil
     steps = 0
     status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = waits(S, 0, pi, ei, fi)
         if status:
-            S[PORT] = 0
             break
         if j >= cap:
             status = WAIT_OUT
             break
-        k = ik[pi]
-        tn = gated(max(t + ii, max(isent[pi] + lat, 0)), og, j, d, b)
+        k = rk[pi]
+        tn = emit_time(t, ii, rs[pi] + rl, og, j, d, b)
         if k == VAL:
-            r = idat[pi]
+            r = rd[pi]
             if r < 0 or r >= nv:
                 status = FAIL
                 break
             reads += w
             if mem[0]:
                 tn += stall(mem, reads - w, w, False)
-            ok[j] = VAL
-            od[j] = vals[r]
+            kind, x = VAL, vals[r]
         elif k == EMPTY:
-            ok[j] = VAL
-            od[j] = fill
+            kind, x = VAL, v.fill
         elif k == STOP or k == D_TOK:
             if mem[0]:
                 tn += stall(mem, reads, 0, k == D_TOK)
-            ok[j] = k
-            od[j] = idat[pi]
+            kind, x = k, float(rd[pi])
         else:
             status = FAIL
             break
         t = tn
-        ot[j] = t
-        j += 1
-        icons[pi] = t
-        pi += 1
+        j = emit(ok, od, ot, j, kind, x, t)
+        pi = take(rc, pi, t)
         steps += 1
         if k == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[READS] = reads
-    out_leave(CH, io, 1, 0, j)
-    leave(CH, RD, io, 0, pi)
+    out_closed(nd, out.ch, j)
+    closed(nd, ref, pi)
     return status
 
 
@@ -399,8 +382,8 @@ class Scan(Runner):
         if self.in_ch[0].dtype != np.int64:
             raise NeedOracle()
 
-    def extra(self):
-        return (*self.level_args, self.mem(), self.stride, *self.window)
+    def state(self):
+        return ScanLevel(*self.level_args, self.mem(), self.stride, *self.window)
 
     def pending(self):
         return (["ref"] if self.S[_FIB] == 0 else []), ["crd", "ref"]  # a fiber's later steps read nothing
@@ -427,8 +410,8 @@ class Locate(Runner):
         if any(ch.dtype != np.int64 for ch in self.in_ch):
             raise NeedOracle()
 
-    def extra(self):
-        return (self.dim, self.stride)
+    def state(self):
+        return Locating(self.dim, self.stride)
 
 
 class Array(Runner):
@@ -469,8 +452,8 @@ class Array(Runner):
     def out_tile(self, port):
         return None if self.tile is None else self.tile.shape(self.tile.out)
 
-    def extra(self):
-        return (self.vals, self.fill, self.mem(), self.words)
+    def state(self):
+        return Values(self.vals, self.fill, self.mem(), self.words)
 
     def after(self, before_in, before_out):
         if self.tile is not None:

@@ -32,7 +32,6 @@ from .core import (
     opened,
     out_closed,
     out_opened,
-    seen,
     settle,
     step_time,
     take,
@@ -84,6 +83,8 @@ class Reduction(NamedTuple):
 def _k_reduce(nd, x, out, how):
     """F[0] holds the open fiber's accumulator; a step emits only on a stop or D."""
     S, F = nd.S, nd.F
+    xk, xd, xs, xc, xl = x.kind, x.data, x.sent, x.cons, x.lat
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     red, nan = how.red, how.nanv[0]
     pi, ei, fi = opened(nd, x)
     j, cap, d, b = out_opened(nd, out)
@@ -97,31 +98,31 @@ def _k_reduce(nd, x, out, how):
         status = waits(S, 0, pi, ei, fi)
         if status:
             break
-        k = x.kind[pi]
-        tn = step_time(t, ii, seen(x, pi))
+        k = xk[pi]
+        tn = step_time(t, ii, xs[pi] + xl)
         if k == STOP or k == D_TOK:
             if j >= cap:
                 status = WAIT_OUT
                 break
-            tn = gated(tn, out.gate, j, d, b)
+            tn = gated(tn, og, j, d, b)
         if k == VAL or k == EMPTY:
-            acc = combine(red, acc, float(x.data[pi]) if k == VAL else 0.0, nan)
+            acc = combine(red, acc, float(xd[pi]) if k == VAL else 0.0, nan)
             S[_OPEN] = 1
             flops += 1
-        elif k == STOP and x.data[pi] == 0:
-            j = emit(out, j, VAL, acc, tn)
+        elif k == STOP and xd[pi] == 0:
+            j = emit(ok, od, ot, j, VAL, acc, tn)
             acc = identity(red)
             S[_OPEN] = 0
         elif k == STOP or k == D_TOK:
             if S[_OPEN]:
                 status = FAIL
                 break
-            j = emit(out, j, k, x.data[pi] - 1 if k == STOP else 0.0, tn)
+            j = emit(ok, od, ot, j, k, xd[pi] - 1 if k == STOP else 0.0, tn)
         else:
             status = FAIL
             break
         t = tn
-        pi = take(x, pi, t)
+        pi = take(xc, pi, t)
         steps += 1
         if k == D_TOK:
             status = DONE
@@ -129,7 +130,7 @@ def _k_reduce(nd, x, out, how):
     F[0] = acc
     settle(S, t, steps)
     S[FLOPS] += flops
-    out_closed(nd, out, j)
+    out_closed(nd, out.ch, j)
     closed(nd, x, pi)
     return status
 
@@ -160,7 +161,7 @@ class Reducer(Runner):
 
 class Reduce(Reducer):
     kernel = staticmethod(_k_reduce)
-    backpressure = records = True
+    backpressure = True
     ins, outs = ("val",), ("val",)
 
     def state(self):

@@ -25,7 +25,6 @@ from .core import (
     opened,
     out_closed,
     out_opened,
-    seen,
     settle,
     take,
     waits,
@@ -37,6 +36,8 @@ from .stream import REPEAT, STOP, VAL, _is_elem
 @njit(cache=True)
 def _k_repsig(nd, crd, out):
     S = nd.S
+    ck, cd, cs, cc, cl = crd.kind, crd.data, crd.sent, crd.cons, crd.lat
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     pi, ei, fi = opened(nd, crd)
     j, cap, d, b = out_opened(nd, out)
     t = S[T]
@@ -50,23 +51,23 @@ def _k_repsig(nd, crd, out):
         if j >= cap:
             status = WAIT_OUT
             break
-        k = crd.kind[pi]
+        k = ck[pi]
         if k == VAL or k == 2:  # an element (Val or N)
             kind, data = REPEAT, 0
         elif k == STOP or k == D_TOK:
-            kind, data = k, (int(crd.data[pi]) if k == STOP else 0)
+            kind, data = k, (int(cd[pi]) if k == STOP else 0)
         else:
             status = FAIL
             break
-        t = emit_time(t, ii, seen(crd, pi), out, j, d, b)
-        j = emit(out, j, kind, data, t)
-        pi = take(crd, pi, t)
+        t = emit_time(t, ii, cs[pi] + cl, og, j, d, b)
+        j = emit(ok, od, ot, j, kind, data, t)
+        pi = take(cc, pi, t)
         steps += 1
         if k == D_TOK:
             status = DONE
             break
     settle(S, t, steps)
-    out_closed(nd, out, j)
+    out_closed(nd, out.ch, j)
     closed(nd, crd, pi)
     return status
 
@@ -74,6 +75,9 @@ def _k_repsig(nd, crd, out):
 @njit(cache=True)
 def _k_repeat(nd, x, sig, out):
     S = nd.S
+    xk, xd, xs, xc, xl = x.kind, x.data, x.sent, x.cons, x.lat
+    sk, sd, ss, sc, sl = sig.kind, sig.data, sig.sent, sig.cons, sig.lat
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     pi, ei, fi = opened(nd, x)
     ps, es, fs = opened(nd, sig)
     j, cap, d, b = out_opened(nd, out)
@@ -91,42 +95,42 @@ def _k_repeat(nd, x, sig, out):
         if j >= cap:
             status = WAIT_OUT
             break
-        s = sig.kind[ps]
-        h = x.kind[pi]
-        tn = emit_time(t, ii, max(seen(sig, ps), seen(x, pi)), out, j, d, b)
+        s = sk[ps]
+        h = xk[pi]
+        tn = emit_time(t, ii, max(ss[ps] + sl, xs[pi] + xl), og, j, d, b)
         if s == REPEAT:
             if not _is_elem(h):
                 status = FAIL
                 break
-            j = emit(out, j, h, x.data[pi], tn)
+            j = emit(ok, od, ot, j, h, xd[pi], tn)
         elif s == STOP:
-            lv = sig.data[ps]
+            lv = sd[ps]
             if lv == 0:
                 if not _is_elem(h):
                     status = FAIL
                     break
-            elif not (h == STOP and x.data[pi] == lv - 1):
+            elif not (h == STOP and xd[pi] == lv - 1):
                 status = FAIL
                 break
-            pi = take(x, pi, tn)
-            j = emit(out, j, STOP, lv, tn)
+            pi = take(xc, pi, tn)
+            j = emit(ok, od, ot, j, STOP, lv, tn)
         elif s == D_TOK:
             if h != D_TOK:
                 status = FAIL
                 break
-            pi = take(x, pi, tn)
-            j = emit(out, j, D_TOK, 0, tn)
+            pi = take(xc, pi, tn)
+            j = emit(ok, od, ot, j, D_TOK, 0, tn)
         else:
             status = FAIL
             break
         t = tn
-        ps = take(sig, ps, t)
+        ps = take(sc, ps, t)
         steps += 1
         if s == D_TOK:
             status = DONE
             break
     settle(S, t, steps)
-    out_closed(nd, out, j)
+    out_closed(nd, out.ch, j)
     closed(nd, x, pi)
     closed(nd, sig, ps)
     return status
@@ -134,13 +138,13 @@ def _k_repeat(nd, x, sig, out):
 
 class Repsig(Runner):
     kernel = staticmethod(_k_repsig)
-    backpressure = records = True
+    backpressure = True
     ins, outs = ("crd",), ("repsig",)
 
 
 class Repeat(Runner):
     kernel = staticmethod(_k_repeat)
-    backpressure = records = True
+    backpressure = True
     ins, outs = ("in", "sig"), ("out",)
 
     def check_bound(self):

@@ -15,6 +15,8 @@ every step emits one token (the fiber drains while the next one accumulates).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -29,20 +31,19 @@ from .core import (
     II,
     NANV,
     NEED,
-    PORT,
     SEAL,
-    STEPS,
     WAIT_OUT,
     YIELD,
     T,
-    enter,
+    closed,
+    emit,
     gated,
-    leave,
-    missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    opened,
+    out_closed,
+    out_opened,
+    settle,
+    take,
+    waits,
 )
 from .reduce import combine, identity
 from .spacc import Accumulator, log_event
@@ -53,12 +54,32 @@ TABLE_LIMIT = 1 << 22  # spacc keys 0..TABLE_LIMIT-1 accumulate in a dense table
 _NT, _M, _QH, _QN, _ENDED, _NEV = range(FREE, FREE + 6)
 
 
+class Map1(NamedTuple):
+    """spacc's state record: the reduction (red, nanv: `reduce.Reduction`'s), the dense table of
+    keys below `TABLE_LIMIT` (tbl, present, the keys touched in order), the other keys and their
+    values in stream order (xk, xv), the queue of finished output (kinds qk, coordinates qd,
+    values qx), and the event log for tiles (log: whether to keep it, ev). GROW asks for more."""
+    red: int
+    nanv: np.ndarray
+    tbl: np.ndarray
+    present: np.ndarray
+    touched: np.ndarray
+    xk: np.ndarray
+    xv: np.ndarray
+    qk: np.ndarray
+    qd: np.ndarray
+    qx: np.ndarray
+    log: bool
+    ev: np.ndarray
+
+
 @njit(cache=True)
-def _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, qk, qd, qx, at):
+def _drain1(mp, nt, m, at):
     """The map in coordinate order into the queue from position `at`: the table's keys and the
     sorted outside keys (combined in stream order), merged; clears the table's marks. Returns
     the queue's new length."""
-    keys = np.sort(touched[:nt])
+    red, nan, tbl, xk, xv, qk, qd, qx = mp.red, mp.nanv[0], mp.tbl, mp.xk, mp.xv, mp.qk, mp.qd, mp.qx
+    keys = np.sort(mp.touched[:nt])
     okeys = np.empty(m, dtype=np.int64)
     ovals = np.empty(m, dtype=np.float64)
     no_ = 0
@@ -82,7 +103,7 @@ def _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, qk, qd, qx, at):
         if b >= no_ or (a < nt and keys[a] < okeys[b]):
             qd[dn] = keys[a]
             qx[dn] = tbl[keys[a]]
-            present[keys[a]] = False
+            mp.present[keys[a]] = False
             a += 1
         else:
             qd[dn] = okeys[b]
@@ -93,18 +114,20 @@ def _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, qk, qd, qx, at):
 
 
 @njit(cache=True)
-def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v_s, vcons, ck, cd, ct, cg, vk_, vd,
-             vt, vg, red, nanv, tbl, present, touched, xk, xv, qk, qd, qx, log, ev):
-    nan = nanv[0]
-    po, eo, fo, ol = enter(CH, RD, io, 0)
-    pi, ei, fi, il = enter(CH, RD, io, 1)
-    pv, ev_, fv, vl = enter(CH, RD, io, 2)
-    jc = out_at(CH, io, 3, 0)
-    jv = out_at(CH, io, 3, 1)
-    capc = out_room(CH, RD, io, 3, 0, ck.shape[0])
-    capv = out_room(CH, RD, io, 3, 1, vk_.shape[0])
-    dc, bc = out_depth(CH, io, 3, 0)
-    dv_, bv = out_depth(CH, io, 3, 1)
+def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
+    S = nd.S
+    uk, ud, us, uc, ul = outer.kind, outer.data, outer.sent, outer.cons, outer.lat
+    ek, ed, es, ec, el = inner.kind, inner.data, inner.sent, inner.cons, inner.lat
+    yk, yd, ys, yc, yl = val.kind, val.data, val.sent, val.cons, val.lat
+    ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
+    wk, wd, wt, wg = val_o.kind, val_o.data, val_o.sent, val_o.gate
+    red, nan, tbl, present, touched, xk, xv = mp.red, mp.nanv[0], mp.tbl, mp.present, mp.touched, mp.xk, mp.xv
+    qk, qd, qx, log, ev = mp.qk, mp.qd, mp.qx, mp.log, mp.ev
+    po, eo, fo = opened(nd, outer)
+    pi, ei, fi = opened(nd, inner)
+    pv, ev_, fv = opened(nd, val)
+    jc, capc, dc, bc = out_opened(nd, crd_o)
+    jv, capv, dv_, bv = out_opened(nd, val_o)
     nt = S[_NT]
     m = S[_M]
     qh = S[_QH]
@@ -130,29 +153,27 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
                 status = DONE
                 break
         else:
-            status = missing(po, eo, fo)
+            status = waits(S, 0, po, eo, fo)
             if status:
-                S[PORT] = 0
                 break
-            o = ko[po]
-            rt = max(o_s[po] + ol, 0)
-            status = missing(pi, ei, fi)
+            o = uk[po]
+            rt = max(us[po] + ul, 0)
+            status = waits(S, 1, pi, ei, fi)
             if status:
-                S[PORT] = 1
                 break
-            rt = max(rt, i_s[pi] + il)
-            status = missing(pv, ev_, fv)
+            rt = max(rt, es[pi] + el)
+            status = waits(S, 2, pv, ev_, fv)
             if status:
-                S[PORT] = 2
                 break
-            rt = max(rt, v_s[pv] + vl)
+            rt = max(rt, ys[pv] + yl)
+            vk = yk[pv]
             if o == VAL:
-                ik = ki[pi]
+                ik = ek[pi]
                 if ik == VAL:
-                    if not _is_elem(kv[pv]):
+                    if not _is_elem(vk):
                         status = FAIL
                         break
-                    key = di[pi]
+                    key = ed[pi]
                     inside = 0 <= key < TABLE_LIMIT
                     if inside and key >= tbl.shape[0]:
                         status = GROW
@@ -163,8 +184,8 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
                         S[NEED] = 0
                         break
                     action = 1
-                elif ik == STOP and di[pi] == 0:
-                    if not (kv[pv] == STOP and dv[pv] == 0):
+                elif ik == STOP and ed[pi] == 0:
+                    if not (vk == STOP and yd[pv] == 0):
                         status = FAIL
                         break
                     action = 2
@@ -172,14 +193,14 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
                     status = FAIL
                     break
             elif o == STOP or o == D_TOK:
-                on = do[po] if o == STOP else -1
+                on = ud[po] if o == STOP else -1
                 if (nt + m) > 0 and not (o == STOP and on == 0):
                     status = FAIL
                     break
-                if not (ki[pi] == o and (o == D_TOK or di[pi] == on + 1)):
+                if not (ek[pi] == o and (o == D_TOK or ed[pi] == on + 1)):
                     status = FAIL
                     break
-                if not (kv[pv] == o and (o == D_TOK or dv[pv] == on + 1)):
+                if not (vk == o and (o == D_TOK or yd[pv] == on + 1)):
                     status = FAIL
                     break
                 if qk.shape[0] < qn - qh + nt + m + 1:
@@ -200,9 +221,9 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
             break
         t = max(t + ii, rt)
         if emits:
-            t = gated(gated(t, cg, jc, dc, bc), vg, jv, dv_, bv)
+            t = gated(gated(t, cg, jc, dc, bc), wg, jv, dv_, bv)
         if action == 1:
-            x = float(dv[pv]) if kv[pv] == VAL else 0.0
+            x = float(yd[pv]) if yk[pv] == VAL else 0.0
             if inside:
                 if present[key]:
                     tbl[key] = combine(red, tbl[key], x, nan)
@@ -227,7 +248,7 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
                 qh = 0
             first = qn
             if nt + m > 0:
-                qn = _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, qk, qd, qx, qn)
+                qn = _drain1(mp, nt, m, qn)
                 if log:
                     for q in range(first, qn):
                         nev = log_event(ev, nev, 0, qd[q], q, SEAL)
@@ -240,24 +261,16 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
             if o == D_TOK:
                 ended = 1
         if action != 0:  # every input action takes the inner and value heads, all but 1 the outer
-            icons[pi] = t
-            vcons[pv] = t
-            pi += 1
-            pv += 1
+            pi = take(ec, pi, t)
+            pv = take(yc, pv, t)
             if action != 1:
-                ocons[po] = t
-                po += 1
+                po = take(uc, po, t)
         if emits:
-            ck[jc] = qk[qh]
-            cd[jc] = qd[qh]
-            vk_[jv] = qk[qh]
-            vd[jv] = qx[qh] if qk[qh] == VAL else qd[qh]
-            if log and qk[qh] == VAL:
+            h = qk[qh]
+            if log and h == VAL:
                 nev = log_event(ev, nev, 0, 0, jv, EMIT_SEALED)
-            ct[jc] = t
-            vt[jv] = t
-            jc += 1
-            jv += 1
+            jc = emit(ck, cd, ct, jc, h, qd[qh], t)
+            jv = emit(wk, wd, wt, jv, h, qx[qh] if h == VAL else qd[qh], t)
             qh += 1
         steps += 1
     S[_NT] = nt
@@ -266,14 +279,13 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
     S[_QN] = qn
     S[_ENDED] = ended
     S[_NEV] = nev
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[FLOPS] += flops
-    out_leave(CH, io, 3, 0, jc)
-    out_leave(CH, io, 3, 1, jv)
-    leave(CH, RD, io, 0, po)
-    leave(CH, RD, io, 1, pi)
-    leave(CH, RD, io, 2, pv)
+    out_closed(nd, crd_o.ch, jc)
+    out_closed(nd, val_o.ch, jv)
+    closed(nd, outer, po)
+    closed(nd, inner, pi)
+    closed(nd, val, pv)
     return status
 
 
@@ -305,9 +317,9 @@ class Spacc(Accumulator):
             return list(self.ins), (list(self.outs) if queued else self.unsure(self.outs))
         return list(self.ins), (list(self.outs) if queued or outer[0] != VAL else [])
 
-    def extra(self):
-        return (self.red, NANV, self.tbl, self.present, self.touched, self.xk, self.xv, self.qk, self.qd, self.qx,
-                self.logging, self.ev)
+    def state(self):
+        return Map1(self.red, NANV, self.tbl, self.present, self.touched, self.xk, self.xv, self.qk, self.qd, self.qx,
+                    self.logging, self.ev)
 
     def grow(self):
         S, e = self.S, self.engine

@@ -15,6 +15,8 @@ coordinates and each row by a scan of its cells or a sort of its own entries.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -30,54 +32,79 @@ from .core import (
     II,
     NANV,
     NEED,
-    PORT,
-    STEPS,
     WAIT_OUT,
     YIELD,
     T,
-    enter,
+    closed,
+    emit,
     gated,
-    leave,
-    missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    opened,
+    out_closed,
+    out_opened,
+    settle,
+    take,
+    waits,
 )
 from .reduce import combine, identity
 from .spacc import Accumulator, log_event
-from .spacc_tables import clear, dense_fits, drain_order, rehash, relayout, slot, to_hash
+from .spacc_tables import Drain, HashTable, clear, dense_fits, drain_order, rehash, relayout, slot, to_hash
 from .stream import DONE as D_TOK
 from .stream import STOP, VAL, _is_elem
 
 _NR, _NE, _CW1, _CROW, _DR, _DE, _DPH, _DNR, _NEV2, _DRAIN2, _MODE, _W = range(FREE, FREE + 12)
 
 
+class Map2(NamedTuple):
+    """spacc2's state record: the reduction (red, nanv: `reduce.Reduction`'s), the rows' hash
+    table (mid coordinate -> row) with each row's slot and mid coordinate (rslot, rw1), the dense
+    table (dval, dpres: rows x S[_W] cells), the entries' hash table ((mid, inner) -> entry) with
+    each entry's slot, row, inner coordinate and value (eslot, erow, ew2, ex), the drain order,
+    and the event log for tiles (log: whether to keep it, ev). GROW asks for more."""
+    red: int
+    nanv: np.ndarray
+    rows: HashTable
+    rslot: np.ndarray
+    rw1: np.ndarray
+    dval: np.ndarray
+    dpres: np.ndarray
+    ents: HashTable
+    eslot: np.ndarray
+    erow: np.ndarray
+    ew2: np.ndarray
+    ex: np.ndarray
+    drain: Drain
+    log: bool
+    ev: np.ndarray
+
+
 @njit(cache=True)
-def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, i_s, icons, kv, dv, v_s, vcons,
-              mk_, md, mt, mg, ck, cd, ct, cg, vk_, vd, vt, vg, red, nanv, rk1, rk2, rv, rslot, rw1, dval, dpres, ek1,
-              ek2, ev_tab, eslot, erow, ew2, ex, d_w1, d_off, d_c, d_v, log, ev):
-    """rk1/rk2/rv: the rows' hash table (mid coordinate -> row), rslot/rw1 per row; dval/dpres: the
-    dense table (mode 0: rows x S[_W] cells); ek1/ek2/ev_tab: the entries' hash table (mode 1:
-    (mid, inner) -> entry, values in ex); eslot/erow/ew2 per entry; d_*: drain order
-    (`spacc_tables`)."""
-    nan = nanv[0]
+def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
+    """mp (`Map2`): the rows' hash table (mid coordinate -> row), rslot/rw1 per row; dval/dpres:
+    the dense table (mode 0: rows x S[_W] cells); the entries' hash table (mode 1: (mid, inner) ->
+    entry, values in ex); eslot/erow/ew2 per entry; the drain order (`spacc_tables`)."""
+    S = nd.S
+    uk, ud, us, uc, ul = outer.kind, outer.data, outer.sent, outer.cons, outer.lat
+    gk, gd, gs, gc, gl = mid.kind, mid.data, mid.sent, mid.cons, mid.lat
+    ek, ed, es, ec, el = inner.kind, inner.data, inner.sent, inner.cons, inner.lat
+    yk, yd, ys, yc, yl = val.kind, val.data, val.sent, val.cons, val.lat
+    hk, hd, ht, hg = mid_o.kind, mid_o.data, mid_o.sent, mid_o.gate
+    ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
+    wk, wd, wt, wg = val_o.kind, val_o.data, val_o.sent, val_o.gate
+    red, nan, rows, rslot, rw1, dval, dpres = mp.red, mp.nanv[0], mp.rows, mp.rslot, mp.rw1, mp.dval, mp.dpres
+    ents, eslot, erow, ew2, ex, drain, log, ev = mp.ents, mp.eslot, mp.erow, mp.ew2, mp.ex, mp.drain, mp.log, mp.ev
+    ek1, ek2, ev_tab = ents
+    rk1, rk2, rv = rows
+    d_w1, d_off, d_c, d_v = drain
     mode = S[_MODE]
     width = S[_W]
     cap = dpres.shape[0] // width
-    po, eo, fo, ol = enter(CH, RD, io, 0)
-    pm, em, fm, ml = enter(CH, RD, io, 1)
-    pi, ei, fi, il = enter(CH, RD, io, 2)
-    pv, evv, fv, vl = enter(CH, RD, io, 3)
-    jm = out_at(CH, io, 4, 0)
-    jc = out_at(CH, io, 4, 1)
-    capm = out_room(CH, RD, io, 4, 0, mk_.shape[0])
-    capc = out_room(CH, RD, io, 4, 1, ck.shape[0])
-    capv = out_room(CH, RD, io, 4, 2, vk_.shape[0])
-    dm_, bm = out_depth(CH, io, 4, 0)
-    dc, bc = out_depth(CH, io, 4, 1)
-    dv_, bv = out_depth(CH, io, 4, 2)
-    jv = out_at(CH, io, 4, 2)
+    po, eo, fo = opened(nd, outer)
+    pm, em, fm = opened(nd, mid)
+    pi, ei, fi = opened(nd, inner)
+    pv, evv, fv = opened(nd, val)
+    jm, capm, dm_, bm = out_opened(nd, mid_o)
+    jc, capc, dc, bc = out_opened(nd, crd_o)
+    jv, capv, dv_, bv = out_opened(nd, val_o)
     nr = S[_NR]
     ne = S[_NE]
     nev = S[_NEV2]
@@ -87,48 +114,44 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
     steps = 0
     status = 0
     while True:
-        status = missing(po, eo, fo)
+        status = waits(S, 0, po, eo, fo)
         if status:
-            S[PORT] = 0
             break
-        o = ko[po]
-        rt = max(o_s[po] + ol, 0)
+        o = uk[po]
+        rt = max(us[po] + ul, 0)
         if o == VAL:
-            status = missing(pm, em, fm)
+            status = waits(S, 1, pm, em, fm)
             if status:
-                S[PORT] = 1
                 break
-            mk = km[pm]
-            rt = max(rt, m_s[pm] + ml)
-            status = missing(pi, ei, fi)
+            mk = gk[pm]
+            rt = max(rt, gs[pm] + gl)
+            status = waits(S, 2, pi, ei, fi)
             if status:
-                S[PORT] = 2
                 break
-            ik = ki[pi]
-            rt = max(rt, i_s[pi] + il)
-            status = missing(pv, evv, fv)
+            ik = ek[pi]
+            rt = max(rt, es[pi] + el)
+            status = waits(S, 3, pv, evv, fv)
             if status:
-                S[PORT] = 3
                 break
             if mk == VAL:
-                if not (ik == VAL or (ik == STOP and di[pi] == 0)):
+                if not (ik == VAL or (ik == STOP and ed[pi] == 0)):
                     status = FAIL
                     break
-                vk = kv[pv]
-                rt = max(rt, v_s[pv] + vl)
+                vk = yk[pv]
+                rt = max(rt, ys[pv] + yl)
                 if ik == VAL and not _is_elem(vk):
                     status = FAIL
                     break
-                if ik == STOP and not (vk == STOP and dv[pv] == 0):
+                if ik == STOP and not (vk == STOP and yd[pv] == 0):
                     status = FAIL
                     break
-                w1 = dm[pm]
+                w1 = gd[pm]
                 if 2 * (nr + 1) > rv.shape[0] or nr >= rw1.shape[0] or ne >= ew2.shape[0] or \
                         (mode == 1 and 2 * (ne + 1) > ev_tab.shape[0]):
                     status = GROW
                     break
-                if mode == 0 and (nr >= cap or (ik == VAL and di[pi] >= width)):
-                    S[NEED] = di[pi] if ik == VAL else 0
+                if mode == 0 and (nr >= cap or (ik == VAL and ed[pi] >= width)):
+                    S[NEED] = ed[pi] if ik == VAL else 0
                     status = GROW
                     break
                 if log and nev >= ev.shape[1]:
@@ -137,7 +160,7 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                 if S[_CROW] >= 0 and S[_CW1] == w1:
                     row = S[_CROW]
                 else:
-                    q = slot(rk1, rk2, rv, w1, 0)
+                    q = slot(rows, w1, 0)
                     if rv[q] < 0:
                         rk1[q] = w1
                         rk2[q] = 0
@@ -149,11 +172,9 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                     S[_CW1] = w1
                     S[_CROW] = row
                 t = max(t + ii, rt)
-                icons[pi] = t
-                vcons[pv] = t
                 if ik == VAL:
-                    w2 = di[pi]
-                    x = float(dv[pv]) if vk == VAL else 0.0
+                    w2 = ed[pi]
+                    x = float(yd[pv]) if vk == VAL else 0.0
                     if mode == 0:
                         cell = row * width + w2
                         if dpres[cell]:
@@ -165,7 +186,7 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                             ew2[ne] = w2
                             ne += 1
                     else:
-                        q = slot(ek1, ek2, ev_tab, w1, w2)
+                        q = slot(ents, w1, w2)
                         if ev_tab[q] < 0:
                             ek1[q] = w1
                             ek2[q] = w2
@@ -182,58 +203,50 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                         nev = log_event(ev, nev, w1, w2, pv, ACC)
                     flops += 1
                 else:  # the mid coordinate's fiber ends: its row exists even if empty
-                    mcons[pm] = t
-                    pm += 1
-                pi += 1
-                pv += 1
-            elif mk == STOP and dm[pm] == 0:
-                if not (ik == STOP and di[pi] == 1):
+                    pm = take(gc, pm, t)
+                pi = take(ec, pi, t)
+                pv = take(yc, pv, t)
+            elif mk == STOP and gd[pm] == 0:
+                if not (ik == STOP and ed[pi] == 1):
                     status = FAIL
                     break
-                rt = max(rt, v_s[pv] + vl)
-                if not (kv[pv] == STOP and dv[pv] == 1):
+                rt = max(rt, ys[pv] + yl)
+                if not (yk[pv] == STOP and yd[pv] == 1):
                     status = FAIL
                     break
                 t = max(t + ii, rt)
-                icons[pi] = t
-                vcons[pv] = t
-                mcons[pm] = t
-                ocons[po] = t
-                pi += 1
-                pv += 1
-                pm += 1
-                po += 1
+                pi = take(ec, pi, t)
+                pv = take(yc, pv, t)
+                pm = take(gc, pm, t)
+                po = take(uc, po, t)
             else:
                 status = FAIL
                 break
             steps += 1
         elif o == STOP or o == D_TOK:
-            on = do[po] if o == STOP else -1
+            on = ud[po] if o == STOP else -1
             if nr > 0 and not (o == STOP and on == 0) and not S[_DRAIN2]:
                 status = FAIL
                 break
-            status = missing(pm, em, fm)
+            status = waits(S, 1, pm, em, fm)
             if status:
-                S[PORT] = 1
                 break
-            status = missing(pi, ei, fi)
+            status = waits(S, 2, pi, ei, fi)
             if status:
-                S[PORT] = 2
                 break
-            status = missing(pv, evv, fv)
+            status = waits(S, 3, pv, evv, fv)
             if status:
-                S[PORT] = 3
                 break
-            rt = max(rt, m_s[pm] + ml)
-            if not (km[pm] == o and (o == D_TOK or dm[pm] == on + 1)):
+            rt = max(rt, gs[pm] + gl)
+            if not (gk[pm] == o and (o == D_TOK or gd[pm] == on + 1)):
                 status = FAIL
                 break
-            rt = max(rt, i_s[pi] + il)
-            if not (ki[pi] == o and (o == D_TOK or di[pi] == on + 2)):
+            rt = max(rt, es[pi] + el)
+            if not (ek[pi] == o and (o == D_TOK or ed[pi] == on + 2)):
                 status = FAIL
                 break
-            rt = max(rt, v_s[pv] + vl)
-            if not (kv[pv] == o and (o == D_TOK or dv[pv] == on + 2)):
+            rt = max(rt, ys[pv] + yl)
+            if not (yk[pv] == o and (o == D_TOK or yd[pv] == on + 2)):
                 status = FAIL
                 break
             if o == STOP and on == 0 and nr > 0 and not S[_DRAIN2]:
@@ -241,7 +254,7 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                     S[NEED] = -1  # the drain order's arrays, sized once per drain
                     status = GROW
                     break
-                drain_order(mode, width, rw1, nr, erow, ew2, ex, ne, dval, dpres, d_w1, d_off, d_c, d_v)
+                drain_order(mp, mode, width, nr, ne)
                 S[_DR] = 0
                 S[_DE] = 0
                 S[_DPH] = 0
@@ -258,35 +271,24 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                     break
                 t = max(t + ii, rt)
                 if ph == 0:
-                    t = gated(t, mg, jm, dm_, bm)
-                t = gated(gated(t, cg, jc, dc, bc), vg, jv, dv_, bv)
+                    t = gated(t, hg, jm, dm_, bm)
+                t = gated(gated(t, cg, jc, dc, bc), wg, jv, dv_, bv)
                 if ph == 0:
-                    mk_[jm] = VAL
-                    md[jm] = d_w1[r]
-                    mt[jm] = t
-                    jm += 1
+                    jm = emit(hk, hd, ht, jm, VAL, d_w1[r], t)
                     S[_DE] = d_off[r]
                     S[_DPH] = 1
                 e = S[_DE]
                 if e < d_off[r + 1]:
-                    ck[jc] = VAL
-                    cd[jc] = d_c[e]
-                    vk_[jv] = VAL
-                    vd[jv] = d_v[e]
                     if log:
                         nev = log_event(ev, nev, d_w1[r], d_c[e], jv, EMIT)
+                    jc = emit(ck, cd, ct, jc, VAL, d_c[e], t)
+                    jv = emit(wk, wd, wt, jv, VAL, d_v[e], t)
                     S[_DE] = e + 1
                 else:
-                    ck[jc] = STOP
-                    cd[jc] = 0
-                    vk_[jv] = STOP
-                    vd[jv] = 0.0
+                    jc = emit(ck, cd, ct, jc, STOP, 0, t)
+                    jv = emit(wk, wd, wt, jv, STOP, 0.0, t)
                     S[_DR] = r + 1
                     S[_DPH] = 0
-                ct[jc] = t
-                vt[jv] = t
-                jc += 1
-                jv += 1
                 steps += 1
                 if S[_DR] == S[_DNR]:  # drained: empty the tables
                     clear(rv, rslot, nr)
@@ -300,28 +302,16 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
             if jm >= capm or jc >= capc or jv >= capv:
                 status = WAIT_OUT
                 break
-            t = gated(gated(gated(max(t + ii, rt), mg, jm, dm_, bm), cg, jc, dc, bc), vg, jv, dv_, bv)
+            t = gated(gated(max(t + ii, rt), hg, jm, dm_, bm), cg, jc, dc, bc)
+            t = gated(t, wg, jv, dv_, bv)
             steps += 1
-            ocons[po] = t
-            mcons[pm] = t
-            icons[pi] = t
-            vcons[pv] = t
-            po += 1
-            pm += 1
-            pi += 1
-            pv += 1
-            mk_[jm] = o
-            md[jm] = on if o == STOP else 0
-            mt[jm] = t
-            jm += 1
-            ck[jc] = o
-            cd[jc] = on + 1 if o == STOP else 0
-            ct[jc] = t
-            jc += 1
-            vk_[jv] = o
-            vd[jv] = on + 1 if o == STOP else 0
-            vt[jv] = t
-            jv += 1
+            po = take(uc, po, t)
+            pm = take(gc, pm, t)
+            pi = take(ec, pi, t)
+            pv = take(yc, pv, t)
+            jm = emit(hk, hd, ht, jm, o, on if o == STOP else 0, t)
+            jc = emit(ck, cd, ct, jc, o, on + 1 if o == STOP else 0, t)
+            jv = emit(wk, wd, wt, jv, o, on + 1 if o == STOP else 0, t)
             if o == D_TOK:
                 status = DONE
                 break
@@ -331,17 +321,18 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
     S[_NR] = nr
     S[_NE] = ne
     S[_NEV2] = nev
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[FLOPS] += flops
-    out_leave(CH, io, 4, 0, jm)
-    out_leave(CH, io, 4, 1, jc)
-    out_leave(CH, io, 4, 2, jv)
-    leave(CH, RD, io, 0, po)
-    leave(CH, RD, io, 1, pm)
-    leave(CH, RD, io, 2, pi)
-    leave(CH, RD, io, 3, pv)
+    out_closed(nd, mid_o.ch, jm)
+    out_closed(nd, crd_o.ch, jc)
+    out_closed(nd, val_o.ch, jv)
+    closed(nd, outer, po)
+    closed(nd, mid, pm)
+    closed(nd, inner, pi)
+    closed(nd, val, pv)
     return status
+
+
 
 
 class Spacc2(Accumulator):
@@ -351,24 +342,20 @@ class Spacc2(Accumulator):
 
     def check(self):
         super().check()
-        self.rows = self._table(64)
+        self.rows = HashTable.empty(64)
         self.rslot = np.empty(32, dtype=np.int64)
         self.rw1 = np.empty(32, dtype=np.int64)
         self.S[_MODE], self.S[_W] = 0, 256
         self.dval, self.dpres = relayout(None, None, 0, 0, 64, 256)
-        self.ents = self._table(0)
+        self.ents = HashTable.empty(0)
         self.eslot = np.empty(0, dtype=np.int64)
         self.erow = np.empty(512, dtype=np.int64)
         self.ew2 = np.empty(512, dtype=np.int64)
         self.ex = np.empty(0, dtype=np.float64)
-        self.d_w1, self.d_off = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        self.d_c, self.d_v = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        self.drain = Drain(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64),
+                           np.empty(0, dtype=np.float64))
         self.S[_CROW] = -1
         self._log(_NEV2)
-
-    @staticmethod
-    def _table(size: int):
-        return (np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64), np.full(size, -1, dtype=np.int64))
 
     def pending(self):
         """Every step reads the four heads but the drain's after its first; the drain emits
@@ -387,15 +374,15 @@ class Spacc2(Accumulator):
             return list(self.ins), list(self.outs)  # the drain's first step
         return list(self.ins), list(self.outs)
 
-    def extra(self):
-        return (self.red, NANV, *self.rows, self.rslot, self.rw1, self.dval, self.dpres, *self.ents, self.eslot,
-                self.erow, self.ew2, self.ex, self.d_w1, self.d_off, self.d_c, self.d_v, self.logging, self.ev)
+    def state(self):
+        return Map2(self.red, NANV, self.rows, self.rslot, self.rw1, self.dval, self.dpres, self.ents, self.eslot,
+                    self.erow, self.ew2, self.ex, self.drain, self.logging, self.ev)
 
     def _rehashed(self, table, slots):
-        size = 2 * table[2].shape[0]
+        size = 2 * table.v.shape[0]
         self.engine.reserve(24 * size, self)
-        new = self._table(size)
-        rehash(*table, *new, slots)
+        new = HashTable.empty(size)
+        rehash(table, new, slots)
         return new
 
     def _grow_dense(self, nr: int, ne: int) -> None:
@@ -414,10 +401,10 @@ class Spacc2(Accumulator):
             return
         size = 1 << max(10, (2 * ne + 2).bit_length())
         e.reserve(24 * size + 16 * self.ew2.shape[0], self)
-        self.ents = self._table(size)
+        self.ents = HashTable.empty(size)
         self.eslot = np.empty(self.ew2.shape[0], dtype=np.int64)
         self.ex = np.empty(self.ew2.shape[0], dtype=np.float64)
-        to_hash(self.rw1, self.erow, self.ew2, ne, self.dval, width, self.ex, *self.ents, self.eslot)
+        to_hash(self.state(), ne, width)
         self.dval, self.dpres = relayout(None, None, 0, 0, 1, 1)
         S[_MODE], S[_W] = 1, 1
 
@@ -430,7 +417,7 @@ class Spacc2(Accumulator):
         nr, ne = int(S[_NR]), int(S[_NE])
         if nr >= self.rw1.shape[0]:
             self.rslot, self.rw1 = e.enlarge(self.rslot, self), e.enlarge(self.rw1, self)
-        if 2 * (nr + 1) > self.rows[2].shape[0]:
+        if 2 * (nr + 1) > self.rows.v.shape[0]:
             self.rows = self._rehashed(self.rows, self.rslot)
         if ne >= self.ew2.shape[0]:
             self.erow, self.ew2 = e.enlarge(self.erow, self), e.enlarge(self.ew2, self)
@@ -438,11 +425,11 @@ class Spacc2(Accumulator):
                 self.eslot, self.ex = (e.enlarge(a, self, self.ew2.shape[0]) for a in (self.eslot, self.ex))
         if S[NEED] == -1:  # a drain: its order's arrays
             e.reserve(16 * ne + 16 * nr, self)
-            self.d_w1, self.d_off = np.empty(nr, dtype=np.int64), np.empty(nr + 1, dtype=np.int64)
-            self.d_c, self.d_v = np.empty(ne, dtype=np.int64), np.empty(ne, dtype=np.float64)
+            self.drain = Drain(np.empty(nr, dtype=np.int64), np.empty(nr + 1, dtype=np.int64),
+                               np.empty(ne, dtype=np.int64), np.empty(ne, dtype=np.float64))
         elif S[_MODE] == 0 and (nr >= self.dpres.shape[0] // S[_W] or S[NEED] >= S[_W]):
             self._grow_dense(nr, ne)
-        if S[_MODE] == 1 and 2 * (ne + 1) > self.ents[2].shape[0]:
+        if S[_MODE] == 1 and 2 * (ne + 1) > self.ents.v.shape[0]:
             self.ents = self._rehashed(self.ents, self.eslot)
         S[NEED] = 0
         self.invalidate()

@@ -10,6 +10,8 @@ tensor); the kernels ask for more room with GROW.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -22,17 +24,18 @@ from .core import (
     GROW,
     II,
     NEED,
-    PORT,
-    STEPS,
     WORDS,
     WRITES,
     NeedOracle,
     Runner,
     T,
-    enter,
-    leave,
-    missing,
+    closed,
+    opened,
+    settle,
     stall,
+    step_time,
+    take,
+    waits,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
@@ -40,9 +43,23 @@ from .stream import EMPTY, STOP, VAL
 _NC, _NS, _COUNT = FREE, FREE + 1, FREE + 2  # crd entries, seg entries, elements of the open fiber
 
 
+class LevelBuffers(NamedTuple):
+    """level_write's state record: the crd and seg buffers written (GROW asks for larger ones),
+    the level's format, its dimension if known, and the memory model (`Runner.mem`)."""
+    crd: np.ndarray
+    seg: np.ndarray
+    compressed: bool
+    has_dim: bool
+    dim: int
+    mem: np.ndarray
+
+
 @njit(cache=True)
-def _k_level_write(S, F, CH, RD, io, ik, idat, isent, icons, crd, seg, compressed, has_dim, dim, mem):
-    pi, ei, fi, lat = enter(CH, RD, io, 0)
+def _k_level_write(nd, x, lv):
+    S = nd.S
+    xk, xd, xs, xc, xl = x.kind, x.data, x.sent, x.cons, x.lat
+    crd, seg, compressed, has_dim, dim, mem = lv
+    pi, ei, fi = opened(nd, x)
     t = S[T]
     ii = S[II]
     nc = S[_NC]
@@ -52,31 +69,30 @@ def _k_level_write(S, F, CH, RD, io, ik, idat, isent, icons, crd, seg, compresse
     steps = 0
     status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = waits(S, 0, pi, ei, fi)
         if status:
-            S[PORT] = 0
             break
         if nc >= crd.shape[0] or ns >= seg.shape[0]:
             status = GROW
             break
-        k = ik[pi]
-        tn = max(t + ii, max(isent[pi] + lat, 0))
+        k = xk[pi]
+        tn = step_time(t, ii, xs[pi] + xl)
         if k == VAL:
-            x = idat[pi]
+            c = xd[pi]
             if compressed:
-                if (has_dim and not (0 <= x and x < dim)) or (count > 0 and x <= crd[nc - 1]):
+                if (has_dim and not (0 <= c and c < dim)) or (count > 0 and c <= crd[nc - 1]):
                     status = FAIL
                     break
-                crd[nc] = x
+                crd[nc] = c
                 nc += 1
                 writes += 1
                 if mem[0]:
                     tn += stall(mem, writes - 1, 1, False)
-            elif x != count:
+            elif c != count:
                 status = FAIL
                 break
             count += 1
-        elif k == STOP and idat[pi] == 0:
+        elif k == STOP and xd[pi] == 0:
             if compressed:
                 seg[ns] = nc
                 ns += 1
@@ -95,25 +111,34 @@ def _k_level_write(S, F, CH, RD, io, ik, idat, isent, icons, crd, seg, compresse
             status = FAIL
             break
         t = tn
-        icons[pi] = t
-        pi += 1
+        pi = take(xc, pi, t)
         steps += 1
         if k == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[_NC] = nc
     S[_NS] = ns
     S[_COUNT] = count
     S[WRITES] = writes
-    leave(CH, RD, io, 0, pi)
+    closed(nd, x, pi)
     return status
 
 
+class ValueBuffer(NamedTuple):
+    """value_write's state record: the values buffer written (GROW asks for a larger one), the
+    memory model (`Runner.mem`) and the words a value takes."""
+    vals: np.ndarray
+    mem: np.ndarray
+    width: int
+
+
 @njit(cache=True)
-def _k_value_write(S, F, CH, RD, io, ik, idat, isent, icons, vals, mem, w):
-    pi, ei, fi, lat = enter(CH, RD, io, 0)
+def _k_value_write(nd, x, buf):
+    S = nd.S
+    xk, xd, xs, xc, xl = x.kind, x.data, x.sent, x.cons, x.lat
+    vals, mem, w = buf
+    pi, ei, fi = opened(nd, x)
     t = S[T]
     ii = S[II]
     nv = S[_NC]
@@ -121,18 +146,17 @@ def _k_value_write(S, F, CH, RD, io, ik, idat, isent, icons, vals, mem, w):
     steps = 0
     status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = waits(S, 0, pi, ei, fi)
         if status:
-            S[PORT] = 0
             break
         if nv >= vals.shape[0]:
             status = GROW
             S[NEED] = 0
             break
-        k = ik[pi]
-        tn = max(t + ii, max(isent[pi] + lat, 0))
+        k = xk[pi]
+        tn = step_time(t, ii, xs[pi] + xl)
         if k == VAL or k == EMPTY:
-            vals[nv] = float(idat[pi]) if k == VAL else 0.0
+            vals[nv] = float(xd[pi]) if k == VAL else 0.0
             nv += 1
             words += w
             if mem[0]:
@@ -141,18 +165,16 @@ def _k_value_write(S, F, CH, RD, io, ik, idat, isent, icons, vals, mem, w):
             status = FAIL
             break
         t = tn
-        icons[pi] = t
-        pi += 1
+        pi = take(xc, pi, t)
         steps += 1
         if k == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[_NC] = nv
     S[WORDS] = words
     S[WRITES] = words
-    leave(CH, RD, io, 0, pi)
+    closed(nd, x, pi)
     return status
 
 
@@ -186,9 +208,9 @@ class LevelWrite(Runner):
         if self.in_ch[0].dtype != np.int64:
             raise NeedOracle()
 
-    def extra(self):
-        return (self.crd, self.seg, self.compressed, self.dim is not None,
-                0 if self.dim is None else int(self.dim), self.mem())
+    def state(self):
+        return LevelBuffers(self.crd, self.seg, self.compressed, self.dim is not None,
+                            0 if self.dim is None else int(self.dim), self.mem())
 
     def grow(self):
         if self.S[_NC] >= self.crd.shape[0]:
@@ -220,8 +242,8 @@ class ValueWrite(Runner):
         self.tiles: list = []
         self.left = None
 
-    def extra(self):
-        return (self.vals, self.mem(), self.width)
+    def state(self):
+        return ValueBuffer(self.vals, self.mem(), self.width)
 
     def grow(self):
         self.vals = self.engine.enlarge(self.vals, self)
