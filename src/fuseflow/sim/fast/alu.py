@@ -24,19 +24,19 @@ from .core import (
     II,
     INF,
     NANV,
+    PORT,
     WAIT_OUT,
     NeedOracle,
     Runner,
     T,
     closed,
-    emit,
-    emit_time,
+    gated,
+    missing,
     opened,
     out_closed,
     out_opened,
     settle,
-    take,
-    waits,
+    step_time,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
@@ -162,22 +162,23 @@ def _k_alu(nd, a_in, b_in, c_in, out, how):
     if nin >= 3:
         pc, ec, fc = opened(nd, c_in)
     j, cap, d, base = out_opened(nd, out)
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     flops = 0
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
-        status = waits(S, 0, pa, ea, fa)
+        status = missing(pa, ea, fa)
         if status:
+            S[PORT] = 0
             break
         if nin >= 2:
-            status = waits(S, 1, pb, eb, fb)
+            status = missing(pb, eb, fb)
             if status:
+                S[PORT] = 1
                 break
         if nin >= 3:
-            status = waits(S, 2, pc, ec, fc)
+            status = missing(pc, ec, fc)
             if status:
+                S[PORT] = 2
                 break
         if j >= cap:
             status = WAIT_OUT
@@ -230,13 +231,19 @@ def _k_alu(nd, a_in, b_in, c_in, out, how):
                 status = FAIL
                 break
             kind, res = a, (float(lv) if a == STOP else 0.0)
-        t = emit_time(t, ii, rt, og, j, d, base)
-        j = emit(ok, od, ot, j, kind, res, t)
-        pa = take(uc, pa, t)
+        t = gated(step_time(t, ii, rt), og, j, d, base)
+        ok[j] = kind
+        od[j] = res
+        ot[j] = t
+        j += 1
+        uc[pa] = t
+        pa += 1
         if nin >= 2:
-            pb = take(bc, pb, t)
+            bc[pb] = t
+            pb += 1
         if nin >= 3:
-            pc = take(cc, pc, t)
+            cc[pc] = t
+            pc += 1
         steps += 1
         if a == D_TOK:
             status = DONE

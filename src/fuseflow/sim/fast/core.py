@@ -16,17 +16,16 @@ Ports and state: a kernel takes named records (`Runner.records_args`): `Node` (S
 shared tables `channel.Tables`), an `In` per input port, an `Out` per output port (`Ins`/`Outs`
 for a kernel over any number of lanes), and the runner's state record (`Runner.state`: its
 parameters and buffers). `opened`/`closed` turn an input's place in the tables into a local
-position and back, `out_opened`/`out_closed` an output's; `waits` says whether a head is
-missing. A kernel records the step time at which it consumes each input token in the reader's
-`cons` array (`take`; aligned with the channel's window); the engine hands those times to the
-reader's occupancy merge after the call. The step loop reads the records' arrays as locals,
-taken from the records before it starts, and the helpers it hands arrays to are plain numba
-functions: a record's field read in the loop, or an array handed to an `inline="always"` helper
-there, made kernels several times slower (numba counts references to arrays it copies).
+position and back, `out_opened`/`out_closed` an output's. A kernel records the step time at
+which it consumes each input token in the reader's `cons` array (aligned with the channel's
+window); the engine hands those times to the reader's occupancy merge after the call.
 
-The step rule: a step happens at `step_time` (II after the previous one, no earlier than the
-heads it reads are visible), and a step that emits also no earlier than `gated` allows
-(`emit_time`); `emit` writes a token with that time.
+The step loop itself works on plain locals: the records' arrays, taken from them before the
+loop starts, and scalar helpers (`missing`; the step rule: a step happens at `step_time`, II
+after the previous one and no earlier than the heads it reads are visible, and one that emits
+also no earlier than `gated` allows). Reading a record's field inside the loop, or handing
+arrays to helpers there (inline or not), made kernels up to several times slower: `gated` is the
+one helper a loop hands an array to.
 
 Bounded channels (back-pressure, `Runner.backpressure`): an `Out` also holds its reader's
 `cons` array (`gate`). Before a step a kernel checks room only on the outputs that step emits
@@ -89,7 +88,7 @@ class Node(NamedTuple):
 class In(NamedTuple):
     """An input port as a kernel reads it: the channel's window (kind, data, sent), this reader's
     consume times (cons, aligned with the window), the channel's and reader's rows in the tables
-    and the producer's latency. A kernel reads it through `opened`/`step_time`/`take`/`closed`.
+    and the producer's latency (`opened`, `closed`).
 
         >>> x = np.zeros(1, dtype=np.int64)
         >>> In(x, x, x, x, ch=0, rd=0, lat=2).lat
@@ -107,7 +106,7 @@ class In(NamedTuple):
 class Out(NamedTuple):
     """An output port as a kernel writes it: the channel's window (kind, data, sent), its gate
     (the one reader's consume times, `NO_GATE` when it is never bounded) and its row in the
-    tables. A kernel writes it through `out_opened`/`gated`/`emit`/`out_closed`."""
+    tables (`out_opened`, `out_closed`)."""
     kind: np.ndarray
     data: np.ndarray
     sent: np.ndarray
@@ -212,13 +211,12 @@ def out_closed(nd, c, j):
     nd.CH[c, 1] = j
 
 
-@njit(cache=True)
-def waits(S, port, pos, end, final):
-    """WAIT_IN when the input at `pos` (input number `port`, noted in S[PORT]) has no token yet,
-    FAIL when it never will, else 0."""
+@njit(inline="always")
+def missing(pos, end, final):
+    """WAIT_IN when an input at `pos` (`window`) has no token yet, FAIL when it never will, else 0
+    (a kernel then notes the input in S[PORT])."""
     if pos < end:
         return 0
-    S[PORT] = port
     return FAIL if final else WAIT_IN
 
 
@@ -227,31 +225,6 @@ def step_time(t, ii, visible):
     """The step rule: a step comes II after the previous one and no earlier than the heads it
     reads are visible (`visible`: the latest of their sent times + latencies)."""
     return max(t + ii, max(visible, 0))
-
-
-@njit(cache=True)
-def emit_time(t, ii, visible, gate, j, d, base):
-    """The step rule of a step that emits window position j of an output (its gate, depth d and
-    window base: `out_opened`): `step_time`, then no earlier than `gated` allows."""
-    return gated(max(t + ii, max(visible, 0)), gate, j, d, base)
-
-
-@njit(cache=True)
-def take(cons, pos, t):
-    """Consume the head at `pos` of an input (its consume times `cons`) at step time t; the next
-    position."""
-    cons[pos] = t
-    return pos + 1
-
-
-@njit(cache=True)
-def emit(kind, data, sent, j, k, x, t):
-    """Write a token (k, x) visible from t at window position j of an output (its kind, data and
-    sent arrays); the next position."""
-    kind[j] = k
-    data[j] = x
-    sent[j] = t
-    return j + 1
 
 
 @njit(inline="always")

@@ -17,20 +17,19 @@ from .core import (
     FAIL,
     FREE,
     II,
+    PORT,
     WAIT_OUT,
     NeedOracle,
     Runner,
     T,
     closed,
-    emit,
     gated,
+    missing,
     opened,
     out_closed,
     out_opened,
     settle,
     step_time,
-    take,
-    waits,
 )
 from .stream import DONE as D_TOK
 from .stream import STOP, VAL
@@ -50,16 +49,16 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
     pi, ei, fi = opened(nd, inner)
     jo, capo, do_, bo = out_opened(nd, outer_o)
     ji, capi, di_, bi = out_opened(nd, inner_o)
-    t = S[T]
-    ii = S[II]
-    steps = 0
-    status = 0
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
-        status = waits(S, 1, pi, ei, fi)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 1
             break
-        status = waits(S, 0, po, eo, fo)
+        status = missing(po, eo, fo)
         if status:
+            S[PORT] = 0
             break
         ik = ek[pi]
         o = uk[po]
@@ -79,27 +78,47 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
                 status = FAIL
                 break
             if not S[_STARTED]:
-                jo = emit(qk, qd, qt, jo, VAL, ud[po], tn)
+                qk[jo] = VAL
+                qd[jo] = ud[po]
+                qt[jo] = tn
+                jo += 1
                 S[_STARTED] = 1
-            ji = emit(wk, wd, wt, ji, VAL, ed[pi], tn)
-            pi = take(ec, pi, tn)
+            wk[ji] = VAL
+            wd[ji] = ed[pi]
+            wt[ji] = tn
+            ji += 1
+            ec[pi] = tn
+            pi += 1
         elif inner_s0:
             if o != VAL:
                 status = FAIL
                 break
             if S[_STARTED]:
-                ji = emit(wk, wd, wt, ji, STOP, 0, tn)
-            po = take(uc, po, tn)
-            pi = take(ec, pi, tn)
+                wk[ji] = STOP
+                wd[ji] = 0
+                wt[ji] = tn
+                ji += 1
+            uc[po] = tn
+            po += 1
+            ec[pi] = tn
+            pi += 1
             S[_STARTED] = 0
         elif ik == STOP or ik == D_TOK:
             if not (o == ik and (ik == D_TOK or ud[po] == ed[pi] - 1)):
                 status = FAIL
                 break
-            jo = emit(qk, qd, qt, jo, o, ud[po], tn)
-            ji = emit(wk, wd, wt, ji, ik, ed[pi], tn)
-            po = take(uc, po, tn)
-            pi = take(ec, pi, tn)
+            qk[jo] = o
+            qd[jo] = ud[po]
+            qt[jo] = tn
+            jo += 1
+            wk[ji] = ik
+            wd[ji] = ed[pi]
+            wt[ji] = tn
+            ji += 1
+            uc[po] = tn
+            po += 1
+            ec[pi] = tn
+            pi += 1
         else:
             status = FAIL
             break

@@ -25,22 +25,21 @@ from .core import (
     DONE,
     FAIL,
     II,
+    PORT,
     WAIT_OUT,
     Ins,
     NeedOracle,
     Outs,
     Runner,
     T,
-    emit,
     gated,
+    missing,
     opened_lane,
     out_closed,
     out_opened,
     out_opened_lane,
     settle,
     store,
-    take,
-    waits,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
@@ -85,8 +84,7 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
         bounded |= dep[i + 1] != 0
     cap = min(cap, src.shape[1] + jo[0])
     adv = np.zeros(k, dtype=np.bool_)
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     steps = 0
     ne = 0
     status = 0
@@ -101,8 +99,9 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
         v0 = 0
         for i in range(k):
             q = cpos[i]
-            w = waits(S, 2 * i, q, cend[i], cfin[i])
+            w = missing(q, cend[i], cfin[i])
             if w:
+                S[PORT] = 2 * i
                 status = w
                 break
             h = ck[i][q]
@@ -162,8 +161,9 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
             if not adv[i]:
                 continue
             q = ppos[i]
-            status = waits(S, 2 * i + 1, q, pend[i], pfin[i])
+            status = missing(q, pend[i], pfin[i])
             if status:
+                S[PORT] = 2 * i + 1
                 break
             h = ck[i][cpos[i]]
             p = pk[i][q]
@@ -191,9 +191,15 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
         if emits != 0:
             if emits == 1:
                 q = cpos[0]
-                jo[0] = emit(ok, od, ot, jo[0], ck[0][q], cd[0][q], t)
+                ok[jo[0]] = ck[0][q]
+                od[jo[0]] = cd[0][q]
+                ot[jo[0]] = t
+                jo[0] += 1
             else:
-                jo[0] = emit(ok, od, ot, jo[0], VAL, v0 if not is_union else vmin, t)
+                ok[jo[0]] = VAL
+                od[jo[0]] = v0 if not is_union else vmin
+                ot[jo[0]] = t
+                jo[0] += 1
             for i in range(k):
                 j = jo[i + 1]
                 if adv[i]:
@@ -207,8 +213,10 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
             ne += 1
         for i in range(k):
             if adv[i]:
-                cpos[i] = take(ccons[i], cpos[i], t)
-                ppos[i] = take(pcons[i], ppos[i], t)
+                ccons[i][cpos[i]] = t
+                cpos[i] += 1
+                pcons[i][ppos[i]] = t
+                ppos[i] += 1
         if n_done == k:
             status = DONE
             break

@@ -20,6 +20,7 @@ from .core import (
     FAIL,
     FREE,
     II,
+    PORT,
     WAIT_OUT,
     Ins,
     NeedOracle,
@@ -27,8 +28,8 @@ from .core import (
     Runner,
     T,
     closed,
-    emit,
     gated,
+    missing,
     opened,
     opened_lane,
     out_closed,
@@ -37,8 +38,6 @@ from .core import (
     settle,
     step_time,
     store,
-    take,
-    waits,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
@@ -63,11 +62,9 @@ def _k_copy(nd, x, outs, deal):
     for o in range(k):
         jo[o], cap[o], dep[o], bas[o] = out_opened_lane(nd, outs, o)
         bounded |= dep[o] != 0
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     lane = S[_LANE]
-    steps = 0
-    status = 0
+    steps = status = 0
     if not deal:  # broadcast: the times once (into xc), then every output copies the block
         n = ei - pi
         for o in range(k):
@@ -91,8 +88,9 @@ def _k_copy(nd, x, outs, deal):
         pi += n
         steps += n
     while status == 0:
-        status = waits(S, 0, pi, ei, fi)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 0
             break
         h = xk[pi]
         if deal and h == REPEAT:
@@ -112,10 +110,14 @@ def _k_copy(nd, x, outs, deal):
                 t = gated(t, og[o], jo[o], dep[o], bas[o])
         for o in range(k):
             if not one or o == lane:
-                jo[o] = emit(ok[o], od[o], ot[o], jo[o], h, xd[pi], t)
+                ok[o][jo[o]] = h
+                od[o][jo[o]] = xd[pi]
+                ot[o][jo[o]] = t
+                jo[o] += 1
         if one:
             lane = (lane + 1) % k
-        pi = take(xc, pi, t)
+        xc[pi] = t
+        pi += 1
         steps += 1
         if h == D_TOK:
             status = DONE
@@ -152,15 +154,15 @@ def _k_join(nd, ins, out, how):
     j, cap, d, b = out_opened(nd, out)
     cap = min(cap, j + src.shape[1])
     idx = S[_LANE]
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     steps = 0
     ne = 0
     status = 0
     while True:
         q = pos[idx]
-        status = waits(S, idx, q, end[idx], fin[idx])
+        status = missing(q, end[idx], fin[idx])
         if status:
+            S[PORT] = idx
             break
         if j >= cap:
             status = WAIT_OUT
@@ -180,8 +182,9 @@ def _k_join(nd, ins, out, how):
             turn = False
             for lane in range(lanes):
                 p = pos[lane]
-                status = waits(S, lane, p, end[lane], fin[lane])
+                status = missing(p, end[lane], fin[lane])
                 if status:
+                    S[PORT] = lane
                     break
                 if ik[lane][p] != h or (h == STOP and int(idat[lane][p]) != lv):
                     status = FAIL
@@ -191,8 +194,12 @@ def _k_join(nd, ins, out, how):
                 break
             t = gated(step_time(t, ii, rt), og, j, d, b)
             for lane in range(lanes):
-                pos[lane] = take(icons[lane], pos[lane], t)
-        j = emit(ok, od, ot, j, h, idat[idx][q], t)
+                icons[lane][pos[lane]] = t
+                pos[lane] += 1
+        ok[j] = h
+        od[j] = idat[idx][q]
+        ot[j] = t
+        j += 1
         src[0, ne] = idx
         src[1, ne] = q
         ne += 1

@@ -19,6 +19,7 @@ from .core import (
     FAIL,
     FREE,
     II,
+    PORT,
     READS,
     WAIT_OUT,
     WORDS,
@@ -26,16 +27,14 @@ from .core import (
     Runner,
     T,
     closed,
-    emit,
-    emit_time,
     gated,
+    missing,
     opened,
     out_closed,
     out_opened,
     settle,
     stall,
-    take,
-    waits,
+    step_time,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL, _is_elem
@@ -54,8 +53,11 @@ def _k_root(nd, out):
         if j >= cap:
             status = WAIT_OUT
             break
-        t = emit_time(S[T], S[II], 0, og, j, d, b)
-        j = emit(ok, od, ot, j, VAL if S[FREE] == 0 else D_TOK, 0, t)
+        t = gated(step_time(S[T], S[II], 0), og, j, d, b)
+        ok[j] = VAL if S[FREE] == 0 else D_TOK
+        od[j] = 0
+        ot[j] = t
+        j += 1
         settle(S, t, 1)
         S[FREE] += 1
     out_closed(nd, out.ch, j)
@@ -106,16 +108,15 @@ def _k_scan(nd, ref, crd_o, ref_o, lv):
     jc, capc, dc, bc = out_opened(nd, crd_o)
     jr, capr, dr, br = out_opened(nd, ref_o)
     nseg = seg.shape[0] - 1
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     reads = S[READS]
     words = S[WORDS]
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         if S[_FIB] == 0:  # the next reference
-            status = waits(S, 0, pi, ei, fi)
+            status = missing(pi, ei, fi)
             if status:
+                S[PORT] = 0
                 break
             k = rk[pi]
             if k == VAL:
@@ -141,13 +142,20 @@ def _k_scan(nd, ref, crd_o, ref_o, lv):
                 if jc >= capc or jr >= capr:
                     status = WAIT_OUT
                     break
-                t = gated(emit_time(t, ii, rs[pi] + rl, cg, jc, dc, bc), fg, jr, dr, br)
+                t = gated(gated(step_time(t, ii, rs[pi] + rl), cg, jc, dc, bc), fg, jr, dr, br)
                 if mem[0]:
                     t += stall(mem, words, 0, k == D_TOK)
                 level = rd[pi] + 1 if k == STOP else 0
-                jc = emit(ck, cd, ct, jc, k, level, t)
-                jr = emit(fk, fd, ft, jr, k, level, t)
-                pi = take(rc, pi, t)
+                ck[jc] = k
+                cd[jc] = level
+                ct[jc] = t
+                jc += 1
+                fk[jr] = k
+                fd[jr] = level
+                ft[jr] = t
+                jr += 1
+                rc[pi] = t
+                pi += 1
                 steps += 1
                 if k == D_TOK:
                     status = DONE
@@ -170,33 +178,55 @@ def _k_scan(nd, ref, crd_o, ref_o, lv):
             S[_WIX] += 1  # the window's next range
             _window_range(S, lv)
             continue
-        t = gated(emit_time(t, ii, S[_RT], cg, jc, dc, bc), fg, jr, dr, br)
+        t = gated(gated(step_time(t, ii, S[_RT]), cg, jc, dc, bc), fg, jr, dr, br)
         if p < S[_PEND]:  # a coordinate
             if compressed:
                 reads += 1
                 if mem[0]:
                     t += stall(mem, words, reads - words, False)
                     words = reads
-                jc = emit(ck, cd, ct, jc, VAL, crd[p], t)
-                jr = emit(fk, fd, ft, jr, VAL, p, t)
+                ck[jc] = VAL
+                cd[jc] = crd[p]
+                ct[jc] = t
+                jc += 1
+                fk[jr] = VAL
+                fd[jr] = p
+                ft[jr] = t
+                jr += 1
             else:
-                jc = emit(ck, cd, ct, jc, VAL, p, t)
+                ck[jc] = VAL
+                cd[jc] = p
+                ct[jc] = t
+                jc += 1
                 if S[_EMP]:
-                    jr = emit(fk, fd, ft, jr, EMPTY, 0, t)
+                    fk[jr] = EMPTY
+                    fd[jr] = 0
+                    ft[jr] = t
+                    jr += 1
                 else:
-                    jr = emit(fk, fd, ft, jr, VAL, S[_BASE] + p * S[_STRIDE], t)
+                    fk[jr] = VAL
+                    fd[jr] = S[_BASE] + p * S[_STRIDE]
+                    ft[jr] = t
+                    jr += 1
             S[_RT] = 0
             S[_P] = p + 1
         else:  # the fiber's S0
             if mem[0]:
                 t += stall(mem, words, reads - words, False)
                 words = reads
-            jc = emit(ck, cd, ct, jc, STOP, 0, t)
-            jr = emit(fk, fd, ft, jr, STOP, 0, t)
+            ck[jc] = STOP
+            cd[jc] = 0
+            ct[jc] = t
+            jc += 1
+            fk[jr] = STOP
+            fd[jr] = 0
+            ft[jr] = t
+            jr += 1
             S[_FIB] = 0
         if S[_FIRST] < 0:  # the fiber's first step consumes its reference
             S[_FIRST] = t
-            pi = take(rc, pi, t)
+            rc[pi] = t
+            pi += 1
         steps += 1
     settle(S, t, steps)
     S[READS] = reads
@@ -223,23 +253,23 @@ def _k_locate(nd, crd, ref, out, at):
     pa, ea, fa = opened(nd, crd)
     pb, eb, fb = opened(nd, ref)
     j, cap, d, b0 = out_opened(nd, out)
-    t = S[T]
-    ii = S[II]
-    steps = 0
-    status = 0
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
-        status = waits(S, 0, pa, ea, fa)
+        status = missing(pa, ea, fa)
         if status:
+            S[PORT] = 0
             break
-        status = waits(S, 1, pb, eb, fb)
+        status = missing(pb, eb, fb)
         if status:
+            S[PORT] = 1
             break
         if j >= cap:
             status = WAIT_OUT
             break
         a = ck[pa]
         b = rk[pb]
-        tn = emit_time(t, ii, max(cs[pa] + cl, rs[pb] + rl), og, j, d, b0)
+        tn = gated(step_time(t, ii, max(cs[pa] + cl, rs[pb] + rl)), og, j, d, b0)
         if a == VAL and b == VAL:
             x = cd[pa]
             if x < 0 or x >= dim:
@@ -256,9 +286,14 @@ def _k_locate(nd, crd, ref, out, at):
             status = FAIL
             break
         t = tn
-        j = emit(ok, od, ot, j, kind, data, t)
-        pa = take(cc, pa, t)
-        pb = take(rc, pb, t)
+        ok[j] = kind
+        od[j] = data
+        ot[j] = t
+        j += 1
+        cc[pa] = t
+        pa += 1
+        rc[pb] = t
+        pb += 1
         steps += 1
         if a == D_TOK:
             status = DONE
@@ -289,20 +324,19 @@ def _k_array(nd, ref, out, v):
     pi, ei, fi = opened(nd, ref)
     j, cap, d, b = out_opened(nd, out)
     nv = vals.shape[0]
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     reads = S[READS]
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
-        status = waits(S, 0, pi, ei, fi)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 0
             break
         if j >= cap:
             status = WAIT_OUT
             break
         k = rk[pi]
-        tn = emit_time(t, ii, rs[pi] + rl, og, j, d, b)
+        tn = gated(step_time(t, ii, rs[pi] + rl), og, j, d, b)
         if k == VAL:
             r = rd[pi]
             if r < 0 or r >= nv:
@@ -322,8 +356,12 @@ def _k_array(nd, ref, out, v):
             status = FAIL
             break
         t = tn
-        j = emit(ok, od, ot, j, kind, x, t)
-        pi = take(rc, pi, t)
+        ok[j] = kind
+        od[j] = x
+        ot[j] = t
+        j += 1
+        rc[pi] = t
+        pi += 1
         steps += 1
         if k == D_TOK:
             status = DONE

@@ -22,20 +22,19 @@ from .core import (
     FREE,
     II,
     NANV,
+    PORT,
     WAIT_OUT,
     NeedOracle,
     Runner,
     T,
     closed,
-    emit,
     gated,
+    missing,
     opened,
     out_closed,
     out_opened,
     settle,
     step_time,
-    take,
-    waits,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
@@ -88,15 +87,14 @@ def _k_reduce(nd, x, out, how):
     red, nan = how.red, how.nanv[0]
     pi, ei, fi = opened(nd, x)
     j, cap, d, b = out_opened(nd, out)
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     acc = F[0]
     flops = 0
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
-        status = waits(S, 0, pi, ei, fi)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 0
             break
         k = xk[pi]
         tn = step_time(t, ii, xs[pi] + xl)
@@ -110,19 +108,26 @@ def _k_reduce(nd, x, out, how):
             S[_OPEN] = 1
             flops += 1
         elif k == STOP and xd[pi] == 0:
-            j = emit(ok, od, ot, j, VAL, acc, tn)
+            ok[j] = VAL
+            od[j] = acc
+            ot[j] = tn
+            j += 1
             acc = identity(red)
             S[_OPEN] = 0
         elif k == STOP or k == D_TOK:
             if S[_OPEN]:
                 status = FAIL
                 break
-            j = emit(ok, od, ot, j, k, xd[pi] - 1 if k == STOP else 0.0, tn)
+            ok[j] = k
+            od[j] = xd[pi] - 1 if k == STOP else 0.0
+            ot[j] = tn
+            j += 1
         else:
             status = FAIL
             break
         t = tn
-        pi = take(xc, pi, t)
+        xc[pi] = t
+        pi += 1
         steps += 1
         if k == D_TOK:
             status = DONE

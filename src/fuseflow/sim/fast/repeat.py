@@ -15,19 +15,19 @@ from .core import (
     DONE,
     FAIL,
     II,
+    PORT,
     WAIT_OUT,
     NeedOracle,
     Runner,
     T,
     closed,
-    emit,
-    emit_time,
+    gated,
+    missing,
     opened,
     out_closed,
     out_opened,
     settle,
-    take,
-    waits,
+    step_time,
 )
 from .stream import DONE as D_TOK
 from .stream import REPEAT, STOP, VAL, _is_elem
@@ -40,13 +40,12 @@ def _k_repsig(nd, crd, out):
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     pi, ei, fi = opened(nd, crd)
     j, cap, d, b = out_opened(nd, out)
-    t = S[T]
-    ii = S[II]
-    steps = 0
-    status = 0
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
-        status = waits(S, 0, pi, ei, fi)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 0
             break
         if j >= cap:
             status = WAIT_OUT
@@ -59,9 +58,13 @@ def _k_repsig(nd, crd, out):
         else:
             status = FAIL
             break
-        t = emit_time(t, ii, cs[pi] + cl, og, j, d, b)
-        j = emit(ok, od, ot, j, kind, data, t)
-        pi = take(cc, pi, t)
+        t = gated(step_time(t, ii, cs[pi] + cl), og, j, d, b)
+        ok[j] = kind
+        od[j] = data
+        ot[j] = t
+        j += 1
+        cc[pi] = t
+        pi += 1
         steps += 1
         if k == D_TOK:
             status = DONE
@@ -81,28 +84,31 @@ def _k_repeat(nd, x, sig, out):
     pi, ei, fi = opened(nd, x)
     ps, es, fs = opened(nd, sig)
     j, cap, d, b = out_opened(nd, out)
-    t = S[T]
-    ii = S[II]
-    steps = 0
-    status = 0
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
-        status = waits(S, 1, ps, es, fs)
+        status = missing(ps, es, fs)
         if status:
+            S[PORT] = 1
             break
-        status = waits(S, 0, pi, ei, fi)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 0
             break
         if j >= cap:
             status = WAIT_OUT
             break
         s = sk[ps]
         h = xk[pi]
-        tn = emit_time(t, ii, max(ss[ps] + sl, xs[pi] + xl), og, j, d, b)
+        tn = gated(step_time(t, ii, max(ss[ps] + sl, xs[pi] + xl)), og, j, d, b)
         if s == REPEAT:
             if not _is_elem(h):
                 status = FAIL
                 break
-            j = emit(ok, od, ot, j, h, xd[pi], tn)
+            ok[j] = h
+            od[j] = xd[pi]
+            ot[j] = tn
+            j += 1
         elif s == STOP:
             lv = sd[ps]
             if lv == 0:
@@ -112,19 +118,28 @@ def _k_repeat(nd, x, sig, out):
             elif not (h == STOP and xd[pi] == lv - 1):
                 status = FAIL
                 break
-            pi = take(xc, pi, tn)
-            j = emit(ok, od, ot, j, STOP, lv, tn)
+            xc[pi] = tn
+            pi += 1
+            ok[j] = STOP
+            od[j] = lv
+            ot[j] = tn
+            j += 1
         elif s == D_TOK:
             if h != D_TOK:
                 status = FAIL
                 break
-            pi = take(xc, pi, tn)
-            j = emit(ok, od, ot, j, D_TOK, 0, tn)
+            xc[pi] = tn
+            pi += 1
+            ok[j] = D_TOK
+            od[j] = 0
+            ot[j] = tn
+            j += 1
         else:
             status = FAIL
             break
         t = tn
-        ps = take(sc, ps, t)
+        sc[ps] = t
+        ps += 1
         steps += 1
         if s == D_TOK:
             status = DONE

@@ -31,19 +31,18 @@ from .core import (
     II,
     NANV,
     NEED,
+    PORT,
     SEAL,
     WAIT_OUT,
     YIELD,
     T,
     closed,
-    emit,
     gated,
+    missing,
     opened,
     out_closed,
     out_opened,
     settle,
-    take,
-    waits,
 )
 from .reduce import combine, identity
 from .spacc import Accumulator, log_event
@@ -134,11 +133,9 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
     qn = S[_QN]
     ended = S[_ENDED]
     nev = S[_NEV]
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     flops = 0
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         # the step's input action: 0 none (input ended), 1 accumulate, 2 close an inner fiber,
         # 3 take an outer stop or D (queueing the fiber and the stop)
@@ -153,17 +150,20 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
                 status = DONE
                 break
         else:
-            status = waits(S, 0, po, eo, fo)
+            status = missing(po, eo, fo)
             if status:
+                S[PORT] = 0
                 break
             o = uk[po]
             rt = max(us[po] + ul, 0)
-            status = waits(S, 1, pi, ei, fi)
+            status = missing(pi, ei, fi)
             if status:
+                S[PORT] = 1
                 break
             rt = max(rt, es[pi] + el)
-            status = waits(S, 2, pv, ev_, fv)
+            status = missing(pv, ev_, fv)
             if status:
+                S[PORT] = 2
                 break
             rt = max(rt, ys[pv] + yl)
             vk = yk[pv]
@@ -261,16 +261,25 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
             if o == D_TOK:
                 ended = 1
         if action != 0:  # every input action takes the inner and value heads, all but 1 the outer
-            pi = take(ec, pi, t)
-            pv = take(yc, pv, t)
+            ec[pi] = t
+            pi += 1
+            yc[pv] = t
+            pv += 1
             if action != 1:
-                po = take(uc, po, t)
+                uc[po] = t
+                po += 1
         if emits:
             h = qk[qh]
             if log and h == VAL:
                 nev = log_event(ev, nev, 0, 0, jv, EMIT_SEALED)
-            jc = emit(ck, cd, ct, jc, h, qd[qh], t)
-            jv = emit(wk, wd, wt, jv, h, qx[qh] if h == VAL else qd[qh], t)
+            ck[jc] = h
+            cd[jc] = qd[qh]
+            ct[jc] = t
+            jc += 1
+            wk[jv] = h
+            wd[jv] = qx[qh] if h == VAL else qd[qh]
+            wt[jv] = t
+            jv += 1
             qh += 1
         steps += 1
     S[_NT] = nt

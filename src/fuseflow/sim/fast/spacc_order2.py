@@ -32,18 +32,17 @@ from .core import (
     II,
     NANV,
     NEED,
+    PORT,
     WAIT_OUT,
     YIELD,
     T,
     closed,
-    emit,
     gated,
+    missing,
     opened,
     out_closed,
     out_opened,
     settle,
-    take,
-    waits,
 )
 from .reduce import combine, identity
 from .spacc import Accumulator, log_event
@@ -108,30 +107,32 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
     nr = S[_NR]
     ne = S[_NE]
     nev = S[_NEV2]
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     flops = 0
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
-        status = waits(S, 0, po, eo, fo)
+        status = missing(po, eo, fo)
         if status:
+            S[PORT] = 0
             break
         o = uk[po]
         rt = max(us[po] + ul, 0)
         if o == VAL:
-            status = waits(S, 1, pm, em, fm)
+            status = missing(pm, em, fm)
             if status:
+                S[PORT] = 1
                 break
             mk = gk[pm]
             rt = max(rt, gs[pm] + gl)
-            status = waits(S, 2, pi, ei, fi)
+            status = missing(pi, ei, fi)
             if status:
+                S[PORT] = 2
                 break
             ik = ek[pi]
             rt = max(rt, es[pi] + el)
-            status = waits(S, 3, pv, evv, fv)
+            status = missing(pv, evv, fv)
             if status:
+                S[PORT] = 3
                 break
             if mk == VAL:
                 if not (ik == VAL or (ik == STOP and ed[pi] == 0)):
@@ -160,7 +161,7 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                 if S[_CROW] >= 0 and S[_CW1] == w1:
                     row = S[_CROW]
                 else:
-                    q = slot(rows, w1, 0)
+                    q = slot(rk1, rk2, rv, w1, 0)
                     if rv[q] < 0:
                         rk1[q] = w1
                         rk2[q] = 0
@@ -186,7 +187,7 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                             ew2[ne] = w2
                             ne += 1
                     else:
-                        q = slot(ents, w1, w2)
+                        q = slot(ek1, ek2, ev_tab, w1, w2)
                         if ev_tab[q] < 0:
                             ek1[q] = w1
                             ek2[q] = w2
@@ -203,9 +204,12 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                         nev = log_event(ev, nev, w1, w2, pv, ACC)
                     flops += 1
                 else:  # the mid coordinate's fiber ends: its row exists even if empty
-                    pm = take(gc, pm, t)
-                pi = take(ec, pi, t)
-                pv = take(yc, pv, t)
+                    gc[pm] = t
+                    pm += 1
+                ec[pi] = t
+                pi += 1
+                yc[pv] = t
+                pv += 1
             elif mk == STOP and gd[pm] == 0:
                 if not (ik == STOP and ed[pi] == 1):
                     status = FAIL
@@ -215,10 +219,14 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                     status = FAIL
                     break
                 t = max(t + ii, rt)
-                pi = take(ec, pi, t)
-                pv = take(yc, pv, t)
-                pm = take(gc, pm, t)
-                po = take(uc, po, t)
+                ec[pi] = t
+                pi += 1
+                yc[pv] = t
+                pv += 1
+                gc[pm] = t
+                pm += 1
+                uc[po] = t
+                po += 1
             else:
                 status = FAIL
                 break
@@ -228,14 +236,17 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
             if nr > 0 and not (o == STOP and on == 0) and not S[_DRAIN2]:
                 status = FAIL
                 break
-            status = waits(S, 1, pm, em, fm)
+            status = missing(pm, em, fm)
             if status:
+                S[PORT] = 1
                 break
-            status = waits(S, 2, pi, ei, fi)
+            status = missing(pi, ei, fi)
             if status:
+                S[PORT] = 2
                 break
-            status = waits(S, 3, pv, evv, fv)
+            status = missing(pv, evv, fv)
             if status:
+                S[PORT] = 3
                 break
             rt = max(rt, gs[pm] + gl)
             if not (gk[pm] == o and (o == D_TOK or gd[pm] == on + 1)):
@@ -274,19 +285,34 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                     t = gated(t, hg, jm, dm_, bm)
                 t = gated(gated(t, cg, jc, dc, bc), wg, jv, dv_, bv)
                 if ph == 0:
-                    jm = emit(hk, hd, ht, jm, VAL, d_w1[r], t)
+                    hk[jm] = VAL
+                    hd[jm] = d_w1[r]
+                    ht[jm] = t
+                    jm += 1
                     S[_DE] = d_off[r]
                     S[_DPH] = 1
                 e = S[_DE]
                 if e < d_off[r + 1]:
                     if log:
                         nev = log_event(ev, nev, d_w1[r], d_c[e], jv, EMIT)
-                    jc = emit(ck, cd, ct, jc, VAL, d_c[e], t)
-                    jv = emit(wk, wd, wt, jv, VAL, d_v[e], t)
+                    ck[jc] = VAL
+                    cd[jc] = d_c[e]
+                    ct[jc] = t
+                    jc += 1
+                    wk[jv] = VAL
+                    wd[jv] = d_v[e]
+                    wt[jv] = t
+                    jv += 1
                     S[_DE] = e + 1
                 else:
-                    jc = emit(ck, cd, ct, jc, STOP, 0, t)
-                    jv = emit(wk, wd, wt, jv, STOP, 0.0, t)
+                    ck[jc] = STOP
+                    cd[jc] = 0
+                    ct[jc] = t
+                    jc += 1
+                    wk[jv] = STOP
+                    wd[jv] = 0.0
+                    wt[jv] = t
+                    jv += 1
                     S[_DR] = r + 1
                     S[_DPH] = 0
                 steps += 1
@@ -305,13 +331,26 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
             t = gated(gated(max(t + ii, rt), hg, jm, dm_, bm), cg, jc, dc, bc)
             t = gated(t, wg, jv, dv_, bv)
             steps += 1
-            po = take(uc, po, t)
-            pm = take(gc, pm, t)
-            pi = take(ec, pi, t)
-            pv = take(yc, pv, t)
-            jm = emit(hk, hd, ht, jm, o, on if o == STOP else 0, t)
-            jc = emit(ck, cd, ct, jc, o, on + 1 if o == STOP else 0, t)
-            jv = emit(wk, wd, wt, jv, o, on + 1 if o == STOP else 0, t)
+            uc[po] = t
+            po += 1
+            gc[pm] = t
+            pm += 1
+            ec[pi] = t
+            pi += 1
+            yc[pv] = t
+            pv += 1
+            hk[jm] = o
+            hd[jm] = on if o == STOP else 0
+            ht[jm] = t
+            jm += 1
+            ck[jc] = o
+            cd[jc] = on + 1 if o == STOP else 0
+            ct[jc] = t
+            jc += 1
+            wk[jv] = o
+            wd[jv] = on + 1 if o == STOP else 0
+            wt[jv] = t
+            jv += 1
             if o == D_TOK:
                 status = DONE
                 break

@@ -10,7 +10,7 @@ drain, rows go in mid-coordinate order; a dense-table row that is at least 1/8 f
 scanning its cells (already in order), any other row's entries are sorted on their own.
 
     >>> table = HashTable.empty(8)
-    >>> q = slot(table, 5, 7)
+    >>> q = slot(*table, 5, 7)
     >>> bool(table.v[q] < 0)
     True
 """
@@ -41,9 +41,9 @@ class HashTable(NamedTuple):
 
 
 @njit(cache=True)
-def slot(table, a, b):
-    """The slot of key (a, b) in `table`: where it is, or the empty slot where it goes."""
-    hk1, hk2, hv = table
+def slot(hk1, hk2, hv, a, b):
+    """The slot of key (a, b) in a `HashTable` (its arrays: a step loop hands arrays, not records):
+    where it is, or the empty slot where it goes."""
     mask = hv.shape[0] - 1
     h = (a * -7046029254386353131) ^ (b * -4417276706812531889)
     q = (h ^ (h >> 29)) & mask
@@ -58,7 +58,7 @@ def rehash(old, new, slots):
     hk1, hk2, hv = old
     for q in range(hv.shape[0]):
         if hv[q] >= 0:
-            s = slot(new, hk1[q], hk2[q])
+            s = slot(new.k1, new.k2, new.v, hk1[q], hk2[q])
             new.k1[s] = hk1[q]
             new.k2[s] = hk2[q]
             new.v[s] = hv[q]
@@ -79,7 +79,7 @@ def to_hash(mp, ne, width):
     rw1, erow, ew2, ex, ents = mp.rw1, mp.erow, mp.ew2, mp.ex, mp.ents
     for e in range(ne):
         ex[e] = mp.dval[erow[e] * width + ew2[e]]
-        q = slot(ents, rw1[erow[e]], ew2[e])
+        q = slot(ents.k1, ents.k2, ents.v, rw1[erow[e]], ew2[e])
         ents.k1[q] = rw1[erow[e]]
         ents.k2[q] = ew2[e]
         ents.v[q] = e

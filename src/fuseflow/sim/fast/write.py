@@ -24,18 +24,18 @@ from .core import (
     GROW,
     II,
     NEED,
+    PORT,
     WORDS,
     WRITES,
     NeedOracle,
     Runner,
     T,
     closed,
+    missing,
     opened,
     settle,
     stall,
     step_time,
-    take,
-    waits,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
@@ -60,17 +60,16 @@ def _k_level_write(nd, x, lv):
     xk, xd, xs, xc, xl = x.kind, x.data, x.sent, x.cons, x.lat
     crd, seg, compressed, has_dim, dim, mem = lv
     pi, ei, fi = opened(nd, x)
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     nc = S[_NC]
     ns = S[_NS]
     count = S[_COUNT]
     writes = S[WRITES]
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
-        status = waits(S, 0, pi, ei, fi)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 0
             break
         if nc >= crd.shape[0] or ns >= seg.shape[0]:
             status = GROW
@@ -111,7 +110,8 @@ def _k_level_write(nd, x, lv):
             status = FAIL
             break
         t = tn
-        pi = take(xc, pi, t)
+        xc[pi] = t
+        pi += 1
         steps += 1
         if k == D_TOK:
             status = DONE
@@ -139,15 +139,14 @@ def _k_value_write(nd, x, buf):
     xk, xd, xs, xc, xl = x.kind, x.data, x.sent, x.cons, x.lat
     vals, mem, w = buf
     pi, ei, fi = opened(nd, x)
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     nv = S[_NC]
     words = S[WORDS]
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
-        status = waits(S, 0, pi, ei, fi)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 0
             break
         if nv >= vals.shape[0]:
             status = GROW
@@ -165,7 +164,8 @@ def _k_value_write(nd, x, buf):
             status = FAIL
             break
         t = tn
-        pi = take(xc, pi, t)
+        xc[pi] = t
+        pi += 1
         steps += 1
         if k == D_TOK:
             status = DONE
