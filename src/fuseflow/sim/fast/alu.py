@@ -36,7 +36,6 @@ from .core import (
     out_closed,
     out_opened,
     settle,
-    step_time,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
@@ -148,23 +147,25 @@ class AluOp(NamedTuple):
 @njit(cache=True)
 def _k_alu(nd, a_in, b_in, c_in, out, how):
     S = nd.S
-    uk, ud, us, uc, ul = a_in.kind, a_in.data, a_in.sent, a_in.cons, a_in.lat
-    bk, bd, bs, bc, bl = b_in.kind, b_in.data, b_in.sent, b_in.cons, b_in.lat
-    ck, cd, cs, cc, cl = c_in.kind, c_in.data, c_in.sent, c_in.cons, c_in.lat
+    ak, ad, a_s, acons = a_in.kind, a_in.data, a_in.sent, a_in.cons
+    bk, bd, b_s, bcons = b_in.kind, b_in.data, b_in.sent, b_in.cons
+    ck_, cd, c_s, ccons = c_in.kind, c_in.data, c_in.sent, c_in.cons
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
-    nin, op, has_scalar, scalar, spos = how.nin, how.op, how.has_scalar, how.scalar, how.spos
-    nan = how.nanv[0]
-    pa, ea, fa = opened(nd, a_in)
-    pb, eb, fb = pa, ea, fa
-    pc, ec, fc = pa, ea, fa
+    nin, op, has_scalar, scalar, spos, nanv = how
+    nan = nanv[0]
+    pa, ea, fa, al = opened(nd, a_in)
+    pb, eb, fb, bl = pa, ea, fa, al
+    pc, ec, fc, cl = pa, ea, fa, al
     if nin >= 2:
-        pb, eb, fb = opened(nd, b_in)
+        pb, eb, fb, bl = opened(nd, b_in)
     if nin >= 3:
-        pc, ec, fc = opened(nd, c_in)
+        pc, ec, fc, cl = opened(nd, c_in)
     j, cap, d, base = out_opened(nd, out)
-    t, ii = S[T], S[II]
+    t = S[T]
+    ii = S[II]
     flops = 0
-    steps = status = 0
+    steps = 0
+    status = 0
     while True:
         status = missing(pa, ea, fa)
         if status:
@@ -183,21 +184,21 @@ def _k_alu(nd, a_in, b_in, c_in, out, how):
         if j >= cap:
             status = WAIT_OUT
             break
-        rt = us[pa] + ul
-        a = uk[pa]
+        rt = max(a_s[pa] + al, 0)
+        a = ak[pa]
         b = VAL
         c = VAL
         if nin >= 2:
             b = bk[pb]
-            rt = max(rt, bs[pb] + bl)
+            rt = max(rt, b_s[pb] + bl)
         if nin >= 3:
-            c = ck[pc]
-            rt = max(rt, cs[pc] + cl)
+            c = ck_[pc]
+            rt = max(rt, c_s[pc] + cl)
         if op != _COALESCE and _is_elem(a) and _is_elem(b) and _is_elem(c):
             if op == _CONST:
                 res = scalar
             else:
-                x0 = float(ud[pa]) if a == VAL else 0.0
+                x0 = float(ad[pa]) if a == VAL else 0.0
                 x1 = 0.0
                 x2 = 0.0
                 if nin >= 2:
@@ -216,33 +217,34 @@ def _k_alu(nd, a_in, b_in, c_in, out, how):
                         x2 = scalar
                 res = alu_op(op, x0, x1, x2, nan)
             flops += 1
-            kind = VAL
+            ok[j] = VAL
+            od[j] = res
         elif op == _COALESCE and _is_elem(a):  # coalesce: N -> the scalar, values pass (no flop)
-            kind, res = VAL, (scalar if a == EMPTY else float(ud[pa]))
+            ok[j] = VAL
+            od[j] = scalar if a == EMPTY else float(ad[pa])
         else:
             if a == REPEAT:
                 status = FAIL
                 break
-            lv = ud[pa]
+            lv = ad[pa]
             if nin >= 2 and not (b == a and (a != STOP or bd[pb] == lv) and a != VAL):
                 status = FAIL
                 break
             if nin >= 3 and not (c == a and (a != STOP or cd[pc] == lv) and a != VAL):
                 status = FAIL
                 break
-            kind, res = a, (float(lv) if a == STOP else 0.0)
-        t = gated(step_time(t, ii, rt), og, j, d, base)
-        ok[j] = kind
-        od[j] = res
+            ok[j] = a
+            od[j] = lv if a == STOP else 0.0
+        t = gated(max(t + ii, rt), og, j, d, base)
         ot[j] = t
         j += 1
-        uc[pa] = t
+        acons[pa] = t
         pa += 1
         if nin >= 2:
-            bc[pb] = t
+            bcons[pb] = t
             pb += 1
         if nin >= 3:
-            cc[pc] = t
+            ccons[pc] = t
             pc += 1
         steps += 1
         if a == D_TOK:

@@ -157,13 +157,14 @@ def window(nd, c, r):
 
 @njit(inline="always")
 def opened(nd, p):
-    """`window` of input port p (an `In`)."""
-    return window(nd, p.ch, p.rd)
+    """`window` of input port p (an `In`), and its latency: (position, end, final, latency)."""
+    pos, end, final = window(nd, p.ch, p.rd)
+    return pos, end, final, p.lat
 
 
 @njit(inline="always")
 def opened_lane(nd, g, i):
-    """`window` of input i of g (an `Ins`)."""
+    """`window` of input i of g (an `Ins`; its latencies are the array g.lat)."""
     return window(nd, g.ch[i], g.rd[i])
 
 

@@ -29,7 +29,6 @@ from .core import (
     out_closed,
     out_opened,
     settle,
-    step_time,
 )
 from .stream import DONE as D_TOK
 from .stream import STOP, VAL
@@ -41,16 +40,18 @@ _STARTED = FREE  # the current inner fiber emitted its outer coordinate
 def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
     """A step needs room only on the outputs it emits on."""
     S = nd.S
-    uk, ud, us, uc, ul = outer.kind, outer.data, outer.sent, outer.cons, outer.lat
-    ek, ed, es, ec, el = inner.kind, inner.data, inner.sent, inner.cons, inner.lat
-    qk, qd, qt, qg = outer_o.kind, outer_o.data, outer_o.sent, outer_o.gate
-    wk, wd, wt, wg = inner_o.kind, inner_o.data, inner_o.sent, inner_o.gate
-    po, eo, fo = opened(nd, outer)
-    pi, ei, fi = opened(nd, inner)
+    ko, do, o_s, ocons = outer.kind, outer.data, outer.sent, outer.cons
+    ki, di, i_s, icons = inner.kind, inner.data, inner.sent, inner.cons
+    ook, ood, oot, oog = outer_o.kind, outer_o.data, outer_o.sent, outer_o.gate
+    oik, oid, oit, oig = inner_o.kind, inner_o.data, inner_o.sent, inner_o.gate
+    po, eo, fo, ol = opened(nd, outer)
+    pi, ei, fi, il = opened(nd, inner)
     jo, capo, do_, bo = out_opened(nd, outer_o)
     ji, capi, di_, bi = out_opened(nd, inner_o)
-    t, ii = S[T], S[II]
-    steps = status = 0
+    t = S[T]
+    ii = S[II]
+    steps = 0
+    status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
@@ -60,64 +61,64 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
         if status:
             S[PORT] = 0
             break
-        ik = ek[pi]
-        o = uk[po]
-        inner_s0 = ik == STOP and ed[pi] == 0
+        ik = ki[pi]
+        o = ko[po]
+        inner_s0 = ik == STOP and di[pi] == 0
         emit_o = not inner_s0 and (ik != VAL or not S[_STARTED])
         emit_i = not inner_s0 or S[_STARTED]
         if (emit_o and jo >= capo) or (emit_i and ji >= capi):
             status = WAIT_OUT
             break
-        tn = step_time(t, ii, max(es[pi] + el, us[po] + ul))
+        tn = max(t + ii, max(i_s[pi] + il, o_s[po] + ol, 0))
         if emit_o:
-            tn = gated(tn, qg, jo, do_, bo)
+            tn = gated(tn, oog, jo, do_, bo)
         if emit_i:
-            tn = gated(tn, wg, ji, di_, bi)
+            tn = gated(tn, oig, ji, di_, bi)
         if ik == VAL:
             if o != VAL:
                 status = FAIL
                 break
             if not S[_STARTED]:
-                qk[jo] = VAL
-                qd[jo] = ud[po]
-                qt[jo] = tn
+                ook[jo] = VAL
+                ood[jo] = do[po]
+                oot[jo] = tn
                 jo += 1
                 S[_STARTED] = 1
-            wk[ji] = VAL
-            wd[ji] = ed[pi]
-            wt[ji] = tn
+            icons[pi] = tn
+            oik[ji] = VAL
+            oid[ji] = di[pi]
+            oit[ji] = tn
             ji += 1
-            ec[pi] = tn
             pi += 1
-        elif inner_s0:
+        elif ik == STOP and di[pi] == 0:
             if o != VAL:
                 status = FAIL
                 break
-            if S[_STARTED]:
-                wk[ji] = STOP
-                wd[ji] = 0
-                wt[ji] = tn
-                ji += 1
-            uc[po] = tn
+            ocons[po] = tn
+            icons[pi] = tn
             po += 1
-            ec[pi] = tn
+            if S[_STARTED]:
+                oik[ji] = STOP
+                oid[ji] = 0
+                oit[ji] = tn
+                ji += 1
             pi += 1
             S[_STARTED] = 0
         elif ik == STOP or ik == D_TOK:
-            if not (o == ik and (ik == D_TOK or ud[po] == ed[pi] - 1)):
+            if not (o == ik and (ik == D_TOK or do[po] == di[pi] - 1)):
                 status = FAIL
                 break
-            qk[jo] = o
-            qd[jo] = ud[po]
-            qt[jo] = tn
+            ocons[po] = tn
+            icons[pi] = tn
+            ook[jo] = o
+            ood[jo] = do[po]
+            oot[jo] = tn
             jo += 1
-            wk[ji] = ik
-            wd[ji] = ed[pi]
-            wt[ji] = tn
+            oik[ji] = ik
+            oid[ji] = di[pi]
+            oit[ji] = tn
             ji += 1
-            uc[po] = tn
             po += 1
-            ec[pi] = tn
             pi += 1
         else:
             status = FAIL

@@ -50,10 +50,10 @@ def _k_copy(nd, x, outs, deal):
     """broadcast (deal False: every token to every output) and fork (deal True: elements
     round-robin, stops and D to every lane); outs: the k outputs (`Outs`)."""
     S = nd.S
-    xk, xd, xs, xc, xl = x.kind, x.data, x.sent, x.cons, x.lat
+    xk, xd, xs, xc = x.kind, x.data, x.sent, x.cons
     ok, od, ot, og = outs.kind, outs.data, outs.sent, outs.gate
     k = len(ok)
-    pi, ei, fi = opened(nd, x)
+    pi, ei, fi, xl = opened(nd, x)
     jo = np.empty(k, dtype=np.int64)
     cap = np.empty(k, dtype=np.int64)
     dep = np.empty(k, dtype=np.int64)

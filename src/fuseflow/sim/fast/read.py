@@ -21,6 +21,7 @@ from .core import (
     II,
     PORT,
     READS,
+    STEPS,
     WAIT_OUT,
     WORDS,
     NeedOracle,
@@ -34,7 +35,6 @@ from .core import (
     out_opened,
     settle,
     stall,
-    step_time,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL, _is_elem
@@ -53,12 +53,13 @@ def _k_root(nd, out):
         if j >= cap:
             status = WAIT_OUT
             break
-        t = gated(step_time(S[T], S[II], 0), og, j, d, b)
+        t = gated(max(S[T] + S[II], 0), og, j, d, b)
         ok[j] = VAL if S[FREE] == 0 else D_TOK
         od[j] = 0
         ot[j] = t
         j += 1
-        settle(S, t, 1)
+        S[T] = t
+        S[STEPS] += 1
         S[FREE] += 1
     out_closed(nd, out.ch, j)
     return status
@@ -83,44 +84,46 @@ class ScanLevel(NamedTuple):
 
 
 @njit(cache=True)
-def _window_range(S, lv):
+def _window_range(S, level):
     """Narrow the fiber's positions [_FS, _FE) to window range _WIX: coordinates in
     [wlo, whi) (a binary search in a compressed fiber's sorted coordinates)."""
     w = S[_WIX]
     fs, fe = S[_FS], S[_FE]
-    if lv.compressed:
-        S[_P] = fs + np.searchsorted(lv.crd[fs:fe], lv.wlo[w])
-        S[_PEND] = fs + np.searchsorted(lv.crd[fs:fe], lv.whi[w])
+    if level.compressed:
+        S[_P] = fs + np.searchsorted(level.crd[fs:fe], level.wlo[w])
+        S[_PEND] = fs + np.searchsorted(level.crd[fs:fe], level.whi[w])
     else:
-        S[_P] = min(max(lv.wlo[w], fs), fe)
-        S[_PEND] = max(min(lv.whi[w], fe), S[_P])
+        S[_P] = min(max(level.wlo[w], fs), fe)
+        S[_PEND] = max(min(level.whi[w], fe), S[_P])
 
 
 @njit(cache=True)
-def _k_scan(nd, ref, crd_o, ref_o, lv):
+def _k_scan(nd, ref, crd_o, ref_o, level):
     """The reference is consumed at the fiber's first step (its consume time S[_FIRST])."""
     S = nd.S
-    rk, rd, rs, rc, rl = ref.kind, ref.data, ref.sent, ref.cons, ref.lat
+    ik, idat, isent, icons = ref.kind, ref.data, ref.sent, ref.cons
     ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
-    fk, fd, ft, fg = ref_o.kind, ref_o.data, ref_o.sent, ref_o.gate
-    compressed, dim, seg, crd, mem, stride, wlo = lv.compressed, lv.dim, lv.seg, lv.crd, lv.mem, lv.stride, lv.wlo
-    pi, ei, fi = opened(nd, ref)
+    rk, rd, rt_, rg = ref_o.kind, ref_o.data, ref_o.sent, ref_o.gate
+    compressed, dim, seg, crd, mem, stride, wlo, whi = level
+    pi, ei, fi, lat = opened(nd, ref)
     jc, capc, dc, bc = out_opened(nd, crd_o)
     jr, capr, dr, br = out_opened(nd, ref_o)
     nseg = seg.shape[0] - 1
-    t, ii = S[T], S[II]
+    t = S[T]
+    ii = S[II]
     reads = S[READS]
     words = S[WORDS]
-    steps = status = 0
+    steps = 0
+    status = 0
     while True:
         if S[_FIB] == 0:  # the next reference
             status = missing(pi, ei, fi)
             if status:
                 S[PORT] = 0
                 break
-            k = rk[pi]
+            k = ik[pi]
             if k == VAL:
-                r = rd[pi]
+                r = idat[pi]
                 if compressed:
                     if r < 0 or r >= nseg:
                         status = FAIL
@@ -142,19 +145,19 @@ def _k_scan(nd, ref, crd_o, ref_o, lv):
                 if jc >= capc or jr >= capr:
                     status = WAIT_OUT
                     break
-                t = gated(gated(step_time(t, ii, rs[pi] + rl), cg, jc, dc, bc), fg, jr, dr, br)
+                t = gated(gated(max(t + ii, max(isent[pi] + lat, 0)), cg, jc, dc, bc), rg, jr, dr, br)
                 if mem[0]:
                     t += stall(mem, words, 0, k == D_TOK)
-                level = rd[pi] + 1 if k == STOP else 0
+                lv = idat[pi] + 1 if k == STOP else 0
                 ck[jc] = k
-                cd[jc] = level
+                rk[jr] = k
+                cd[jc] = lv
+                rd[jr] = lv
                 ct[jc] = t
+                rt_[jr] = t
                 jc += 1
-                fk[jr] = k
-                fd[jr] = level
-                ft[jr] = t
                 jr += 1
-                rc[pi] = t
+                icons[pi] = t
                 pi += 1
                 steps += 1
                 if k == D_TOK:
@@ -166,68 +169,69 @@ def _k_scan(nd, ref, crd_o, ref_o, lv):
                 break
             S[_FIB] = 1
             S[_FIRST] = -1
-            S[_RT] = max(rs[pi] + rl, 0)
+            S[_RT] = max(isent[pi] + lat, 0)
             if wlo.shape[0] and k == VAL:  # a partitioned run: the window's first range
                 S[_WIX], S[_FS], S[_FE] = 0, S[_P], S[_PEND]
-                _window_range(S, lv)
+                _window_range(S, level)
         if jc >= capc or jr >= capr:
             status = WAIT_OUT
             break
         p = S[_P]
         if p >= S[_PEND] and wlo.shape[0] and S[_EMP] == 0 and S[_WIX] + 1 < wlo.shape[0]:
             S[_WIX] += 1  # the window's next range
-            _window_range(S, lv)
+            _window_range(S, level)
             continue
-        t = gated(gated(step_time(t, ii, S[_RT]), cg, jc, dc, bc), fg, jr, dr, br)
         if p < S[_PEND]:  # a coordinate
             if compressed:
                 reads += 1
+                t = gated(gated(max(t + ii, S[_RT]), cg, jc, dc, bc), rg, jr, dr, br)
                 if mem[0]:
                     t += stall(mem, words, reads - words, False)
                     words = reads
                 ck[jc] = VAL
                 cd[jc] = crd[p]
-                ct[jc] = t
-                jc += 1
-                fk[jr] = VAL
-                fd[jr] = p
-                ft[jr] = t
-                jr += 1
+                rk[jr] = VAL
+                rd[jr] = p
             else:
+                t = gated(gated(max(t + ii, S[_RT]), cg, jc, dc, bc), rg, jr, dr, br)
                 ck[jc] = VAL
                 cd[jc] = p
-                ct[jc] = t
-                jc += 1
                 if S[_EMP]:
-                    fk[jr] = EMPTY
-                    fd[jr] = 0
-                    ft[jr] = t
-                    jr += 1
+                    rk[jr] = EMPTY
+                    rd[jr] = 0
                 else:
-                    fk[jr] = VAL
-                    fd[jr] = S[_BASE] + p * S[_STRIDE]
-                    ft[jr] = t
-                    jr += 1
+                    rk[jr] = VAL
+                    rd[jr] = S[_BASE] + p * S[_STRIDE]
             S[_RT] = 0
+            if S[_FIRST] < 0:  # the fiber's first step consumes its reference
+                S[_FIRST] = t
+                icons[pi] = t
+                pi += 1
+            ct[jc] = t
+            rt_[jr] = t
+            jc += 1
+            jr += 1
             S[_P] = p + 1
+            steps += 1
         else:  # the fiber's S0
+            t = gated(gated(max(t + ii, S[_RT]), cg, jc, dc, bc), rg, jr, dr, br)
             if mem[0]:
                 t += stall(mem, words, reads - words, False)
                 words = reads
+            if S[_FIRST] < 0:
+                S[_FIRST] = t
+                icons[pi] = t
+                pi += 1
             ck[jc] = STOP
+            rk[jr] = STOP
             cd[jc] = 0
+            rd[jr] = 0
             ct[jc] = t
+            rt_[jr] = t
             jc += 1
-            fk[jr] = STOP
-            fd[jr] = 0
-            ft[jr] = t
             jr += 1
             S[_FIB] = 0
-        if S[_FIRST] < 0:  # the fiber's first step consumes its reference
-            S[_FIRST] = t
-            rc[pi] = t
-            pi += 1
-        steps += 1
+            steps += 1
     settle(S, t, steps)
     S[READS] = reads
     S[WORDS] = words
@@ -246,15 +250,17 @@ class Locating(NamedTuple):
 @njit(cache=True)
 def _k_locate(nd, crd, ref, out, at):
     S = nd.S
-    ck, cd, cs, cc, cl = crd.kind, crd.data, crd.sent, crd.cons, crd.lat
-    rk, rd, rs, rc, rl = ref.kind, ref.data, ref.sent, ref.cons, ref.lat
+    ak, ad, a_s, acons = crd.kind, crd.data, crd.sent, crd.cons
+    bk, bd, b_s, bcons = ref.kind, ref.data, ref.sent, ref.cons
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
-    dim, stride = at.dim, at.stride
-    pa, ea, fa = opened(nd, crd)
-    pb, eb, fb = opened(nd, ref)
+    dim, stride = at
+    pa, ea, fa, al = opened(nd, crd)
+    pb, eb, fb, bl = opened(nd, ref)
     j, cap, d, b0 = out_opened(nd, out)
-    t, ii = S[T], S[II]
-    steps = status = 0
+    t = S[T]
+    ii = S[II]
+    steps = 0
+    status = 0
     while True:
         status = missing(pa, ea, fa)
         if status:
@@ -267,32 +273,34 @@ def _k_locate(nd, crd, ref, out, at):
         if j >= cap:
             status = WAIT_OUT
             break
-        a = ck[pa]
-        b = rk[pb]
-        tn = gated(step_time(t, ii, max(cs[pa] + cl, rs[pb] + rl)), og, j, d, b0)
+        a = ak[pa]
+        b = bk[pb]
+        tn = gated(max(t + ii, max(a_s[pa] + al, b_s[pb] + bl, 0)), og, j, d, b0)
         if a == VAL and b == VAL:
-            x = cd[pa]
+            x = ad[pa]
             if x < 0 or x >= dim:
                 status = FAIL
                 break
-            kind, data = VAL, (rd[pb] * dim + x if stride == 0 else rd[pb] + x * stride)
+            ok[j] = VAL
+            od[j] = bd[pb] * dim + x if stride == 0 else bd[pb] + x * stride
         elif _is_elem(a) and _is_elem(b):
-            kind, data = EMPTY, 0
-        elif a == STOP and b == STOP and cd[pa] == rd[pb]:
-            kind, data = STOP, cd[pa]
+            ok[j] = EMPTY
+            od[j] = 0
+        elif a == STOP and b == STOP and ad[pa] == bd[pb]:
+            ok[j] = STOP
+            od[j] = ad[pa]
         elif a == D_TOK and b == D_TOK:
-            kind, data = D_TOK, 0
+            ok[j] = D_TOK
+            od[j] = 0
         else:
             status = FAIL
             break
         t = tn
-        ok[j] = kind
-        od[j] = data
         ot[j] = t
         j += 1
-        cc[pa] = t
+        acons[pa] = t
+        bcons[pb] = t
         pa += 1
-        rc[pb] = t
         pb += 1
         steps += 1
         if a == D_TOK:
@@ -318,15 +326,17 @@ class Values(NamedTuple):
 def _k_array(nd, ref, out, v):
     """Value reads; with tiles `vals` are the stored tiles' numbers (the runner fills the tiles)."""
     S = nd.S
-    rk, rd, rs, rc, rl = ref.kind, ref.data, ref.sent, ref.cons, ref.lat
+    ik, idat, isent, icons = ref.kind, ref.data, ref.sent, ref.cons
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
-    vals, mem, w = v.vals, v.mem, v.words
-    pi, ei, fi = opened(nd, ref)
+    vals, fill, mem, w = v
+    pi, ei, fi, lat = opened(nd, ref)
     j, cap, d, b = out_opened(nd, out)
     nv = vals.shape[0]
-    t, ii = S[T], S[II]
+    t = S[T]
+    ii = S[II]
     reads = S[READS]
-    steps = status = 0
+    steps = 0
+    status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
@@ -335,32 +345,33 @@ def _k_array(nd, ref, out, v):
         if j >= cap:
             status = WAIT_OUT
             break
-        k = rk[pi]
-        tn = gated(step_time(t, ii, rs[pi] + rl), og, j, d, b)
+        k = ik[pi]
+        tn = gated(max(t + ii, max(isent[pi] + lat, 0)), og, j, d, b)
         if k == VAL:
-            r = rd[pi]
+            r = idat[pi]
             if r < 0 or r >= nv:
                 status = FAIL
                 break
             reads += w
             if mem[0]:
                 tn += stall(mem, reads - w, w, False)
-            kind, x = VAL, vals[r]
+            ok[j] = VAL
+            od[j] = vals[r]
         elif k == EMPTY:
-            kind, x = VAL, v.fill
+            ok[j] = VAL
+            od[j] = fill
         elif k == STOP or k == D_TOK:
             if mem[0]:
                 tn += stall(mem, reads, 0, k == D_TOK)
-            kind, x = k, float(rd[pi])
+            ok[j] = k
+            od[j] = idat[pi]
         else:
             status = FAIL
             break
         t = tn
-        ok[j] = kind
-        od[j] = x
         ot[j] = t
         j += 1
-        rc[pi] = t
+        icons[pi] = t
         pi += 1
         steps += 1
         if k == D_TOK:

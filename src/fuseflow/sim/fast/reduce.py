@@ -34,7 +34,6 @@ from .core import (
     out_closed,
     out_opened,
     settle,
-    step_time,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
@@ -79,35 +78,40 @@ class Reduction(NamedTuple):
 
 
 @njit(cache=True)
-def _k_reduce(nd, x, out, how):
+def _k_reduce(nd, val, out, how):
     """F[0] holds the open fiber's accumulator; a step emits only on a stop or D."""
-    S, F = nd.S, nd.F
-    xk, xd, xs, xc, xl = x.kind, x.data, x.sent, x.cons, x.lat
+    S = nd.S
+    F = nd.F
+    ik, idat, isent, icons = val.kind, val.data, val.sent, val.cons
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
-    red, nan = how.red, how.nanv[0]
-    pi, ei, fi = opened(nd, x)
+    red, nanv = how
+    nan = nanv[0]
+    pi, ei, fi, lat = opened(nd, val)
     j, cap, d, b = out_opened(nd, out)
-    t, ii = S[T], S[II]
+    t = S[T]
+    ii = S[II]
     acc = F[0]
     flops = 0
-    steps = status = 0
+    steps = 0
+    status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
             S[PORT] = 0
             break
-        k = xk[pi]
-        tn = step_time(t, ii, xs[pi] + xl)
+        k = ik[pi]
+        tn = max(t + ii, max(isent[pi] + lat, 0))
         if k == STOP or k == D_TOK:
             if j >= cap:
                 status = WAIT_OUT
                 break
             tn = gated(tn, og, j, d, b)
         if k == VAL or k == EMPTY:
-            acc = combine(red, acc, float(xd[pi]) if k == VAL else 0.0, nan)
+            x = float(idat[pi]) if k == VAL else 0.0
+            acc = combine(red, acc, x, nan)
             S[_OPEN] = 1
             flops += 1
-        elif k == STOP and xd[pi] == 0:
+        elif k == STOP and idat[pi] == 0:
             ok[j] = VAL
             od[j] = acc
             ot[j] = tn
@@ -119,14 +123,14 @@ def _k_reduce(nd, x, out, how):
                 status = FAIL
                 break
             ok[j] = k
-            od[j] = xd[pi] - 1 if k == STOP else 0.0
+            od[j] = idat[pi] - 1 if k == STOP else 0.0
             ot[j] = tn
             j += 1
         else:
             status = FAIL
             break
         t = tn
-        xc[pi] = t
+        icons[pi] = t
         pi += 1
         steps += 1
         if k == D_TOK:
@@ -136,7 +140,7 @@ def _k_reduce(nd, x, out, how):
     settle(S, t, steps)
     S[FLOPS] += flops
     out_closed(nd, out.ch, j)
-    closed(nd, x, pi)
+    closed(nd, val, pi)
     return status
 
 

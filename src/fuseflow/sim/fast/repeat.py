@@ -27,7 +27,6 @@ from .core import (
     out_closed,
     out_opened,
     settle,
-    step_time,
 )
 from .stream import DONE as D_TOK
 from .stream import REPEAT, STOP, VAL, _is_elem
@@ -36,12 +35,14 @@ from .stream import REPEAT, STOP, VAL, _is_elem
 @njit(cache=True)
 def _k_repsig(nd, crd, out):
     S = nd.S
-    ck, cd, cs, cc, cl = crd.kind, crd.data, crd.sent, crd.cons, crd.lat
+    ik, idat, isent, icons = crd.kind, crd.data, crd.sent, crd.cons
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
-    pi, ei, fi = opened(nd, crd)
+    pi, ei, fi, lat = opened(nd, crd)
     j, cap, d, b = out_opened(nd, out)
-    t, ii = S[T], S[II]
-    steps = status = 0
+    t = S[T]
+    ii = S[II]
+    steps = 0
+    status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
@@ -50,20 +51,20 @@ def _k_repsig(nd, crd, out):
         if j >= cap:
             status = WAIT_OUT
             break
-        k = ck[pi]
+        k = ik[pi]
         if k == VAL or k == 2:  # an element (Val or N)
-            kind, data = REPEAT, 0
+            ok[j] = REPEAT
+            od[j] = 0
         elif k == STOP or k == D_TOK:
-            kind, data = k, (int(cd[pi]) if k == STOP else 0)
+            ok[j] = k
+            od[j] = int(idat[pi]) if k == STOP else 0
         else:
             status = FAIL
             break
-        t = gated(step_time(t, ii, cs[pi] + cl), og, j, d, b)
-        ok[j] = kind
-        od[j] = data
+        t = gated(max(t + ii, max(isent[pi] + lat, 0)), og, j, d, b)
         ot[j] = t
         j += 1
-        cc[pi] = t
+        icons[pi] = t
         pi += 1
         steps += 1
         if k == D_TOK:
@@ -78,14 +79,16 @@ def _k_repsig(nd, crd, out):
 @njit(cache=True)
 def _k_repeat(nd, x, sig, out):
     S = nd.S
-    xk, xd, xs, xc, xl = x.kind, x.data, x.sent, x.cons, x.lat
-    sk, sd, ss, sc, sl = sig.kind, sig.data, sig.sent, sig.cons, sig.lat
+    ik, idat, isent, icons = x.kind, x.data, x.sent, x.cons
+    sk, sd, s_s, scons = sig.kind, sig.data, sig.sent, sig.cons
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
-    pi, ei, fi = opened(nd, x)
-    ps, es, fs = opened(nd, sig)
+    pi, ei, fi, il = opened(nd, x)
+    ps, es, fs, sl = opened(nd, sig)
     j, cap, d, b = out_opened(nd, out)
-    t, ii = S[T], S[II]
-    steps = status = 0
+    t = S[T]
+    ii = S[II]
+    steps = 0
+    status = 0
     while True:
         status = missing(ps, es, fs)
         if status:
@@ -99,46 +102,42 @@ def _k_repeat(nd, x, sig, out):
             status = WAIT_OUT
             break
         s = sk[ps]
-        h = xk[pi]
-        tn = gated(step_time(t, ii, max(ss[ps] + sl, xs[pi] + xl)), og, j, d, b)
+        h = ik[pi]
+        tn = gated(max(t + ii, max(s_s[ps] + sl, isent[pi] + il, 0)), og, j, d, b)
         if s == REPEAT:
             if not _is_elem(h):
                 status = FAIL
                 break
             ok[j] = h
-            od[j] = xd[pi]
-            ot[j] = tn
-            j += 1
+            od[j] = idat[pi]
         elif s == STOP:
             lv = sd[ps]
             if lv == 0:
                 if not _is_elem(h):
                     status = FAIL
                     break
-            elif not (h == STOP and xd[pi] == lv - 1):
+            elif not (h == STOP and idat[pi] == lv - 1):
                 status = FAIL
                 break
-            xc[pi] = tn
+            icons[pi] = tn
             pi += 1
             ok[j] = STOP
             od[j] = lv
-            ot[j] = tn
-            j += 1
         elif s == D_TOK:
             if h != D_TOK:
                 status = FAIL
                 break
-            xc[pi] = tn
+            icons[pi] = tn
             pi += 1
             ok[j] = D_TOK
             od[j] = 0
-            ot[j] = tn
-            j += 1
         else:
             status = FAIL
             break
         t = tn
-        sc[ps] = t
+        ot[j] = t
+        j += 1
+        scons[ps] = t
         ps += 1
         steps += 1
         if s == D_TOK:

@@ -115,16 +115,16 @@ def _drain1(mp, nt, m, at):
 @njit(cache=True)
 def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
     S = nd.S
-    uk, ud, us, uc, ul = outer.kind, outer.data, outer.sent, outer.cons, outer.lat
-    ek, ed, es, ec, el = inner.kind, inner.data, inner.sent, inner.cons, inner.lat
-    yk, yd, ys, yc, yl = val.kind, val.data, val.sent, val.cons, val.lat
+    ko, do, o_s, ocons = outer.kind, outer.data, outer.sent, outer.cons
+    ki, di, i_s, icons = inner.kind, inner.data, inner.sent, inner.cons
+    kv, dv, v_s, vcons = val.kind, val.data, val.sent, val.cons
     ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
-    wk, wd, wt, wg = val_o.kind, val_o.data, val_o.sent, val_o.gate
-    red, nan, tbl, present, touched, xk, xv = mp.red, mp.nanv[0], mp.tbl, mp.present, mp.touched, mp.xk, mp.xv
-    qk, qd, qx, log, ev = mp.qk, mp.qd, mp.qx, mp.log, mp.ev
-    po, eo, fo = opened(nd, outer)
-    pi, ei, fi = opened(nd, inner)
-    pv, ev_, fv = opened(nd, val)
+    vk_, vd, vt, vg = val_o.kind, val_o.data, val_o.sent, val_o.gate
+    red, nanv, tbl, present, touched, xk, xv, qk, qd, qx, log, ev = mp
+    nan = nanv[0]
+    po, eo, fo, ol = opened(nd, outer)
+    pi, ei, fi, il = opened(nd, inner)
+    pv, ev_, fv, vl = opened(nd, val)
     jc, capc, dc, bc = out_opened(nd, crd_o)
     jv, capv, dv_, bv = out_opened(nd, val_o)
     nt = S[_NT]
@@ -133,9 +133,11 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
     qn = S[_QN]
     ended = S[_ENDED]
     nev = S[_NEV]
-    t, ii = S[T], S[II]
+    t = S[T]
+    ii = S[II]
     flops = 0
-    steps = status = 0
+    steps = 0
+    status = 0
     while True:
         # the step's input action: 0 none (input ended), 1 accumulate, 2 close an inner fiber,
         # 3 take an outer stop or D (queueing the fiber and the stop)
@@ -154,26 +156,25 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
             if status:
                 S[PORT] = 0
                 break
-            o = uk[po]
-            rt = max(us[po] + ul, 0)
+            o = ko[po]
+            rt = max(o_s[po] + ol, 0)
             status = missing(pi, ei, fi)
             if status:
                 S[PORT] = 1
                 break
-            rt = max(rt, es[pi] + el)
+            rt = max(rt, i_s[pi] + il)
             status = missing(pv, ev_, fv)
             if status:
                 S[PORT] = 2
                 break
-            rt = max(rt, ys[pv] + yl)
-            vk = yk[pv]
+            rt = max(rt, v_s[pv] + vl)
             if o == VAL:
-                ik = ek[pi]
+                ik = ki[pi]
                 if ik == VAL:
-                    if not _is_elem(vk):
+                    if not _is_elem(kv[pv]):
                         status = FAIL
                         break
-                    key = ed[pi]
+                    key = di[pi]
                     inside = 0 <= key < TABLE_LIMIT
                     if inside and key >= tbl.shape[0]:
                         status = GROW
@@ -184,8 +185,8 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
                         S[NEED] = 0
                         break
                     action = 1
-                elif ik == STOP and ed[pi] == 0:
-                    if not (vk == STOP and yd[pv] == 0):
+                elif ik == STOP and di[pi] == 0:
+                    if not (kv[pv] == STOP and dv[pv] == 0):
                         status = FAIL
                         break
                     action = 2
@@ -193,14 +194,14 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
                     status = FAIL
                     break
             elif o == STOP or o == D_TOK:
-                on = ud[po] if o == STOP else -1
+                on = do[po] if o == STOP else -1
                 if (nt + m) > 0 and not (o == STOP and on == 0):
                     status = FAIL
                     break
-                if not (ek[pi] == o and (o == D_TOK or ed[pi] == on + 1)):
+                if not (ki[pi] == o and (o == D_TOK or di[pi] == on + 1)):
                     status = FAIL
                     break
-                if not (vk == o and (o == D_TOK or yd[pv] == on + 1)):
+                if not (kv[pv] == o and (o == D_TOK or dv[pv] == on + 1)):
                     status = FAIL
                     break
                 if qk.shape[0] < qn - qh + nt + m + 1:
@@ -221,9 +222,9 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
             break
         t = max(t + ii, rt)
         if emits:
-            t = gated(gated(t, cg, jc, dc, bc), wg, jv, dv_, bv)
+            t = gated(gated(t, cg, jc, dc, bc), vg, jv, dv_, bv)
         if action == 1:
-            x = float(yd[pv]) if yk[pv] == VAL else 0.0
+            x = float(dv[pv]) if kv[pv] == VAL else 0.0
             if inside:
                 if present[key]:
                     tbl[key] = combine(red, tbl[key], x, nan)
@@ -261,24 +262,23 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
             if o == D_TOK:
                 ended = 1
         if action != 0:  # every input action takes the inner and value heads, all but 1 the outer
-            ec[pi] = t
+            icons[pi] = t
+            vcons[pv] = t
             pi += 1
-            yc[pv] = t
             pv += 1
             if action != 1:
-                uc[po] = t
+                ocons[po] = t
                 po += 1
         if emits:
-            h = qk[qh]
-            if log and h == VAL:
-                nev = log_event(ev, nev, 0, 0, jv, EMIT_SEALED)
-            ck[jc] = h
+            ck[jc] = qk[qh]
             cd[jc] = qd[qh]
+            vk_[jv] = qk[qh]
+            vd[jv] = qx[qh] if qk[qh] == VAL else qd[qh]
+            if log and qk[qh] == VAL:
+                nev = log_event(ev, nev, 0, 0, jv, EMIT_SEALED)
             ct[jc] = t
+            vt[jv] = t
             jc += 1
-            wk[jv] = h
-            wd[jv] = qx[qh] if h == VAL else qd[qh]
-            wt[jv] = t
             jv += 1
             qh += 1
         steps += 1

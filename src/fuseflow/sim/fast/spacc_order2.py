@@ -82,77 +82,77 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
     the dense table (mode 0: rows x S[_W] cells); the entries' hash table (mode 1: (mid, inner) ->
     entry, values in ex); eslot/erow/ew2 per entry; the drain order (`spacc_tables`)."""
     S = nd.S
-    uk, ud, us, uc, ul = outer.kind, outer.data, outer.sent, outer.cons, outer.lat
-    gk, gd, gs, gc, gl = mid.kind, mid.data, mid.sent, mid.cons, mid.lat
-    ek, ed, es, ec, el = inner.kind, inner.data, inner.sent, inner.cons, inner.lat
-    yk, yd, ys, yc, yl = val.kind, val.data, val.sent, val.cons, val.lat
-    hk, hd, ht, hg = mid_o.kind, mid_o.data, mid_o.sent, mid_o.gate
+    ko, do, o_s, ocons = outer.kind, outer.data, outer.sent, outer.cons
+    km, dm, m_s, mcons = mid.kind, mid.data, mid.sent, mid.cons
+    ki, di, i_s, icons = inner.kind, inner.data, inner.sent, inner.cons
+    kv, dv, v_s, vcons = val.kind, val.data, val.sent, val.cons
+    mk_, md, mt, mg = mid_o.kind, mid_o.data, mid_o.sent, mid_o.gate
     ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
-    wk, wd, wt, wg = val_o.kind, val_o.data, val_o.sent, val_o.gate
-    red, nan, rows, rslot, rw1, dval, dpres = mp.red, mp.nanv[0], mp.rows, mp.rslot, mp.rw1, mp.dval, mp.dpres
-    ents, eslot, erow, ew2, ex, drain, log, ev = mp.ents, mp.eslot, mp.erow, mp.ew2, mp.ex, mp.drain, mp.log, mp.ev
-    ek1, ek2, ev_tab = ents
-    rk1, rk2, rv = rows
-    d_w1, d_off, d_c, d_v = drain
+    vk_, vd, vt, vg = val_o.kind, val_o.data, val_o.sent, val_o.gate
+    red, nanv, rows, rslot, rw1, dval, dpres, ents, eslot, erow, ew2, ex, drain, log, ev = mp
+    (rk1, rk2, rv), (ek1, ek2, ev_tab), (d_w1, d_off, d_c, d_v) = rows, ents, drain
+    nan = nanv[0]
     mode = S[_MODE]
     width = S[_W]
     cap = dpres.shape[0] // width
-    po, eo, fo = opened(nd, outer)
-    pm, em, fm = opened(nd, mid)
-    pi, ei, fi = opened(nd, inner)
-    pv, evv, fv = opened(nd, val)
+    po, eo, fo, ol = opened(nd, outer)
+    pm, em, fm, ml = opened(nd, mid)
+    pi, ei, fi, il = opened(nd, inner)
+    pv, evv, fv, vl = opened(nd, val)
     jm, capm, dm_, bm = out_opened(nd, mid_o)
     jc, capc, dc, bc = out_opened(nd, crd_o)
     jv, capv, dv_, bv = out_opened(nd, val_o)
     nr = S[_NR]
     ne = S[_NE]
     nev = S[_NEV2]
-    t, ii = S[T], S[II]
+    t = S[T]
+    ii = S[II]
     flops = 0
-    steps = status = 0
+    steps = 0
+    status = 0
     while True:
         status = missing(po, eo, fo)
         if status:
             S[PORT] = 0
             break
-        o = uk[po]
-        rt = max(us[po] + ul, 0)
+        o = ko[po]
+        rt = max(o_s[po] + ol, 0)
         if o == VAL:
             status = missing(pm, em, fm)
             if status:
                 S[PORT] = 1
                 break
-            mk = gk[pm]
-            rt = max(rt, gs[pm] + gl)
+            mk = km[pm]
+            rt = max(rt, m_s[pm] + ml)
             status = missing(pi, ei, fi)
             if status:
                 S[PORT] = 2
                 break
-            ik = ek[pi]
-            rt = max(rt, es[pi] + el)
+            ik = ki[pi]
+            rt = max(rt, i_s[pi] + il)
             status = missing(pv, evv, fv)
             if status:
                 S[PORT] = 3
                 break
             if mk == VAL:
-                if not (ik == VAL or (ik == STOP and ed[pi] == 0)):
+                if not (ik == VAL or (ik == STOP and di[pi] == 0)):
                     status = FAIL
                     break
-                vk = yk[pv]
-                rt = max(rt, ys[pv] + yl)
+                vk = kv[pv]
+                rt = max(rt, v_s[pv] + vl)
                 if ik == VAL and not _is_elem(vk):
                     status = FAIL
                     break
-                if ik == STOP and not (vk == STOP and yd[pv] == 0):
+                if ik == STOP and not (vk == STOP and dv[pv] == 0):
                     status = FAIL
                     break
-                w1 = gd[pm]
+                w1 = dm[pm]
                 if 2 * (nr + 1) > rv.shape[0] or nr >= rw1.shape[0] or ne >= ew2.shape[0] or \
                         (mode == 1 and 2 * (ne + 1) > ev_tab.shape[0]):
                     status = GROW
                     break
-                if mode == 0 and (nr >= cap or (ik == VAL and ed[pi] >= width)):
-                    S[NEED] = ed[pi] if ik == VAL else 0
+                if mode == 0 and (nr >= cap or (ik == VAL and di[pi] >= width)):
+                    S[NEED] = di[pi] if ik == VAL else 0
                     status = GROW
                     break
                 if log and nev >= ev.shape[1]:
@@ -173,9 +173,11 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                     S[_CW1] = w1
                     S[_CROW] = row
                 t = max(t + ii, rt)
+                icons[pi] = t
+                vcons[pv] = t
                 if ik == VAL:
-                    w2 = ed[pi]
-                    x = float(yd[pv]) if vk == VAL else 0.0
+                    w2 = di[pi]
+                    x = float(dv[pv]) if vk == VAL else 0.0
                     if mode == 0:
                         cell = row * width + w2
                         if dpres[cell]:
@@ -204,35 +206,33 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                         nev = log_event(ev, nev, w1, w2, pv, ACC)
                     flops += 1
                 else:  # the mid coordinate's fiber ends: its row exists even if empty
-                    gc[pm] = t
+                    mcons[pm] = t
                     pm += 1
-                ec[pi] = t
                 pi += 1
-                yc[pv] = t
                 pv += 1
-            elif mk == STOP and gd[pm] == 0:
-                if not (ik == STOP and ed[pi] == 1):
+            elif mk == STOP and dm[pm] == 0:
+                if not (ik == STOP and di[pi] == 1):
                     status = FAIL
                     break
-                rt = max(rt, ys[pv] + yl)
-                if not (yk[pv] == STOP and yd[pv] == 1):
+                rt = max(rt, v_s[pv] + vl)
+                if not (kv[pv] == STOP and dv[pv] == 1):
                     status = FAIL
                     break
                 t = max(t + ii, rt)
-                ec[pi] = t
+                icons[pi] = t
+                vcons[pv] = t
+                mcons[pm] = t
+                ocons[po] = t
                 pi += 1
-                yc[pv] = t
                 pv += 1
-                gc[pm] = t
                 pm += 1
-                uc[po] = t
                 po += 1
             else:
                 status = FAIL
                 break
             steps += 1
         elif o == STOP or o == D_TOK:
-            on = ud[po] if o == STOP else -1
+            on = do[po] if o == STOP else -1
             if nr > 0 and not (o == STOP and on == 0) and not S[_DRAIN2]:
                 status = FAIL
                 break
@@ -248,16 +248,16 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
             if status:
                 S[PORT] = 3
                 break
-            rt = max(rt, gs[pm] + gl)
-            if not (gk[pm] == o and (o == D_TOK or gd[pm] == on + 1)):
+            rt = max(rt, m_s[pm] + ml)
+            if not (km[pm] == o and (o == D_TOK or dm[pm] == on + 1)):
                 status = FAIL
                 break
-            rt = max(rt, es[pi] + el)
-            if not (ek[pi] == o and (o == D_TOK or ed[pi] == on + 2)):
+            rt = max(rt, i_s[pi] + il)
+            if not (ki[pi] == o and (o == D_TOK or di[pi] == on + 2)):
                 status = FAIL
                 break
-            rt = max(rt, ys[pv] + yl)
-            if not (yk[pv] == o and (o == D_TOK or yd[pv] == on + 2)):
+            rt = max(rt, v_s[pv] + vl)
+            if not (kv[pv] == o and (o == D_TOK or dv[pv] == on + 2)):
                 status = FAIL
                 break
             if o == STOP and on == 0 and nr > 0 and not S[_DRAIN2]:
@@ -282,39 +282,35 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                     break
                 t = max(t + ii, rt)
                 if ph == 0:
-                    t = gated(t, hg, jm, dm_, bm)
-                t = gated(gated(t, cg, jc, dc, bc), wg, jv, dv_, bv)
+                    t = gated(t, mg, jm, dm_, bm)
+                t = gated(gated(t, cg, jc, dc, bc), vg, jv, dv_, bv)
                 if ph == 0:
-                    hk[jm] = VAL
-                    hd[jm] = d_w1[r]
-                    ht[jm] = t
+                    mk_[jm] = VAL
+                    md[jm] = d_w1[r]
+                    mt[jm] = t
                     jm += 1
                     S[_DE] = d_off[r]
                     S[_DPH] = 1
                 e = S[_DE]
                 if e < d_off[r + 1]:
-                    if log:
-                        nev = log_event(ev, nev, d_w1[r], d_c[e], jv, EMIT)
                     ck[jc] = VAL
                     cd[jc] = d_c[e]
-                    ct[jc] = t
-                    jc += 1
-                    wk[jv] = VAL
-                    wd[jv] = d_v[e]
-                    wt[jv] = t
-                    jv += 1
+                    vk_[jv] = VAL
+                    vd[jv] = d_v[e]
+                    if log:
+                        nev = log_event(ev, nev, d_w1[r], d_c[e], jv, EMIT)
                     S[_DE] = e + 1
                 else:
                     ck[jc] = STOP
                     cd[jc] = 0
-                    ct[jc] = t
-                    jc += 1
-                    wk[jv] = STOP
-                    wd[jv] = 0.0
-                    wt[jv] = t
-                    jv += 1
+                    vk_[jv] = STOP
+                    vd[jv] = 0.0
                     S[_DR] = r + 1
                     S[_DPH] = 0
+                ct[jc] = t
+                vt[jv] = t
+                jc += 1
+                jv += 1
                 steps += 1
                 if S[_DR] == S[_DNR]:  # drained: empty the tables
                     clear(rv, rslot, nr)
@@ -328,28 +324,27 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
             if jm >= capm or jc >= capc or jv >= capv:
                 status = WAIT_OUT
                 break
-            t = gated(gated(max(t + ii, rt), hg, jm, dm_, bm), cg, jc, dc, bc)
-            t = gated(t, wg, jv, dv_, bv)
+            t = gated(gated(gated(max(t + ii, rt), mg, jm, dm_, bm), cg, jc, dc, bc), vg, jv, dv_, bv)
             steps += 1
-            uc[po] = t
+            ocons[po] = t
+            mcons[pm] = t
+            icons[pi] = t
+            vcons[pv] = t
             po += 1
-            gc[pm] = t
             pm += 1
-            ec[pi] = t
             pi += 1
-            yc[pv] = t
             pv += 1
-            hk[jm] = o
-            hd[jm] = on if o == STOP else 0
-            ht[jm] = t
+            mk_[jm] = o
+            md[jm] = on if o == STOP else 0
+            mt[jm] = t
             jm += 1
             ck[jc] = o
             cd[jc] = on + 1 if o == STOP else 0
             ct[jc] = t
             jc += 1
-            wk[jv] = o
-            wd[jv] = on + 1 if o == STOP else 0
-            wt[jv] = t
+            vk_[jv] = o
+            vd[jv] = on + 1 if o == STOP else 0
+            vt[jv] = t
             jv += 1
             if o == D_TOK:
                 status = DONE

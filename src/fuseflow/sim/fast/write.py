@@ -35,7 +35,6 @@ from .core import (
     opened,
     settle,
     stall,
-    step_time,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
@@ -55,17 +54,19 @@ class LevelBuffers(NamedTuple):
 
 
 @njit(cache=True)
-def _k_level_write(nd, x, lv):
+def _k_level_write(nd, inp, lv):
     S = nd.S
-    xk, xd, xs, xc, xl = x.kind, x.data, x.sent, x.cons, x.lat
+    ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
     crd, seg, compressed, has_dim, dim, mem = lv
-    pi, ei, fi = opened(nd, x)
-    t, ii = S[T], S[II]
+    pi, ei, fi, lat = opened(nd, inp)
+    t = S[T]
+    ii = S[II]
     nc = S[_NC]
     ns = S[_NS]
     count = S[_COUNT]
     writes = S[WRITES]
-    steps = status = 0
+    steps = 0
+    status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
@@ -74,24 +75,24 @@ def _k_level_write(nd, x, lv):
         if nc >= crd.shape[0] or ns >= seg.shape[0]:
             status = GROW
             break
-        k = xk[pi]
-        tn = step_time(t, ii, xs[pi] + xl)
+        k = ik[pi]
+        tn = max(t + ii, max(isent[pi] + lat, 0))
         if k == VAL:
-            c = xd[pi]
+            x = idat[pi]
             if compressed:
-                if (has_dim and not (0 <= c and c < dim)) or (count > 0 and c <= crd[nc - 1]):
+                if (has_dim and not (0 <= x and x < dim)) or (count > 0 and x <= crd[nc - 1]):
                     status = FAIL
                     break
-                crd[nc] = c
+                crd[nc] = x
                 nc += 1
                 writes += 1
                 if mem[0]:
                     tn += stall(mem, writes - 1, 1, False)
-            elif c != count:
+            elif x != count:
                 status = FAIL
                 break
             count += 1
-        elif k == STOP and xd[pi] == 0:
+        elif k == STOP and idat[pi] == 0:
             if compressed:
                 seg[ns] = nc
                 ns += 1
@@ -110,7 +111,7 @@ def _k_level_write(nd, x, lv):
             status = FAIL
             break
         t = tn
-        xc[pi] = t
+        icons[pi] = t
         pi += 1
         steps += 1
         if k == D_TOK:
@@ -121,7 +122,7 @@ def _k_level_write(nd, x, lv):
     S[_NS] = ns
     S[_COUNT] = count
     S[WRITES] = writes
-    closed(nd, x, pi)
+    closed(nd, inp, pi)
     return status
 
 
@@ -134,15 +135,17 @@ class ValueBuffer(NamedTuple):
 
 
 @njit(cache=True)
-def _k_value_write(nd, x, buf):
+def _k_value_write(nd, inp, buf):
     S = nd.S
-    xk, xd, xs, xc, xl = x.kind, x.data, x.sent, x.cons, x.lat
+    ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
     vals, mem, w = buf
-    pi, ei, fi = opened(nd, x)
-    t, ii = S[T], S[II]
+    pi, ei, fi, lat = opened(nd, inp)
+    t = S[T]
+    ii = S[II]
     nv = S[_NC]
     words = S[WORDS]
-    steps = status = 0
+    steps = 0
+    status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
@@ -152,10 +155,10 @@ def _k_value_write(nd, x, buf):
             status = GROW
             S[NEED] = 0
             break
-        k = xk[pi]
-        tn = step_time(t, ii, xs[pi] + xl)
+        k = ik[pi]
+        tn = max(t + ii, max(isent[pi] + lat, 0))
         if k == VAL or k == EMPTY:
-            vals[nv] = float(xd[pi]) if k == VAL else 0.0
+            vals[nv] = float(idat[pi]) if k == VAL else 0.0
             nv += 1
             words += w
             if mem[0]:
@@ -164,7 +167,7 @@ def _k_value_write(nd, x, buf):
             status = FAIL
             break
         t = tn
-        xc[pi] = t
+        icons[pi] = t
         pi += 1
         steps += 1
         if k == D_TOK:
@@ -174,7 +177,7 @@ def _k_value_write(nd, x, buf):
     S[_NC] = nv
     S[WORDS] = words
     S[WRITES] = words
-    closed(nd, x, pi)
+    closed(nd, inp, pi)
     return status
 
 
