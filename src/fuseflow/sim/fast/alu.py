@@ -161,11 +161,9 @@ def _k_alu(nd, a_in, b_in, c_in, out, how):
     if nin >= 3:
         pc, ec, fc, cl = opened(nd, c_in)
     j, cap, d, base = out_opened(nd, out)
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     flops = 0
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         status = missing(pa, ea, fa)
         if status:

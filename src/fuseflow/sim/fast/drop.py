@@ -48,10 +48,8 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
     pi, ei, fi, il = opened(nd, inner)
     jo, capo, do_, bo = out_opened(nd, outer_o)
     ji, capi, di_, bi = out_opened(nd, inner_o)
-    t = S[T]
-    ii = S[II]
-    steps = 0
-    status = 0
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:

@@ -109,12 +109,10 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
     jc, capc, dc, bc = out_opened(nd, crd_o)
     jr, capr, dr, br = out_opened(nd, ref_o)
     nseg = seg.shape[0] - 1
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     reads = S[READS]
     words = S[WORDS]
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         if S[_FIB] == 0:  # the next reference
             status = missing(pi, ei, fi)
@@ -257,10 +255,8 @@ def _k_locate(nd, crd, ref, out, at):
     pa, ea, fa, al = opened(nd, crd)
     pb, eb, fb, bl = opened(nd, ref)
     j, cap, d, b0 = out_opened(nd, out)
-    t = S[T]
-    ii = S[II]
-    steps = 0
-    status = 0
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
         status = missing(pa, ea, fa)
         if status:
@@ -332,11 +328,9 @@ def _k_array(nd, ref, out, v):
     pi, ei, fi, lat = opened(nd, ref)
     j, cap, d, b = out_opened(nd, out)
     nv = vals.shape[0]
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     reads = S[READS]
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:

@@ -88,12 +88,10 @@ def _k_reduce(nd, val, out, how):
     nan = nanv[0]
     pi, ei, fi, lat = opened(nd, val)
     j, cap, d, b = out_opened(nd, out)
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     acc = F[0]
     flops = 0
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:

@@ -39,10 +39,8 @@ def _k_repsig(nd, crd, out):
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     pi, ei, fi, lat = opened(nd, crd)
     j, cap, d, b = out_opened(nd, out)
-    t = S[T]
-    ii = S[II]
-    steps = 0
-    status = 0
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
@@ -85,10 +83,8 @@ def _k_repeat(nd, x, sig, out):
     pi, ei, fi, il = opened(nd, x)
     ps, es, fs, sl = opened(nd, sig)
     j, cap, d, b = out_opened(nd, out)
-    t = S[T]
-    ii = S[II]
-    steps = 0
-    status = 0
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
         status = missing(ps, es, fs)
         if status:

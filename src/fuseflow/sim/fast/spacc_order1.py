@@ -133,11 +133,9 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
     qn = S[_QN]
     ended = S[_ENDED]
     nev = S[_NEV]
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     flops = 0
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         # the step's input action: 0 none (input ended), 1 accumulate, 2 close an inner fiber,
         # 3 take an outer stop or D (queueing the fiber and the stop)

@@ -105,11 +105,9 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
     nr = S[_NR]
     ne = S[_NE]
     nev = S[_NEV2]
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     flops = 0
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         status = missing(po, eo, fo)
         if status:

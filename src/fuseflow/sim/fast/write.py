@@ -59,14 +59,12 @@ def _k_level_write(nd, inp, lv):
     ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
     crd, seg, compressed, has_dim, dim, mem = lv
     pi, ei, fi, lat = opened(nd, inp)
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     nc = S[_NC]
     ns = S[_NS]
     count = S[_COUNT]
     writes = S[WRITES]
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
@@ -140,12 +138,10 @@ def _k_value_write(nd, inp, buf):
     ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
     vals, mem, w = buf
     pi, ei, fi, lat = opened(nd, inp)
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     nv = S[_NC]
     words = S[WORDS]
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
