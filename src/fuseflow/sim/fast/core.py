@@ -466,14 +466,18 @@ class Runner:
 
     # -- running --------------------------------------------------------------------------------------
     def call(self) -> int:
-        """One kernel call: through numba's dispatcher the first time after `invalidate` (it
-        compiles or loads the signature), then straight to the compiled function."""
+        """One kernel call, straight to the compiled function for the arguments' types; through
+        numba's dispatcher only while that is not compiled or loaded yet (the dispatcher types
+        every argument again, which for the records costs more than the lookup)."""
         entry = self._entry
         if entry is None or self._args is None:
             args = self.args()
-            status = self.kernel(*args)
-            self._entry = compiled_entry(self.kernel, args)
-            return status
+            entry = compiled_entry(self.kernel, args)
+            if entry is self.kernel:
+                status = entry(*args)
+                self._entry = compiled_entry(self.kernel, args)
+                return status
+            self._entry = entry
         return entry(*self._args)
 
     def after(self, before_in: list[int], before_out: list[int]) -> None:
