@@ -93,15 +93,34 @@ def _simulate_cases() -> int:
     return runs
 
 
+def _widened(t, k: int):
+    """Type t with its tuples of arrays, also those inside a record (`core.Ins`), k long."""
+    if isinstance(t, types.UniTuple) and isinstance(t.dtype, types.Array):
+        return types.UniTuple(t.dtype, k)
+    if isinstance(t, types.BaseNamedTuple):
+        fields = [_widened(f, k) for f in t.types]
+        return t if fields == list(t.types) else types.NamedTuple(fields, t.instance_class)
+    return t
+
+
+def _array_tuples(t) -> list:
+    """The tuples of arrays in type t, also those inside a record."""
+    if isinstance(t, types.UniTuple) and isinstance(t.dtype, types.Array):
+        return [t]
+    if isinstance(t, types.BaseNamedTuple):
+        return [u for f in t.types for u in _array_tuples(f)]
+    return []
+
+
 def _with_arity(signature: tuple, k: int) -> tuple:
-    return tuple(types.UniTuple(t.dtype, k) if isinstance(t, types.UniTuple) else t for t in signature)
+    return tuple(_widened(t, k) for t in signature)
 
 
 def _widen_arities() -> None:
     """Compile each signature holding tuples of arrays again for every tuple length up to MAX_ARITY."""
     for dispatcher in kernel_dispatchers():
         for signature in list(dispatcher.signatures):
-            tuples = [t for t in signature if isinstance(t, types.UniTuple) and isinstance(t.dtype, types.Array)]
+            tuples = [u for t in signature for u in _array_tuples(t)]
             if not tuples or len({t.count for t in tuples}) != 1:
                 continue
             for k in range(1, MAX_ARITY + 1):

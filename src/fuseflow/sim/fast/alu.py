@@ -9,6 +9,7 @@ float64 arithmetic. Mirrors `sim.oracle.alu`.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -24,19 +25,17 @@ from .core import (
     INF,
     NANV,
     PORT,
-    STEPS,
     WAIT_OUT,
     NeedOracle,
     Runner,
     T,
-    enter,
+    closed,
     gated,
-    leave,
     missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    opened,
+    out_closed,
+    out_opened,
+    settle,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
@@ -133,25 +132,38 @@ def alu_op(op, x0, x1, x2, nan):
     return nan  # const and coalesce never get here
 
 
+class AluOp(NamedTuple):
+    """The ALU's state record: how many inputs it has (the kernel's b and c repeat a where there
+    are fewer), the op's code, the scalar operand if any (has_scalar, scalar, its position spos)
+    and the oracle's NaN (`NANV`)."""
+    nin: int
+    op: int
+    has_scalar: bool
+    scalar: float
+    spos: int
+    nanv: np.ndarray
+
+
 @njit(cache=True)
-def _k_alu(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ck_, cd, c_s, ccons, ok, od, ot, og,
-           nin, op, has_scalar, scalar, spos, nanv):
+def _k_alu(nd, a_in, b_in, c_in, out, how):
+    S = nd.S
+    ak, ad, a_s, acons = a_in.kind, a_in.data, a_in.sent, a_in.cons
+    bk, bd, b_s, bcons = b_in.kind, b_in.data, b_in.sent, b_in.cons
+    ck_, cd, c_s, ccons = c_in.kind, c_in.data, c_in.sent, c_in.cons
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    nin, op, has_scalar, scalar, spos, nanv = how
     nan = nanv[0]
-    pa, ea, fa, al = enter(CH, RD, io, 0)
+    pa, ea, fa, al = opened(nd, a_in)
     pb, eb, fb, bl = pa, ea, fa, al
     pc, ec, fc, cl = pa, ea, fa, al
     if nin >= 2:
-        pb, eb, fb, bl = enter(CH, RD, io, 1)
+        pb, eb, fb, bl = opened(nd, b_in)
     if nin >= 3:
-        pc, ec, fc, cl = enter(CH, RD, io, 2)
-    j = out_at(CH, io, nin, 0)
-    cap = out_room(CH, RD, io, nin, 0, ok.shape[0])
-    d, base = out_depth(CH, io, nin, 0)
-    t = S[T]
-    ii = S[II]
+        pc, ec, fc, cl = opened(nd, c_in)
+    j, cap, d, base = out_opened(nd, out)
+    t, ii = S[T], S[II]
     flops = 0
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         status = missing(pa, ea, fa)
         if status:
@@ -236,15 +248,14 @@ def _k_alu(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ck_, cd, c_
         if a == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[FLOPS] += flops
-    out_leave(CH, io, nin, 0, j)
-    leave(CH, RD, io, 0, pa)
+    out_closed(nd, out.ch, j)
+    closed(nd, a_in, pa)
     if nin >= 2:
-        leave(CH, RD, io, 1, pb)
+        closed(nd, b_in, pb)
     if nin >= 3:
-        leave(CH, RD, io, 2, pc)
+        closed(nd, c_in, pc)
     return status
 
 
@@ -272,21 +283,14 @@ class Alu(Runner):
     def flops_scale(self):
         return self.tile.flops_per_token
 
-    def args(self):
-        if self._args is None:
-            ports = []
-            for ch, r in zip(self.in_ch, self.readers):
-                cons = self.cons_of(ch, r)
-                ports.append((ch.kind, ch.data, ch.sent, cons))
-            while len(ports) < 3:
-                ports.append(ports[0])
-            out = self.out_ch[0]
-            tables = out.tables
-            self._args = (self.S, self.F, tables.CH, tables.RD, self.io, *ports[0], *ports[1], *ports[2],
-                          out.kind, out.data, out.sent, self.gate_of(out), len(self.in_ch), ALU_CODES[self.op],
-                          self.scalar is not None, 0.0 if self.scalar is None else self.scalar,
-                          int(self.pos) if self.scalar is not None else 0, NANV)
-        return self._args
+    def port_args(self):
+        ports = self.in_records()
+        return (*ports, *[ports[0]] * (3 - len(ports)), *self.out_records())  # b, c: a again where absent
+
+    def state(self):
+        has = self.scalar is not None
+        return AluOp(len(self.in_ch), ALU_CODES[self.op], has, self.scalar if has else 0.0,
+                     int(self.pos) if has else 0, NANV)
 
     def after(self, before_in, before_out):
         if self.tile is not None:

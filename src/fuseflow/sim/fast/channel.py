@@ -20,7 +20,7 @@ times costs a few megabytes here.
 
 A channel bounded to N tokens (a modelled FIFO of depth N, `Engine(depth=...)`; it has one reader)
 lets its producer emit token j only once the reader consumed token j - N, and not before that
-consume's time (`core.out_room`, `core.gated`): the window keeps the last N tokens' consume times
+consume's time (`core.out_opened`, `core.gated`): the window keeps the last N tokens' consume times
 for that (compaction keeps them, moving the reader's `cons` with the tokens).
 
 The numbers kernels need live in a shared table that numba updates in place: `CH[c] = (base, n,

@@ -1,5 +1,6 @@
-"""What every kernel of the streaming engine shares: state slots, status codes, the way a kernel
-enters and leaves its ports, the memory model, and `Runner`, the Python side of one node.
+"""What every kernel of the streaming engine shares: state slots, status codes, the records a
+kernel takes, the port protocol and the step rule, the memory model, and `Runner`, the Python
+side of one node.
 
 A kernel is a numba function that runs one node's step loop (the oracle's, read for read) on
 whatever its input channels hold, and returns when it must wait (an input has no token yet, or
@@ -11,18 +12,27 @@ that every output has room *before* it changes anything, so stopping between two
 always exact: the times of the tokens it emits follow the same recurrence
 `t = max(t + II, visible times of the heads read)` whichever call produces them.
 
-Ports: kernel argument `io` holds, for input i, (channel, reader, producer latency) at 3i..3i+2,
-then one channel per output. `enter`/`leave` turn the shared tables (`channel.Tables`) into
-local positions and back. A kernel records the step time at which it consumes each input token
-in the reader's `cons` array (aligned with the channel's window); the engine hands those times
-to the reader's occupancy merge after the call.
+Ports and state: a kernel takes named records (`Runner.records_args`): `Node` (S, F and the
+shared tables `channel.Tables`), an `In` per input port, an `Out` per output port (`Ins`/`Outs`
+for a kernel over any number of lanes), and the runner's state record (`Runner.state`: its
+parameters and buffers). `opened`/`closed` turn an input's place in the tables into a local
+position and back, `out_opened`/`out_closed` an output's. A kernel records the step time at
+which it consumes each input token in the reader's `cons` array (aligned with the channel's
+window); the engine hands those times to the reader's occupancy merge after the call.
 
-Bounded channels (back-pressure, `Runner.backpressure`): a kernel also gets, per output, its
-reader's `cons` array (`gate`). Before a step it checks room only on the outputs that step emits
-on (`out_room`: the buffer, and on a channel bounded to N tokens the reader's cursor + N), and a
-step emitting the token at window position j of such a channel happens no earlier than the
-reader consumed the token N before it (`gated`): `t = max(t + II, reads, cons[j - N])`, as
-`sim.bounded` replays it.
+The step loop itself works on plain locals: the records' arrays, taken from them before the
+loop starts, and scalar helpers (`missing`; the step rule: a step happens at `step_time`, II
+after the previous one and no earlier than the heads it reads are visible, and one that emits
+also no earlier than `gated` allows). Reading a record's field inside the loop, or handing
+arrays to helpers there (inline or not), made kernels up to several times slower: `gated` is the
+one helper a loop hands an array to.
+
+Bounded channels (back-pressure, `Runner.backpressure`): an `Out` also holds its reader's
+`cons` array (`gate`). Before a step a kernel checks room only on the outputs that step emits
+on (`out_opened`'s room: the buffer, and on a channel bounded to N tokens the reader's cursor +
+N), and a step emitting the token at window position j of such a channel happens no earlier
+than the reader consumed the token N before it (`gated`): `t = max(t + II, reads, cons[j - N])`,
+as `sim.bounded` replays it.
 
     >>> S = new_state(ii=1)
     >>> int(S[T]), int(S[II]), int(S[STEPS])
@@ -31,6 +41,7 @@ reader consumed the token N before it (`gated`): `t = max(t + II, reads, cons[j 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -66,47 +77,162 @@ def new_state(ii: int) -> np.ndarray:
     return S
 
 
+class Node(NamedTuple):
+    """A kernel's own state arrays and the engine's shared channel tables (`channel.Tables`)."""
+    S: np.ndarray
+    F: np.ndarray
+    CH: np.ndarray
+    RD: np.ndarray
+
+
+class In(NamedTuple):
+    """An input port as a kernel reads it: the channel's window (kind, data, sent), this reader's
+    consume times (cons, aligned with the window), the channel's and reader's rows in the tables
+    and the producer's latency (`opened`, `closed`).
+
+        >>> x = np.zeros(1, dtype=np.int64)
+        >>> In(x, x, x, x, ch=0, rd=0, lat=2).lat
+        2
+    """
+    kind: np.ndarray
+    data: np.ndarray
+    sent: np.ndarray
+    cons: np.ndarray
+    ch: int
+    rd: int
+    lat: int
+
+
+class Out(NamedTuple):
+    """An output port as a kernel writes it: the channel's window (kind, data, sent), its gate
+    (the one reader's consume times, `NO_GATE` when it is never bounded) and its row in the
+    tables (`out_opened`, `out_closed`)."""
+    kind: np.ndarray
+    data: np.ndarray
+    sent: np.ndarray
+    gate: np.ndarray
+    ch: int
+
+
+class Ins(NamedTuple):
+    """k input ports as one record, for a kernel that picks among them by number (lanes): tuples
+    of their arrays (`In`'s fields; data None where the kernel never reads it) and arrays of their
+    rows and latencies. Made with `Ins.of`."""
+    kind: tuple
+    data: tuple | None
+    sent: tuple
+    cons: tuple
+    ch: np.ndarray
+    rd: np.ndarray
+    lat: np.ndarray
+
+    @staticmethod
+    def of(ports: list, data: bool = True) -> Ins:
+        return Ins(tuple(p.kind for p in ports), tuple(p.data for p in ports) if data else None,
+                   tuple(p.sent for p in ports), tuple(p.cons for p in ports),
+                   *(np.array([getattr(p, f) for p in ports], dtype=np.int64) for f in ("ch", "rd", "lat")))
+
+
+class Outs(NamedTuple):
+    """k output ports as one record (see `Ins`). Made with `Outs.of`."""
+    kind: tuple
+    data: tuple | None
+    sent: tuple
+    gate: tuple
+    ch: np.ndarray
+
+    @staticmethod
+    def of(ports: list, data: bool = True) -> Outs:
+        return Outs(tuple(o.kind for o in ports), tuple(o.data for o in ports) if data else None,
+                    tuple(o.sent for o in ports), tuple(o.gate for o in ports),
+                    np.array([o.ch for o in ports], dtype=np.int64))
+
+
 @njit(inline="always")
-def enter(CH, RD, io, i):
-    """(position, end, final, latency) of input i: the next unconsumed token's index in the
+def window(nd, c, r):
+    """(position, end, final) of reader r of channel c: the next unconsumed token's index in the
     window, the window's length, whether the producer is done."""
-    c = io[3 * i]
-    return RD[io[3 * i + 1], 0] - CH[c, 0], CH[c, 1], CH[c, 2] != 0, io[3 * i + 2]
+    return nd.RD[r, 0] - nd.CH[c, 0], nd.CH[c, 1], nd.CH[c, 2] != 0
 
 
 @njit(inline="always")
-def leave(CH, RD, io, i, pos):
-    """Store input i's position (the engine then counts what it consumed: `channel.sync`)."""
-    RD[io[3 * i + 1], 0] = pos + CH[io[3 * i], 0]
+def opened(nd, p):
+    """`window` of input port p (an `In`), and its latency: (position, end, final, latency)."""
+    pos, end, final = window(nd, p.ch, p.rd)
+    return pos, end, final, p.lat
 
 
 @njit(inline="always")
-def out_at(CH, io, nin, o):
-    """Fill position of output o."""
-    return CH[io[3 * nin + o], 1]
+def opened_lane(nd, g, i):
+    """`window` of input i of g (an `Ins`; its latencies are the array g.lat)."""
+    return window(nd, g.ch[i], g.rd[i])
 
 
 @njit(inline="always")
-def out_leave(CH, io, nin, o, j):
-    CH[io[3 * nin + o], 1] = j
+def store(nd, c, r, pos):
+    """Store reader r's position in channel c's window (the engine then counts what it consumed:
+    `channel.sync`)."""
+    nd.RD[r, 0] = pos + nd.CH[c, 0]
 
 
 @njit(inline="always")
-def out_room(CH, RD, io, nin, o, cap):
-    """The window position output o may fill up to: `cap` (its buffer's size), on a channel
-    bounded to N tokens also its reader's cursor + N."""
-    c = io[3 * nin + o]
+def closed(nd, p, pos):
+    """`store` input port p's position."""
+    store(nd, p.ch, p.rd, pos)
+
+
+@njit(inline="always")
+def room(nd, c, size):
+    """(fill position, room, depth, window base) of channel c as an output whose buffer holds
+    `size` tokens: room is the window position it may fill up to (the buffer's size; on a channel
+    bounded to depth N tokens also its reader's cursor + N), depth 0 = unbounded."""
+    CH = nd.CH
     d = CH[c, 3]
-    if d == 0:
-        return cap
-    return min(cap, RD[CH[c, 4], 0] - CH[c, 0] + d)
+    cap = size
+    if d != 0:
+        cap = min(cap, nd.RD[CH[c, 4], 0] - CH[c, 0] + d)
+    return CH[c, 1], cap, d, CH[c, 0]
 
 
 @njit(inline="always")
-def out_depth(CH, io, nin, o):
-    """(depth, window base) of output o's channel; depth 0 = unbounded."""
-    c = io[3 * nin + o]
-    return CH[c, 3], CH[c, 0]
+def out_opened(nd, o):
+    """`room` of output port o (an `Out`)."""
+    return room(nd, o.ch, o.kind.shape[0])
+
+
+@njit(inline="always")
+def out_opened_lane(nd, g, i):
+    """`room` of output i of g (an `Outs`)."""
+    return room(nd, g.ch[i], g.kind[i].shape[0])
+
+
+@njit(inline="always")
+def out_closed(nd, c, j):
+    """Store channel c's fill position j (c: an output's `ch`)."""
+    nd.CH[c, 1] = j
+
+
+@njit(inline="always")
+def missing(pos, end, final):
+    """WAIT_IN when an input at `pos` (`window`) has no token yet, FAIL when it never will, else 0
+    (a kernel then notes the input in S[PORT])."""
+    if pos < end:
+        return 0
+    return FAIL if final else WAIT_IN
+
+
+@njit(inline="always")
+def step_time(t, ii, visible):
+    """The step rule: a step comes II after the previous one and no earlier than the heads it
+    reads are visible (`visible`: the latest of their sent times + latencies)."""
+    return max(t + ii, max(visible, 0))
+
+
+@njit(inline="always")
+def settle(S, t, steps):
+    """Store the step time and count the steps of a call."""
+    S[T] = t
+    S[STEPS] += steps
 
 
 @njit(inline="always")
@@ -119,14 +245,6 @@ def gated(t, gate, j, d, base):
     if d != 0 and base + j >= d:
         return max(t, gate[j - d])
     return t
-
-
-@njit(inline="always")
-def missing(pos, end, final):
-    """WAIT_IN when input at `pos` has no token yet, FAIL when it never will, else 0."""
-    if pos < end:
-        return 0
-    return FAIL if final else WAIT_IN
 
 
 @njit(cache=True)
@@ -189,7 +307,8 @@ class Runner:
     """The Python side of one node: its ports and channels, its state, the kernel call, and
     whatever happens around it (tile values, written tensors). Subclasses set `kernel`, and
     override `check` (raise NeedOracle for what the kernel does not handle), `out_dtype`,
-    `extra` (arguments after the ports) and `after` (work on the tokens a call moved)."""
+    `state` (the kernel's state record), `port_args` where a kernel takes its ports otherwise
+    than one record each, and `after` (work on the tokens a call moved)."""
 
     kernel = None
     backpressure = False  # the kernel takes a gate per output and honours bounded channels (see above)
@@ -262,17 +381,9 @@ class Runner:
 
     def attach_outputs(self, out_ch: list) -> None:
         self.out_ch = out_ch
-        io = []
-        for ch, r in zip(self.in_ch, self.readers):
-            io += [ch.index, r, ch.lat]
-        io += [ch.index for ch in out_ch]
-        self.io = np.array(io or [0], dtype=np.int64)
 
     def check_bound(self) -> None:
         """Checks that need the input channels (their payload types)."""
-
-    def extra(self) -> tuple:
-        return ()
 
     def invalidate(self) -> None:
         self._args = self._entry = None
@@ -295,17 +406,35 @@ class Runner:
         several: such channels are never bounded)."""
         return ch.readers[0].cons if len(ch.readers) == 1 else NO_GATE
 
+    def state(self):
+        """The kernel's last argument: a NamedTuple of the runner's parameters and buffers (or the
+        one value it needs), None when the kernel takes none."""
+        return None
+
+    def in_records(self) -> list:
+        """An `In` per input port, in `ins` order."""
+        return [In(ch.kind, ch.data, ch.sent, self.cons_of(ch, r), ch.index, r, ch.lat)
+                for ch, r in zip(self.in_ch, self.readers)]
+
+    def out_records(self) -> list:
+        """An `Out` per output port, in `outs` order."""
+        return [Out(ch.kind, ch.data, ch.sent, self.gate_of(ch) if self.backpressure else NO_GATE, ch.index)
+                for ch in self.out_ch]
+
+    def port_args(self) -> tuple:
+        """The kernel's port arguments: here an `In` per input, then an `Out` per output (a kernel
+        over any number of lanes takes them as one tuple)."""
+        return (*self.in_records(), *self.out_records())
+
+    def records_args(self) -> tuple:
+        """The kernel's arguments: `Node`, `port_args`, the state record."""
+        tables = self.in_ch[0].tables if self.in_ch else self.out_ch[0].tables
+        state = self.state()
+        return (Node(self.S, self.F, tables.CH, tables.RD), *self.port_args()) + (() if state is None else (state,))
+
     def args(self) -> tuple:
         if self._args is None:
-            ports = []
-            for ch, r in zip(self.in_ch, self.readers):
-                ports += [ch.kind, ch.data, ch.sent, self.cons_of(ch, r)]
-            for ch in self.out_ch:
-                ports += [ch.kind, ch.data, ch.sent]
-                if self.backpressure:
-                    ports.append(self.gate_of(ch))
-            tables = self.in_ch[0].tables if self.in_ch else self.out_ch[0].tables
-            self._args = (self.S, self.F, tables.CH, tables.RD, self.io, *ports, *self.extra())
+            self._args = self.records_args()
         return self._args
 
     # -- a deadlock's report ---------------------------------------------------------------------------
@@ -337,14 +466,18 @@ class Runner:
 
     # -- running --------------------------------------------------------------------------------------
     def call(self) -> int:
-        """One kernel call: through numba's dispatcher the first time after `invalidate` (it
-        compiles or loads the signature), then straight to the compiled function."""
+        """One kernel call, straight to the compiled function for the arguments' types; through
+        numba's dispatcher only while that is not compiled or loaded yet (the dispatcher types
+        every argument again, which for the records costs more than the lookup)."""
         entry = self._entry
         if entry is None or self._args is None:
             args = self.args()
-            status = self.kernel(*args)
-            self._entry = compiled_entry(self.kernel, args)
-            return status
+            entry = compiled_entry(self.kernel, args)
+            if entry is self.kernel:
+                status = entry(*args)
+                self._entry = compiled_entry(self.kernel, args)
+                return status
+            self._entry = entry
         return entry(*self._args)
 
     def after(self, before_in: list[int], before_out: list[int]) -> None:

@@ -18,19 +18,17 @@ from .core import (
     FREE,
     II,
     PORT,
-    STEPS,
     WAIT_OUT,
     NeedOracle,
     Runner,
     T,
-    enter,
+    closed,
     gated,
-    leave,
     missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    opened,
+    out_closed,
+    out_opened,
+    settle,
 )
 from .stream import DONE as D_TOK
 from .stream import STOP, VAL
@@ -39,20 +37,19 @@ _STARTED = FREE  # the current inner fiber emitted its outer coordinate
 
 
 @njit(cache=True)
-def _k_crd_drop(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, ook, ood, oot, oog, oik, oid, oit, oig):
+def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
     """A step needs room only on the outputs it emits on."""
-    po, eo, fo, ol = enter(CH, RD, io, 0)
-    pi, ei, fi, il = enter(CH, RD, io, 1)
-    jo = out_at(CH, io, 2, 0)
-    ji = out_at(CH, io, 2, 1)
-    capo = out_room(CH, RD, io, 2, 0, ook.shape[0])
-    capi = out_room(CH, RD, io, 2, 1, oik.shape[0])
-    do_, bo = out_depth(CH, io, 2, 0)
-    di_, bi = out_depth(CH, io, 2, 1)
-    t = S[T]
-    ii = S[II]
-    steps = 0
-    status = 0
+    S = nd.S
+    ko, do, o_s, ocons = outer.kind, outer.data, outer.sent, outer.cons
+    ki, di, i_s, icons = inner.kind, inner.data, inner.sent, inner.cons
+    ook, ood, oot, oog = outer_o.kind, outer_o.data, outer_o.sent, outer_o.gate
+    oik, oid, oit, oig = inner_o.kind, inner_o.data, inner_o.sent, inner_o.gate
+    po, eo, fo, ol = opened(nd, outer)
+    pi, ei, fi, il = opened(nd, inner)
+    jo, capo, do_, bo = out_opened(nd, outer_o)
+    ji, capi, di_, bi = out_opened(nd, inner_o)
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
@@ -129,12 +126,11 @@ def _k_crd_drop(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, ook, o
         if ik == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
-    out_leave(CH, io, 2, 0, jo)
-    out_leave(CH, io, 2, 1, ji)
-    leave(CH, RD, io, 0, po)
-    leave(CH, RD, io, 1, pi)
+    settle(S, t, steps)
+    out_closed(nd, outer_o.ch, jo)
+    out_closed(nd, inner_o.ch, ji)
+    closed(nd, outer, po)
+    closed(nd, inner, pi)
     return status
 
 

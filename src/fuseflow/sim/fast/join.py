@@ -15,49 +15,76 @@ their stops carry the crd stops' levels.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from . import tiles
-from .core import DONE, FAIL, II, PORT, STEPS, WAIT_IN, WAIT_OUT, NeedOracle, Runner, T, enter, gated, leave, out_room
+from .core import (
+    DONE,
+    FAIL,
+    II,
+    PORT,
+    WAIT_OUT,
+    Ins,
+    NeedOracle,
+    Outs,
+    Runner,
+    T,
+    gated,
+    missing,
+    opened_lane,
+    out_closed,
+    out_opened,
+    out_opened_lane,
+    settle,
+    store,
+)
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
 
 
+class Joining(NamedTuple):
+    """The joiner's state record: union or intersect, and src, where a call writes for each
+    emitting step which payload token each output takes (-1 for `N`)."""
+    is_union: bool
+    src: np.ndarray
+
+
 @njit(cache=True)
-def _k_joiner(S, F, CH, RD, io, is_union, k, ck, cd, cs, ccons, pk, ps, pcons, ok, od, ot, og, opk, opt, opg, src):
-    """One step per loop iteration, as the oracle's `_joiner`; ck/cd/cs/ccons are the crd inputs,
-    pk/ps/pcons the payload inputs' kinds, sent times and consume times (tuples of k arrays);
-    opk/opt/opg the payload outputs' kinds, sent times and gates. A step that emits nothing (a
-    skip) needs no room."""
+def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
+    """One step per loop iteration, as the oracle's `_joiner`, over the k crd inputs `crds`, the
+    payload inputs `pays` and outputs `pay_outs` (`Ins`, `Outs`; their data stay out of the
+    kernel). A step that emits nothing (a skip) needs no room."""
+    S = nd.S
+    ck, cd, cs, ccons, clat = crds.kind, crds.data, crds.sent, crds.cons, crds.lat
+    pk, ps, pcons, plat = pays.kind, pays.sent, pays.cons, pays.lat
+    ok, od, ot, og = crd_out.kind, crd_out.data, crd_out.sent, crd_out.gate
+    opk, opt, opg = pay_outs.kind, pay_outs.sent, pay_outs.gate
+    is_union, src = how.is_union, how.src
+    k = len(ck)
     cpos = np.empty(k, dtype=np.int64)
     cend = np.empty(k, dtype=np.int64)
     cfin = np.empty(k, dtype=np.bool_)
-    clat = np.empty(k, dtype=np.int64)
     ppos = np.empty(k, dtype=np.int64)
     pend = np.empty(k, dtype=np.int64)
     pfin = np.empty(k, dtype=np.bool_)
-    plat = np.empty(k, dtype=np.int64)
     jo = np.empty(k + 1, dtype=np.int64)
     for i in range(k):
-        cpos[i], cend[i], cfin[i], clat[i] = enter(CH, RD, io, 2 * i)
-        ppos[i], pend[i], pfin[i], plat[i] = enter(CH, RD, io, 2 * i + 1)
-    nin = 2 * k
+        cpos[i], cend[i], cfin[i] = opened_lane(nd, crds, i)
+        ppos[i], pend[i], pfin[i] = opened_lane(nd, pays, i)
     dep = np.empty(k + 1, dtype=np.int64)
     bas = np.empty(k + 1, dtype=np.int64)
-    bounded = False
-    for o in range(k + 1):
-        jo[o] = CH[io[3 * nin + o], 1]
-        dep[o] = CH[io[3 * nin + o], 3]
-        bas[o] = CH[io[3 * nin + o], 0]
-        bounded |= dep[o] != 0
-    cap = out_room(CH, RD, io, nin, 0, ok.shape[0])
+    jo[0], cap, dep[0], bas[0] = out_opened(nd, crd_out)
+    bounded = dep[0] != 0
     for i in range(k):
-        cap = min(cap, out_room(CH, RD, io, nin, i + 1, opk[i].shape[0]) - jo[i + 1] + jo[0])
+        jo[i + 1], free, dep[i + 1], bas[i + 1] = out_opened_lane(nd, pay_outs, i)
+        cap = min(cap, free - jo[i + 1] + jo[0])
+        bounded |= dep[i + 1] != 0
     cap = min(cap, src.shape[1] + jo[0])
     adv = np.zeros(k, dtype=np.bool_)
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     steps = 0
     ne = 0
     status = 0
@@ -72,9 +99,10 @@ def _k_joiner(S, F, CH, RD, io, is_union, k, ck, cd, cs, ccons, pk, ps, pcons, o
         v0 = 0
         for i in range(k):
             q = cpos[i]
-            if q >= cend[i]:
-                status = FAIL if cfin[i] else WAIT_IN
+            w = missing(q, cend[i], cfin[i])
+            if w:
                 S[PORT] = 2 * i
+                status = w
                 break
             h = ck[i][q]
             x = cs[i][q] + clat[i]
@@ -107,23 +135,23 @@ def _k_joiner(S, F, CH, RD, io, is_union, k, ck, cd, cs, ccons, pk, ps, pcons, o
         if n_done > 0 and n_done < k:
             status = FAIL
             break
-        emit = 0  # 0 nothing, 1 the heads' control token, 2 a coordinate
+        emits = 0  # 0 nothing, 1 the heads' control token, 2 a coordinate
         for i in range(k):
             adv[i] = False
         if n_done == k or n_val == 0:
             for i in range(k):
                 adv[i] = True
-            emit = 1
+            emits = 1
         elif is_union:
             for i in range(k):
                 q = cpos[i]
                 if ck[i][q] == VAL and cd[i][q] == vmin:
                     adv[i] = True
-            emit = 2
+            emits = 2
         elif n_stop == 0 and vall_eq:
             for i in range(k):
                 adv[i] = True
-            emit = 2
+            emits = 2
         else:
             for i in range(k):
                 q = cpos[i]
@@ -133,8 +161,8 @@ def _k_joiner(S, F, CH, RD, io, is_union, k, ck, cd, cs, ccons, pk, ps, pcons, o
             if not adv[i]:
                 continue
             q = ppos[i]
-            if q >= pend[i]:
-                status = FAIL if pfin[i] else WAIT_IN
+            status = missing(q, pend[i], pfin[i])
+            if status:
                 S[PORT] = 2 * i + 1
                 break
             h = ck[i][cpos[i]]
@@ -151,26 +179,27 @@ def _k_joiner(S, F, CH, RD, io, is_union, k, ck, cd, cs, ccons, pk, ps, pcons, o
                 rt = x
         if status != 0:
             break
-        if emit != 0 and jo[0] >= cap:
+        if emits != 0 and jo[0] >= cap:
             status = WAIT_OUT
             break
         t = max(t + ii, rt)
-        if emit != 0 and bounded:
+        if emits != 0 and bounded:
             t = gated(t, og, jo[0], dep[0], bas[0])
             for i in range(k):
                 t = gated(t, opg[i], jo[i + 1], dep[i + 1], bas[i + 1])
         steps += 1
-        if emit != 0:
-            j = jo[0]
-            if emit == 1:
+        if emits != 0:
+            if emits == 1:
                 q = cpos[0]
-                ok[j] = ck[0][q]
-                od[j] = cd[0][q]
+                ok[jo[0]] = ck[0][q]
+                od[jo[0]] = cd[0][q]
+                ot[jo[0]] = t
+                jo[0] += 1
             else:
-                ok[j] = VAL
-                od[j] = v0 if not is_union else vmin
-            ot[j] = t
-            jo[0] = j + 1
+                ok[jo[0]] = VAL
+                od[jo[0]] = v0 if not is_union else vmin
+                ot[jo[0]] = t
+                jo[0] += 1
             for i in range(k):
                 j = jo[i + 1]
                 if adv[i]:
@@ -185,19 +214,18 @@ def _k_joiner(S, F, CH, RD, io, is_union, k, ck, cd, cs, ccons, pk, ps, pcons, o
         for i in range(k):
             if adv[i]:
                 ccons[i][cpos[i]] = t
-                pcons[i][ppos[i]] = t
                 cpos[i] += 1
+                pcons[i][ppos[i]] = t
                 ppos[i] += 1
         if n_done == k:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
-    for o in range(k + 1):
-        CH[io[3 * nin + o], 1] = jo[o]
+    settle(S, t, steps)
+    out_closed(nd, crd_out.ch, jo[0])
     for i in range(k):
-        leave(CH, RD, io, 2 * i, cpos[i])
-        leave(CH, RD, io, 2 * i + 1, ppos[i])
+        out_closed(nd, pay_outs.ch[i], jo[i + 1])
+        store(nd, crds.ch[i], crds.rd[i], cpos[i])
+        store(nd, pays.ch[i], pays.rd[i], ppos[i])
     return status
 
 
@@ -243,23 +271,15 @@ class Joiner(Runner):
     def out_tile(self, port):
         return None if port == "crd" else self.in_ch[2 * int(port[3:]) + 1].tile_shape
 
-    def args(self):
-        if self._args is None:
-            k = self.arity
-            cap = max(ch.capacity for ch in self.out_ch)
-            if self.src.shape[1] < cap:
-                self.src = np.empty((k, cap), dtype=np.int64)
-            crds = self.in_ch[0::2]
-            pays = self.in_ch[1::2]
-            cons = [self.cons_of(ch, r) for ch, r in zip(self.in_ch, self.readers)]
-            crd_out, pay_out = self.out_ch[0], self.out_ch[1:]
-            self._args = (self.S, self.F, crds[0].tables.CH, crds[0].tables.RD, self.io, self.is_union, k,
-                          tuple(c.kind for c in crds), tuple(c.data for c in crds), tuple(c.sent for c in crds),
-                          tuple(cons[0::2]), tuple(p.kind for p in pays), tuple(p.sent for p in pays),
-                          tuple(cons[1::2]), crd_out.kind, crd_out.data, crd_out.sent, self.gate_of(crd_out),
-                          tuple(p.kind for p in pay_out), tuple(p.sent for p in pay_out),
-                          tuple(self.gate_of(p) for p in pay_out), self.src)
-        return self._args
+    def port_args(self):
+        ins, outs = self.in_records(), self.out_records()
+        return Ins.of(ins[0::2]), Ins.of(ins[1::2], data=False), outs[0], Outs.of(outs[1:], data=False)
+
+    def state(self):
+        cap = max(ch.capacity for ch in self.out_ch)
+        if self.src.shape[1] < cap:
+            self.src = np.empty((self.arity, cap), dtype=np.int64)
+        return Joining(self.is_union, self.src)
 
     def pending(self):
         """Every crd head; the payloads of the inputs the step advances; every output if it emits."""

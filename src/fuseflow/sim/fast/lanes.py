@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -19,18 +21,23 @@ from .core import (
     FREE,
     II,
     PORT,
-    STEPS,
-    WAIT_IN,
     WAIT_OUT,
+    Ins,
     NeedOracle,
+    Outs,
     Runner,
     T,
-    enter,
+    closed,
     gated,
-    leave,
     missing,
-    out_depth,
-    out_room,
+    opened,
+    opened_lane,
+    out_closed,
+    out_opened,
+    out_opened_lane,
+    settle,
+    step_time,
+    store,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
@@ -39,44 +46,44 @@ _LANE = FREE  # fork: the lane of the next element; join: the lane read now
 
 
 @njit(cache=True)
-def _k_copy(S, F, CH, RD, io, ik, idat, isent, icons, k, deal, ok, od, ot, og):
+def _k_copy(nd, x, outs, deal):
     """broadcast (deal False: every token to every output) and fork (deal True: elements
-    round-robin, stops and D to every lane); ok/od/ot/og are tuples of the k outputs' arrays."""
-    pi, ei, fi, lat = enter(CH, RD, io, 0)
+    round-robin, stops and D to every lane); outs: the k outputs (`Outs`)."""
+    S = nd.S
+    xk, xd, xs, xc = x.kind, x.data, x.sent, x.cons
+    ok, od, ot, og = outs.kind, outs.data, outs.sent, outs.gate
+    k = len(ok)
+    pi, ei, fi, xl = opened(nd, x)
     jo = np.empty(k, dtype=np.int64)
     cap = np.empty(k, dtype=np.int64)
     dep = np.empty(k, dtype=np.int64)
     bas = np.empty(k, dtype=np.int64)
     bounded = False
     for o in range(k):
-        jo[o] = CH[io[3 + o], 1]
-        cap[o] = out_room(CH, RD, io, 1, o, ok[o].shape[0])
-        dep[o], bas[o] = out_depth(CH, io, 1, o)
+        jo[o], cap[o], dep[o], bas[o] = out_opened_lane(nd, outs, o)
         bounded |= dep[o] != 0
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     lane = S[_LANE]
-    steps = 0
-    status = 0
-    if not deal:  # broadcast: the times once (into icons), then every output copies the block
+    steps = status = 0
+    if not deal:  # broadcast: the times once (into xc), then every output copies the block
         n = ei - pi
         for o in range(k):
             n = min(n, cap[o] - jo[o])
-        for x in range(pi, pi + n):
-            t = max(t + ii, max(isent[x] + lat, 0))
+        for q in range(pi, pi + n):
+            t = step_time(t, ii, xs[q] + xl)
             if bounded:
                 for o in range(k):
-                    t = gated(t, og[o], jo[o] + x - pi, dep[o], bas[o])
-            icons[x] = t
-            if ik[x] == D_TOK:
-                n = x + 1 - pi
+                    t = gated(t, og[o], jo[o] + q - pi, dep[o], bas[o])
+            xc[q] = t
+            if xk[q] == D_TOK:
+                n = q + 1 - pi
                 status = DONE
                 break
         for o in range(k):
             j = jo[o]
-            ok[o][j:j + n] = ik[pi:pi + n]
-            od[o][j:j + n] = idat[pi:pi + n]
-            ot[o][j:j + n] = icons[pi:pi + n]
+            ok[o][j:j + n] = xk[pi:pi + n]
+            od[o][j:j + n] = xd[pi:pi + n]
+            ot[o][j:j + n] = xc[pi:pi + n]
             jo[o] = j + n
         pi += n
         steps += n
@@ -85,7 +92,7 @@ def _k_copy(S, F, CH, RD, io, ik, idat, isent, icons, k, deal, ok, od, ot, og):
         if status:
             S[PORT] = 0
             break
-        h = ik[pi]
+        h = xk[pi]
         if deal and h == REPEAT:
             status = FAIL
             break
@@ -97,50 +104,57 @@ def _k_copy(S, F, CH, RD, io, ik, idat, isent, icons, k, deal, ok, od, ot, og):
         if full:
             status = WAIT_OUT
             break
-        t = max(t + ii, max(isent[pi] + lat, 0))
+        t = step_time(t, ii, xs[pi] + xl)
         for o in range(k):
             if not one or o == lane:
                 t = gated(t, og[o], jo[o], dep[o], bas[o])
         for o in range(k):
             if not one or o == lane:
-                j = jo[o]
-                ok[o][j] = h
-                od[o][j] = idat[pi]
-                ot[o][j] = t
-                jo[o] = j + 1
+                ok[o][jo[o]] = h
+                od[o][jo[o]] = xd[pi]
+                ot[o][jo[o]] = t
+                jo[o] += 1
         if one:
             lane = (lane + 1) % k
-        icons[pi] = t
+        xc[pi] = t
         pi += 1
         steps += 1
         if h == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[_LANE] = lane
     for o in range(k):
-        CH[io[3 + o], 1] = jo[o]
-    leave(CH, RD, io, 0, pi)
+        out_closed(nd, outs.ch[o], jo[o])
+    closed(nd, x, pi)
     return status
 
 
+class Merging(NamedTuple):
+    """join's state record: the level of stops below which lanes take turns (0: after every
+    token), and src, where a call writes (lane, position) of each token it emits."""
+    depth: int
+    src: np.ndarray
+
+
 @njit(cache=True)
-def _k_join(S, F, CH, RD, io, lanes, depth, ik, idat, isent, icons, ok, od, ot, og, src):
-    """join over the lanes' arrays (tuples ik/idat/isent/icons); src[:, e] = (lane, position) of
-    the e-th token emitted by this call."""
+def _k_join(nd, ins, out, how):
+    """join over the lanes `ins` (`Ins`); src[:, e] = (lane, position) of the e-th token emitted
+    by this call."""
+    S = nd.S
+    ik, idat, isent, icons, lat = ins.kind, ins.data, ins.sent, ins.cons, ins.lat
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    depth, src = how.depth, how.src
+    lanes = len(ik)
     pos = np.empty(lanes, dtype=np.int64)
     end = np.empty(lanes, dtype=np.int64)
     fin = np.empty(lanes, dtype=np.bool_)
-    lat = np.empty(lanes, dtype=np.int64)
     for q in range(lanes):
-        pos[q], end[q], fin[q], lat[q] = enter(CH, RD, io, q)
-    j = CH[io[3 * lanes], 1]
-    cap = min(out_room(CH, RD, io, lanes, 0, ok.shape[0]), j + src.shape[1])
-    d, b = out_depth(CH, io, lanes, 0)
+        pos[q], end[q], fin[q] = opened_lane(nd, ins, q)
+    j, cap, d, b = out_opened(nd, out)
+    cap = min(cap, j + src.shape[1])
     idx = S[_LANE]
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     steps = 0
     ne = 0
     status = 0
@@ -158,25 +172,18 @@ def _k_join(S, F, CH, RD, io, lanes, depth, ik, idat, isent, icons, ok, od, ot, 
             status = FAIL
             break
         lv = int(idat[idx][q]) if h == STOP else 0
-        rt = max(isent[idx][q] + lat[idx], 0)
-        if _is_elem(h) or (h == STOP and lv < depth):
-            t = gated(max(t + ii, rt), og, j, d, b)
+        rt = isent[idx][q] + lat[idx]
+        if _is_elem(h) or (h == STOP and lv < depth):  # this lane's token
+            t = gated(step_time(t, ii, rt), og, j, d, b)
             icons[idx][q] = t
-            ok[j] = h
-            od[j] = idat[idx][q]
-            ot[j] = t
-            src[0, ne] = idx
-            src[1, ne] = q
-            j += 1
-            ne += 1
             pos[idx] = q + 1
-            if depth == 0 or (h == STOP and lv == depth - 1):
-                idx = (idx + 1) % lanes
-        else:
+            turn = depth == 0 or (h == STOP and lv == depth - 1)
+        else:  # a stop at or above depth, or D: every lane's head
+            turn = False
             for lane in range(lanes):
                 p = pos[lane]
-                if p >= end[lane]:
-                    status = FAIL if fin[lane] else WAIT_IN
+                status = missing(p, end[lane], fin[lane])
+                if status:
                     S[PORT] = lane
                     break
                 if ik[lane][p] != h or (h == STOP and int(idat[lane][p]) != lv):
@@ -185,28 +192,28 @@ def _k_join(S, F, CH, RD, io, lanes, depth, ik, idat, isent, icons, ok, od, ot, 
                 rt = max(rt, isent[lane][p] + lat[lane])
             if status != 0:
                 break
-            t = gated(max(t + ii, rt), og, j, d, b)
-            ok[j] = h
-            od[j] = idat[idx][q]
-            ot[j] = t
-            src[0, ne] = idx
-            src[1, ne] = q
-            j += 1
-            ne += 1
+            t = gated(step_time(t, ii, rt), og, j, d, b)
             for lane in range(lanes):
                 icons[lane][pos[lane]] = t
                 pos[lane] += 1
-            if h == D_TOK:
-                steps += 1
-                status = DONE
-                break
+        ok[j] = h
+        od[j] = idat[idx][q]
+        ot[j] = t
+        j += 1
+        src[0, ne] = idx
+        src[1, ne] = q
+        ne += 1
         steps += 1
-    S[T] = t
-    S[STEPS] += steps
+        if h == D_TOK:
+            status = DONE
+            break
+        if turn:
+            idx = (idx + 1) % lanes
+    settle(S, t, steps)
     S[_LANE] = idx
-    CH[io[3 * lanes], 1] = j
+    out_closed(nd, out.ch, j)
     for q in range(lanes):
-        leave(CH, RD, io, q, pos[q])
+        store(nd, ins.ch[q], ins.rd[q], pos[q])
     return status
 
 
@@ -245,15 +252,11 @@ class Copy(Runner):
             return ["in"], self.unsure(self.outs)
         return ["in"], ([f"out{self.S[_LANE]}"] if head[0] in (VAL, EMPTY) else list(self.outs))
 
-    def args(self):
-        if self._args is None:
-            a = self.in_ch[0]
-            cons = self.cons_of(a, self.readers[0])
-            outs = self.out_ch
-            self._args = (self.S, self.F, a.tables.CH, a.tables.RD, self.io, a.kind, a.data, a.sent, cons,
-                          len(outs), self.deal, tuple(o.kind for o in outs), tuple(o.data for o in outs),
-                          tuple(o.sent for o in outs), tuple(self.gate_of(o) for o in outs))
-        return self._args
+    def port_args(self):
+        return (*self.in_records(), Outs.of(self.out_records()))
+
+    def state(self):
+        return self.deal
 
     def after(self, before_in, before_out):
         if self.in_ch[0].tile_shape is not None:
@@ -295,17 +298,14 @@ class Join(Runner):
             return [lane], ["out"]
         return list(self.ins), ["out"]
 
-    def args(self):
-        if self._args is None:
-            out = self.out_ch[0]
-            if self.src.shape[1] < out.capacity:
-                self.src = np.empty((2, out.capacity), dtype=np.int64)
-            ins = self.in_ch
-            cons = tuple(self.cons_of(ch, r) for ch, r in zip(ins, self.readers))
-            self._args = (self.S, self.F, out.tables.CH, out.tables.RD, self.io, self.lanes, self.depth,
-                          tuple(c.kind for c in ins), tuple(c.data for c in ins), tuple(c.sent for c in ins), cons,
-                          out.kind, out.data, out.sent, self.gate_of(out), self.src)
-        return self._args
+    def port_args(self):
+        return (Ins.of(self.in_records()), *self.out_records())
+
+    def state(self):
+        capacity = self.out_ch[0].capacity
+        if self.src.shape[1] < capacity:
+            self.src = np.empty((2, capacity), dtype=np.int64)
+        return Merging(self.depth, self.src)
 
     def after(self, before_in, before_out):
         if self.out_ch[0].tile_shape is not None:

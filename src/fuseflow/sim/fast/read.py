@@ -8,6 +8,8 @@ locate and array (value reads). Mirrors `sim.oracle.read`.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -25,14 +27,13 @@ from .core import (
     NeedOracle,
     Runner,
     T,
-    enter,
+    closed,
     gated,
-    leave,
     missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    opened,
+    out_closed,
+    out_opened,
+    settle,
     stall,
 )
 from .stream import DONE as D_TOK
@@ -40,10 +41,10 @@ from .stream import EMPTY, STOP, VAL, _is_elem
 
 
 @njit(cache=True)
-def _k_root(S, F, CH, RD, io, ok, od, ot, og):
-    j = out_at(CH, io, 0, 0)
-    cap = out_room(CH, RD, io, 0, 0, ok.shape[0])
-    d, b = out_depth(CH, io, 0, 0)
+def _k_root(nd, out):
+    S = nd.S
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    j, cap, d, b = out_opened(nd, out)
     status = 0
     while True:
         if S[FREE] == 2:
@@ -60,7 +61,7 @@ def _k_root(S, F, CH, RD, io, ok, od, ot, og):
         S[T] = t
         S[STEPS] += 1
         S[FREE] += 1
-    out_leave(CH, io, 0, 0, j)
+    out_closed(nd, out.ch, j)
     return status
 
 
@@ -68,38 +69,50 @@ def _k_root(S, F, CH, RD, io, ok, od, ot, og):
 _FIB, _P, _PEND, _FIRST, _RT, _BASE, _EMP, _STRIDE, _WIX, _FS, _FE = range(FREE, FREE + 11)
 
 
+class ScanLevel(NamedTuple):
+    """Scan's state record: the level read (compressed: its seg and crd arrays; dense: its dim),
+    the memory model (`Runner.mem`), a strided dense level's stride (0: none) and a partitioned
+    run's window ranges [wlo, whi) (none: empty arrays)."""
+    compressed: bool
+    dim: int
+    seg: np.ndarray
+    crd: np.ndarray
+    mem: np.ndarray
+    stride: int
+    wlo: np.ndarray
+    whi: np.ndarray
+
+
 @njit(cache=True)
-def _window_range(S, compressed, crd, wlo, whi):
+def _window_range(S, level):
     """Narrow the fiber's positions [_FS, _FE) to window range _WIX: coordinates in
     [wlo, whi) (a binary search in a compressed fiber's sorted coordinates)."""
     w = S[_WIX]
     fs, fe = S[_FS], S[_FE]
-    if compressed:
-        S[_P] = fs + np.searchsorted(crd[fs:fe], wlo[w])
-        S[_PEND] = fs + np.searchsorted(crd[fs:fe], whi[w])
+    if level.compressed:
+        S[_P] = fs + np.searchsorted(level.crd[fs:fe], level.wlo[w])
+        S[_PEND] = fs + np.searchsorted(level.crd[fs:fe], level.whi[w])
     else:
-        S[_P] = min(max(wlo[w], fs), fe)
-        S[_PEND] = max(min(whi[w], fe), S[_P])
+        S[_P] = min(max(level.wlo[w], fs), fe)
+        S[_PEND] = max(min(level.whi[w], fe), S[_P])
 
 
 @njit(cache=True)
-def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, cg, rk, rd, rt_, rg, compressed, dim, seg, crd,
-            mem, stride, wlo, whi):
+def _k_scan(nd, ref, crd_o, ref_o, level):
     """The reference is consumed at the fiber's first step (its consume time S[_FIRST])."""
-    pi, ei, fi, lat = enter(CH, RD, io, 0)
-    jc = out_at(CH, io, 1, 0)
-    jr = out_at(CH, io, 1, 1)
-    capc = out_room(CH, RD, io, 1, 0, ck.shape[0])
-    capr = out_room(CH, RD, io, 1, 1, rk.shape[0])
-    dc, bc = out_depth(CH, io, 1, 0)
-    dr, br = out_depth(CH, io, 1, 1)
+    S = nd.S
+    ik, idat, isent, icons = ref.kind, ref.data, ref.sent, ref.cons
+    ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
+    rk, rd, rt_, rg = ref_o.kind, ref_o.data, ref_o.sent, ref_o.gate
+    compressed, dim, seg, crd, mem, stride, wlo, whi = level
+    pi, ei, fi, lat = opened(nd, ref)
+    jc, capc, dc, bc = out_opened(nd, crd_o)
+    jr, capr, dr, br = out_opened(nd, ref_o)
     nseg = seg.shape[0] - 1
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     reads = S[READS]
     words = S[WORDS]
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         if S[_FIB] == 0:  # the next reference
             status = missing(pi, ei, fi)
@@ -157,14 +170,14 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, cg, rk, rd, rt
             S[_RT] = max(isent[pi] + lat, 0)
             if wlo.shape[0] and k == VAL:  # a partitioned run: the window's first range
                 S[_WIX], S[_FS], S[_FE] = 0, S[_P], S[_PEND]
-                _window_range(S, compressed, crd, wlo, whi)
+                _window_range(S, level)
         if jc >= capc or jr >= capr:
             status = WAIT_OUT
             break
         p = S[_P]
         if p >= S[_PEND] and wlo.shape[0] and S[_EMP] == 0 and S[_WIX] + 1 < wlo.shape[0]:
             S[_WIX] += 1  # the window's next range
-            _window_range(S, compressed, crd, wlo, whi)
+            _window_range(S, level)
             continue
         if p < S[_PEND]:  # a coordinate
             if compressed:
@@ -217,27 +230,33 @@ def _k_scan(S, F, CH, RD, io, ik, idat, isent, icons, ck, cd, ct, cg, rk, rd, rt
             jr += 1
             S[_FIB] = 0
             steps += 1
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[READS] = reads
     S[WORDS] = words
-    out_leave(CH, io, 1, 0, jc)
-    out_leave(CH, io, 1, 1, jr)
-    leave(CH, RD, io, 0, pi)
+    out_closed(nd, crd_o.ch, jc)
+    out_closed(nd, ref_o.ch, jr)
+    closed(nd, ref, pi)
     return status
 
 
+class Locating(NamedTuple):
+    """Locate's state record: the located level's dimension and a strided level's stride (0: none)."""
+    dim: int
+    stride: int
+
+
 @njit(cache=True)
-def _k_locate(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ok, od, ot, og, dim, stride):
-    pa, ea, fa, al = enter(CH, RD, io, 0)
-    pb, eb, fb, bl = enter(CH, RD, io, 1)
-    j = out_at(CH, io, 2, 0)
-    cap = out_room(CH, RD, io, 2, 0, ok.shape[0])
-    d, b0 = out_depth(CH, io, 2, 0)
-    t = S[T]
-    ii = S[II]
-    steps = 0
-    status = 0
+def _k_locate(nd, crd, ref, out, at):
+    S = nd.S
+    ak, ad, a_s, acons = crd.kind, crd.data, crd.sent, crd.cons
+    bk, bd, b_s, bcons = ref.kind, ref.data, ref.sent, ref.cons
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    dim, stride = at
+    pa, ea, fa, al = opened(nd, crd)
+    pb, eb, fb, bl = opened(nd, ref)
+    j, cap, d, b0 = out_opened(nd, out)
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
         status = missing(pa, ea, fa)
         if status:
@@ -283,27 +302,35 @@ def _k_locate(S, F, CH, RD, io, ak, ad, a_s, acons, bk, bd, b_s, bcons, ok, od, 
         if a == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
-    out_leave(CH, io, 2, 0, j)
-    leave(CH, RD, io, 0, pa)
-    leave(CH, RD, io, 1, pb)
+    settle(S, t, steps)
+    out_closed(nd, out.ch, j)
+    closed(nd, crd, pa)
+    closed(nd, ref, pb)
     return status
 
 
+class Values(NamedTuple):
+    """Array's state record: the stored values (with tiles, the stored tiles' numbers), the fill
+    of an empty reference, the memory model (`Runner.mem`) and the words a value read takes."""
+    vals: np.ndarray
+    fill: float
+    mem: np.ndarray
+    words: int
+
+
 @njit(cache=True)
-def _k_array(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og, vals, fill, mem, w):
+def _k_array(nd, ref, out, v):
     """Value reads; with tiles `vals` are the stored tiles' numbers (the runner fills the tiles)."""
-    pi, ei, fi, lat = enter(CH, RD, io, 0)
-    j = out_at(CH, io, 1, 0)
-    cap = out_room(CH, RD, io, 1, 0, ok.shape[0])
-    d, b = out_depth(CH, io, 1, 0)
+    S = nd.S
+    ik, idat, isent, icons = ref.kind, ref.data, ref.sent, ref.cons
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    vals, fill, mem, w = v
+    pi, ei, fi, lat = opened(nd, ref)
+    j, cap, d, b = out_opened(nd, out)
     nv = vals.shape[0]
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     reads = S[READS]
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
@@ -344,11 +371,10 @@ def _k_array(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og, vals, fil
         if k == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[READS] = reads
-    out_leave(CH, io, 1, 0, j)
-    leave(CH, RD, io, 0, pi)
+    out_closed(nd, out.ch, j)
+    closed(nd, ref, pi)
     return status
 
 
@@ -399,8 +425,8 @@ class Scan(Runner):
         if self.in_ch[0].dtype != np.int64:
             raise NeedOracle()
 
-    def extra(self):
-        return (*self.level_args, self.mem(), self.stride, *self.window)
+    def state(self):
+        return ScanLevel(*self.level_args, self.mem(), self.stride, *self.window)
 
     def pending(self):
         return (["ref"] if self.S[_FIB] == 0 else []), ["crd", "ref"]  # a fiber's later steps read nothing
@@ -427,8 +453,8 @@ class Locate(Runner):
         if any(ch.dtype != np.int64 for ch in self.in_ch):
             raise NeedOracle()
 
-    def extra(self):
-        return (self.dim, self.stride)
+    def state(self):
+        return Locating(self.dim, self.stride)
 
 
 class Array(Runner):
@@ -469,8 +495,8 @@ class Array(Runner):
     def out_tile(self, port):
         return None if self.tile is None else self.tile.shape(self.tile.out)
 
-    def extra(self):
-        return (self.vals, self.fill, self.mem(), self.words)
+    def state(self):
+        return Values(self.vals, self.fill, self.mem(), self.words)
 
     def after(self, before_in, before_out):
         if self.tile is not None:

@@ -8,6 +8,8 @@ the sparse accumulators share. Mirrors `sim.oracle.reduce`.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -21,19 +23,17 @@ from .core import (
     II,
     NANV,
     PORT,
-    STEPS,
     WAIT_OUT,
     NeedOracle,
     Runner,
     T,
-    enter,
+    closed,
     gated,
-    leave,
     missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    opened,
+    out_closed,
+    out_opened,
+    settle,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
@@ -67,20 +67,31 @@ def identity(red):
 _OPEN = FREE  # a fiber has elements so far
 
 
+class Reduction(NamedTuple):
+    """The state record of a reducer's kernel: the reduction's code and the oracle's NaN (`NANV`).
+
+        >>> Reduction(red_code({"kind": "max"}), NANV).red == REDUCE_CODES["max"]
+        True
+    """
+    red: int
+    nanv: np.ndarray
+
+
 @njit(cache=True)
-def _k_reduce(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og, red, nanv):
+def _k_reduce(nd, val, out, how):
     """F[0] holds the open fiber's accumulator; a step emits only on a stop or D."""
+    S = nd.S
+    F = nd.F
+    ik, idat, isent, icons = val.kind, val.data, val.sent, val.cons
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    red, nanv = how
     nan = nanv[0]
-    pi, ei, fi, lat = enter(CH, RD, io, 0)
-    j = out_at(CH, io, 1, 0)
-    cap = out_room(CH, RD, io, 1, 0, ok.shape[0])
-    d, b = out_depth(CH, io, 1, 0)
-    t = S[T]
-    ii = S[II]
+    pi, ei, fi, lat = opened(nd, val)
+    j, cap, d, b = out_opened(nd, out)
+    t, ii = S[T], S[II]
     acc = F[0]
     flops = 0
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
@@ -124,11 +135,10 @@ def _k_reduce(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og, red, nan
             status = DONE
             break
     F[0] = acc
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[FLOPS] += flops
-    out_leave(CH, io, 1, 0, j)
-    leave(CH, RD, io, 0, pi)
+    out_closed(nd, out.ch, j)
+    closed(nd, val, pi)
     return status
 
 
@@ -161,8 +171,8 @@ class Reduce(Reducer):
     backpressure = True
     ins, outs = ("val",), ("val",)
 
-    def extra(self):
-        return (self.red, NANV)
+    def state(self):
+        return Reduction(self.red, NANV)
 
     def pending(self):
         head = self.head("val")

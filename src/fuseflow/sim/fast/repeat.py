@@ -16,34 +16,31 @@ from .core import (
     FAIL,
     II,
     PORT,
-    STEPS,
     WAIT_OUT,
     NeedOracle,
     Runner,
     T,
-    enter,
+    closed,
     gated,
-    leave,
     missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    opened,
+    out_closed,
+    out_opened,
+    settle,
 )
 from .stream import DONE as D_TOK
 from .stream import REPEAT, STOP, VAL, _is_elem
 
 
 @njit(cache=True)
-def _k_repsig(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og):
-    pi, ei, fi, lat = enter(CH, RD, io, 0)
-    j = out_at(CH, io, 1, 0)
-    cap = out_room(CH, RD, io, 1, 0, ok.shape[0])
-    d, b = out_depth(CH, io, 1, 0)
-    t = S[T]
-    ii = S[II]
-    steps = 0
-    status = 0
+def _k_repsig(nd, crd, out):
+    S = nd.S
+    ik, idat, isent, icons = crd.kind, crd.data, crd.sent, crd.cons
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    pi, ei, fi, lat = opened(nd, crd)
+    j, cap, d, b = out_opened(nd, out)
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
@@ -71,24 +68,23 @@ def _k_repsig(S, F, CH, RD, io, ik, idat, isent, icons, ok, od, ot, og):
         if k == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
-    out_leave(CH, io, 1, 0, j)
-    leave(CH, RD, io, 0, pi)
+    settle(S, t, steps)
+    out_closed(nd, out.ch, j)
+    closed(nd, crd, pi)
     return status
 
 
 @njit(cache=True)
-def _k_repeat(S, F, CH, RD, io, ik, idat, isent, icons, sk, sd, s_s, scons, ok, od, ot, og):
-    pi, ei, fi, il = enter(CH, RD, io, 0)
-    ps, es, fs, sl = enter(CH, RD, io, 1)
-    j = out_at(CH, io, 2, 0)
-    cap = out_room(CH, RD, io, 2, 0, ok.shape[0])
-    d, b = out_depth(CH, io, 2, 0)
-    t = S[T]
-    ii = S[II]
-    steps = 0
-    status = 0
+def _k_repeat(nd, x, sig, out):
+    S = nd.S
+    ik, idat, isent, icons = x.kind, x.data, x.sent, x.cons
+    sk, sd, s_s, scons = sig.kind, sig.data, sig.sent, sig.cons
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    pi, ei, fi, il = opened(nd, x)
+    ps, es, fs, sl = opened(nd, sig)
+    j, cap, d, b = out_opened(nd, out)
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
         status = missing(ps, es, fs)
         if status:
@@ -143,11 +139,10 @@ def _k_repeat(S, F, CH, RD, io, ik, idat, isent, icons, sk, sd, s_s, scons, ok, 
         if s == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
-    out_leave(CH, io, 2, 0, j)
-    leave(CH, RD, io, 0, pi)
-    leave(CH, RD, io, 1, ps)
+    settle(S, t, steps)
+    out_closed(nd, out.ch, j)
+    closed(nd, x, pi)
+    closed(nd, sig, ps)
     return status
 
 

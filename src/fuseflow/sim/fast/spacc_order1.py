@@ -15,6 +15,8 @@ every step emits one token (the fiber drains while the next one accumulates).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -31,18 +33,16 @@ from .core import (
     NEED,
     PORT,
     SEAL,
-    STEPS,
     WAIT_OUT,
     YIELD,
     T,
-    enter,
+    closed,
     gated,
-    leave,
     missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    opened,
+    out_closed,
+    out_opened,
+    settle,
 )
 from .reduce import combine, identity
 from .spacc import Accumulator, log_event
@@ -53,12 +53,32 @@ TABLE_LIMIT = 1 << 22  # spacc keys 0..TABLE_LIMIT-1 accumulate in a dense table
 _NT, _M, _QH, _QN, _ENDED, _NEV = range(FREE, FREE + 6)
 
 
+class Map1(NamedTuple):
+    """spacc's state record: the reduction (red, nanv: `reduce.Reduction`'s), the dense table of
+    keys below `TABLE_LIMIT` (tbl, present, the keys touched in order), the other keys and their
+    values in stream order (xk, xv), the queue of finished output (kinds qk, coordinates qd,
+    values qx), and the event log for tiles (log: whether to keep it, ev). GROW asks for more."""
+    red: int
+    nanv: np.ndarray
+    tbl: np.ndarray
+    present: np.ndarray
+    touched: np.ndarray
+    xk: np.ndarray
+    xv: np.ndarray
+    qk: np.ndarray
+    qd: np.ndarray
+    qx: np.ndarray
+    log: bool
+    ev: np.ndarray
+
+
 @njit(cache=True)
-def _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, qk, qd, qx, at):
+def _drain1(mp, nt, m, at):
     """The map in coordinate order into the queue from position `at`: the table's keys and the
     sorted outside keys (combined in stream order), merged; clears the table's marks. Returns
     the queue's new length."""
-    keys = np.sort(touched[:nt])
+    red, nan, tbl, xk, xv, qk, qd, qx = mp.red, mp.nanv[0], mp.tbl, mp.xk, mp.xv, mp.qk, mp.qd, mp.qx
+    keys = np.sort(mp.touched[:nt])
     okeys = np.empty(m, dtype=np.int64)
     ovals = np.empty(m, dtype=np.float64)
     no_ = 0
@@ -82,7 +102,7 @@ def _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, qk, qd, qx, at):
         if b >= no_ or (a < nt and keys[a] < okeys[b]):
             qd[dn] = keys[a]
             qx[dn] = tbl[keys[a]]
-            present[keys[a]] = False
+            mp.present[keys[a]] = False
             a += 1
         else:
             qd[dn] = okeys[b]
@@ -93,29 +113,29 @@ def _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, qk, qd, qx, at):
 
 
 @njit(cache=True)
-def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v_s, vcons, ck, cd, ct, cg, vk_, vd,
-             vt, vg, red, nanv, tbl, present, touched, xk, xv, qk, qd, qx, log, ev):
+def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
+    S = nd.S
+    ko, do, o_s, ocons = outer.kind, outer.data, outer.sent, outer.cons
+    ki, di, i_s, icons = inner.kind, inner.data, inner.sent, inner.cons
+    kv, dv, v_s, vcons = val.kind, val.data, val.sent, val.cons
+    ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
+    vk_, vd, vt, vg = val_o.kind, val_o.data, val_o.sent, val_o.gate
+    red, nanv, tbl, present, touched, xk, xv, qk, qd, qx, log, ev = mp
     nan = nanv[0]
-    po, eo, fo, ol = enter(CH, RD, io, 0)
-    pi, ei, fi, il = enter(CH, RD, io, 1)
-    pv, ev_, fv, vl = enter(CH, RD, io, 2)
-    jc = out_at(CH, io, 3, 0)
-    jv = out_at(CH, io, 3, 1)
-    capc = out_room(CH, RD, io, 3, 0, ck.shape[0])
-    capv = out_room(CH, RD, io, 3, 1, vk_.shape[0])
-    dc, bc = out_depth(CH, io, 3, 0)
-    dv_, bv = out_depth(CH, io, 3, 1)
+    po, eo, fo, ol = opened(nd, outer)
+    pi, ei, fi, il = opened(nd, inner)
+    pv, ev_, fv, vl = opened(nd, val)
+    jc, capc, dc, bc = out_opened(nd, crd_o)
+    jv, capv, dv_, bv = out_opened(nd, val_o)
     nt = S[_NT]
     m = S[_M]
     qh = S[_QH]
     qn = S[_QN]
     ended = S[_ENDED]
     nev = S[_NEV]
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     flops = 0
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         # the step's input action: 0 none (input ended), 1 accumulate, 2 close an inner fiber,
         # 3 take an outer stop or D (queueing the fiber and the stop)
@@ -227,7 +247,7 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
                 qh = 0
             first = qn
             if nt + m > 0:
-                qn = _drain1(touched, nt, tbl, present, xk, xv, m, red, nan, qk, qd, qx, qn)
+                qn = _drain1(mp, nt, m, qn)
                 if log:
                     for q in range(first, qn):
                         nev = log_event(ev, nev, 0, qd[q], q, SEAL)
@@ -266,14 +286,13 @@ def _k_spacc(S, F, CH, RD, io, ko, do, o_s, ocons, ki, di, i_s, icons, kv, dv, v
     S[_QN] = qn
     S[_ENDED] = ended
     S[_NEV] = nev
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[FLOPS] += flops
-    out_leave(CH, io, 3, 0, jc)
-    out_leave(CH, io, 3, 1, jv)
-    leave(CH, RD, io, 0, po)
-    leave(CH, RD, io, 1, pi)
-    leave(CH, RD, io, 2, pv)
+    out_closed(nd, crd_o.ch, jc)
+    out_closed(nd, val_o.ch, jv)
+    closed(nd, outer, po)
+    closed(nd, inner, pi)
+    closed(nd, val, pv)
     return status
 
 
@@ -305,9 +324,9 @@ class Spacc(Accumulator):
             return list(self.ins), (list(self.outs) if queued else self.unsure(self.outs))
         return list(self.ins), (list(self.outs) if queued or outer[0] != VAL else [])
 
-    def extra(self):
-        return (self.red, NANV, self.tbl, self.present, self.touched, self.xk, self.xv, self.qk, self.qd, self.qx,
-                self.logging, self.ev)
+    def state(self):
+        return Map1(self.red, NANV, self.tbl, self.present, self.touched, self.xk, self.xv, self.qk, self.qd, self.qx,
+                    self.logging, self.ev)
 
     def grow(self):
         S, e = self.S, self.engine

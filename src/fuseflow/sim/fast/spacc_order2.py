@@ -15,6 +15,8 @@ coordinates and each row by a scan of its cells or a sort of its own entries.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -31,61 +33,81 @@ from .core import (
     NANV,
     NEED,
     PORT,
-    STEPS,
     WAIT_OUT,
     YIELD,
     T,
-    enter,
+    closed,
     gated,
-    leave,
     missing,
-    out_at,
-    out_depth,
-    out_leave,
-    out_room,
+    opened,
+    out_closed,
+    out_opened,
+    settle,
 )
 from .reduce import combine, identity
 from .spacc import Accumulator, log_event
-from .spacc_tables import clear, dense_fits, drain_order, rehash, relayout, slot, to_hash
+from .spacc_tables import Drain, HashTable, clear, dense_fits, drain_order, rehash, relayout, slot, to_hash
 from .stream import DONE as D_TOK
 from .stream import STOP, VAL, _is_elem
 
 _NR, _NE, _CW1, _CROW, _DR, _DE, _DPH, _DNR, _NEV2, _DRAIN2, _MODE, _W = range(FREE, FREE + 12)
 
 
+class Map2(NamedTuple):
+    """spacc2's state record: the reduction (red, nanv: `reduce.Reduction`'s), the rows' hash
+    table (mid coordinate -> row) with each row's slot and mid coordinate (rslot, rw1), the dense
+    table (dval, dpres: rows x S[_W] cells), the entries' hash table ((mid, inner) -> entry) with
+    each entry's slot, row, inner coordinate and value (eslot, erow, ew2, ex), the drain order,
+    and the event log for tiles (log: whether to keep it, ev). GROW asks for more."""
+    red: int
+    nanv: np.ndarray
+    rows: HashTable
+    rslot: np.ndarray
+    rw1: np.ndarray
+    dval: np.ndarray
+    dpres: np.ndarray
+    ents: HashTable
+    eslot: np.ndarray
+    erow: np.ndarray
+    ew2: np.ndarray
+    ex: np.ndarray
+    drain: Drain
+    log: bool
+    ev: np.ndarray
+
+
 @njit(cache=True)
-def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, i_s, icons, kv, dv, v_s, vcons,
-              mk_, md, mt, mg, ck, cd, ct, cg, vk_, vd, vt, vg, red, nanv, rk1, rk2, rv, rslot, rw1, dval, dpres, ek1,
-              ek2, ev_tab, eslot, erow, ew2, ex, d_w1, d_off, d_c, d_v, log, ev):
-    """rk1/rk2/rv: the rows' hash table (mid coordinate -> row), rslot/rw1 per row; dval/dpres: the
-    dense table (mode 0: rows x S[_W] cells); ek1/ek2/ev_tab: the entries' hash table (mode 1:
-    (mid, inner) -> entry, values in ex); eslot/erow/ew2 per entry; d_*: drain order
-    (`spacc_tables`)."""
+def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
+    """mp (`Map2`): the rows' hash table (mid coordinate -> row), rslot/rw1 per row; dval/dpres:
+    the dense table (mode 0: rows x S[_W] cells); the entries' hash table (mode 1: (mid, inner) ->
+    entry, values in ex); eslot/erow/ew2 per entry; the drain order (`spacc_tables`)."""
+    S = nd.S
+    ko, do, o_s, ocons = outer.kind, outer.data, outer.sent, outer.cons
+    km, dm, m_s, mcons = mid.kind, mid.data, mid.sent, mid.cons
+    ki, di, i_s, icons = inner.kind, inner.data, inner.sent, inner.cons
+    kv, dv, v_s, vcons = val.kind, val.data, val.sent, val.cons
+    mk_, md, mt, mg = mid_o.kind, mid_o.data, mid_o.sent, mid_o.gate
+    ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
+    vk_, vd, vt, vg = val_o.kind, val_o.data, val_o.sent, val_o.gate
+    red, nanv, rows, rslot, rw1, dval, dpres, ents, eslot, erow, ew2, ex, drain, log, ev = mp
+    (rk1, rk2, rv), (ek1, ek2, ev_tab), (d_w1, d_off, d_c, d_v) = rows, ents, drain
     nan = nanv[0]
     mode = S[_MODE]
     width = S[_W]
     cap = dpres.shape[0] // width
-    po, eo, fo, ol = enter(CH, RD, io, 0)
-    pm, em, fm, ml = enter(CH, RD, io, 1)
-    pi, ei, fi, il = enter(CH, RD, io, 2)
-    pv, evv, fv, vl = enter(CH, RD, io, 3)
-    jm = out_at(CH, io, 4, 0)
-    jc = out_at(CH, io, 4, 1)
-    capm = out_room(CH, RD, io, 4, 0, mk_.shape[0])
-    capc = out_room(CH, RD, io, 4, 1, ck.shape[0])
-    capv = out_room(CH, RD, io, 4, 2, vk_.shape[0])
-    dm_, bm = out_depth(CH, io, 4, 0)
-    dc, bc = out_depth(CH, io, 4, 1)
-    dv_, bv = out_depth(CH, io, 4, 2)
-    jv = out_at(CH, io, 4, 2)
+    po, eo, fo, ol = opened(nd, outer)
+    pm, em, fm, ml = opened(nd, mid)
+    pi, ei, fi, il = opened(nd, inner)
+    pv, evv, fv, vl = opened(nd, val)
+    jm, capm, dm_, bm = out_opened(nd, mid_o)
+    jc, capc, dc, bc = out_opened(nd, crd_o)
+    jv, capv, dv_, bv = out_opened(nd, val_o)
     nr = S[_NR]
     ne = S[_NE]
     nev = S[_NEV2]
-    t = S[T]
-    ii = S[II]
+    t, ii = S[T], S[II]
     flops = 0
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         status = missing(po, eo, fo)
         if status:
@@ -241,7 +263,7 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
                     S[NEED] = -1  # the drain order's arrays, sized once per drain
                     status = GROW
                     break
-                drain_order(mode, width, rw1, nr, erow, ew2, ex, ne, dval, dpres, d_w1, d_off, d_c, d_v)
+                drain_order(mp, mode, width, nr, ne)
                 S[_DR] = 0
                 S[_DE] = 0
                 S[_DPH] = 0
@@ -331,17 +353,18 @@ def _k_spacc2(S, F, CH, RD, io, ko, do, o_s, ocons, km, dm, m_s, mcons, ki, di, 
     S[_NR] = nr
     S[_NE] = ne
     S[_NEV2] = nev
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[FLOPS] += flops
-    out_leave(CH, io, 4, 0, jm)
-    out_leave(CH, io, 4, 1, jc)
-    out_leave(CH, io, 4, 2, jv)
-    leave(CH, RD, io, 0, po)
-    leave(CH, RD, io, 1, pm)
-    leave(CH, RD, io, 2, pi)
-    leave(CH, RD, io, 3, pv)
+    out_closed(nd, mid_o.ch, jm)
+    out_closed(nd, crd_o.ch, jc)
+    out_closed(nd, val_o.ch, jv)
+    closed(nd, outer, po)
+    closed(nd, mid, pm)
+    closed(nd, inner, pi)
+    closed(nd, val, pv)
     return status
+
+
 
 
 class Spacc2(Accumulator):
@@ -351,24 +374,20 @@ class Spacc2(Accumulator):
 
     def check(self):
         super().check()
-        self.rows = self._table(64)
+        self.rows = HashTable.empty(64)
         self.rslot = np.empty(32, dtype=np.int64)
         self.rw1 = np.empty(32, dtype=np.int64)
         self.S[_MODE], self.S[_W] = 0, 256
         self.dval, self.dpres = relayout(None, None, 0, 0, 64, 256)
-        self.ents = self._table(0)
+        self.ents = HashTable.empty(0)
         self.eslot = np.empty(0, dtype=np.int64)
         self.erow = np.empty(512, dtype=np.int64)
         self.ew2 = np.empty(512, dtype=np.int64)
         self.ex = np.empty(0, dtype=np.float64)
-        self.d_w1, self.d_off = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        self.d_c, self.d_v = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        self.drain = Drain(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64),
+                           np.empty(0, dtype=np.float64))
         self.S[_CROW] = -1
         self._log(_NEV2)
-
-    @staticmethod
-    def _table(size: int):
-        return (np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64), np.full(size, -1, dtype=np.int64))
 
     def pending(self):
         """Every step reads the four heads but the drain's after its first; the drain emits
@@ -387,15 +406,15 @@ class Spacc2(Accumulator):
             return list(self.ins), list(self.outs)  # the drain's first step
         return list(self.ins), list(self.outs)
 
-    def extra(self):
-        return (self.red, NANV, *self.rows, self.rslot, self.rw1, self.dval, self.dpres, *self.ents, self.eslot,
-                self.erow, self.ew2, self.ex, self.d_w1, self.d_off, self.d_c, self.d_v, self.logging, self.ev)
+    def state(self):
+        return Map2(self.red, NANV, self.rows, self.rslot, self.rw1, self.dval, self.dpres, self.ents, self.eslot,
+                    self.erow, self.ew2, self.ex, self.drain, self.logging, self.ev)
 
     def _rehashed(self, table, slots):
-        size = 2 * table[2].shape[0]
+        size = 2 * table.v.shape[0]
         self.engine.reserve(24 * size, self)
-        new = self._table(size)
-        rehash(*table, *new, slots)
+        new = HashTable.empty(size)
+        rehash(table, new, slots)
         return new
 
     def _grow_dense(self, nr: int, ne: int) -> None:
@@ -414,10 +433,10 @@ class Spacc2(Accumulator):
             return
         size = 1 << max(10, (2 * ne + 2).bit_length())
         e.reserve(24 * size + 16 * self.ew2.shape[0], self)
-        self.ents = self._table(size)
+        self.ents = HashTable.empty(size)
         self.eslot = np.empty(self.ew2.shape[0], dtype=np.int64)
         self.ex = np.empty(self.ew2.shape[0], dtype=np.float64)
-        to_hash(self.rw1, self.erow, self.ew2, ne, self.dval, width, self.ex, *self.ents, self.eslot)
+        to_hash(self.state(), ne, width)
         self.dval, self.dpres = relayout(None, None, 0, 0, 1, 1)
         S[_MODE], S[_W] = 1, 1
 
@@ -430,7 +449,7 @@ class Spacc2(Accumulator):
         nr, ne = int(S[_NR]), int(S[_NE])
         if nr >= self.rw1.shape[0]:
             self.rslot, self.rw1 = e.enlarge(self.rslot, self), e.enlarge(self.rw1, self)
-        if 2 * (nr + 1) > self.rows[2].shape[0]:
+        if 2 * (nr + 1) > self.rows.v.shape[0]:
             self.rows = self._rehashed(self.rows, self.rslot)
         if ne >= self.ew2.shape[0]:
             self.erow, self.ew2 = e.enlarge(self.erow, self), e.enlarge(self.ew2, self)
@@ -438,11 +457,11 @@ class Spacc2(Accumulator):
                 self.eslot, self.ex = (e.enlarge(a, self, self.ew2.shape[0]) for a in (self.eslot, self.ex))
         if S[NEED] == -1:  # a drain: its order's arrays
             e.reserve(16 * ne + 16 * nr, self)
-            self.d_w1, self.d_off = np.empty(nr, dtype=np.int64), np.empty(nr + 1, dtype=np.int64)
-            self.d_c, self.d_v = np.empty(ne, dtype=np.int64), np.empty(ne, dtype=np.float64)
+            self.drain = Drain(np.empty(nr, dtype=np.int64), np.empty(nr + 1, dtype=np.int64),
+                               np.empty(ne, dtype=np.int64), np.empty(ne, dtype=np.float64))
         elif S[_MODE] == 0 and (nr >= self.dpres.shape[0] // S[_W] or S[NEED] >= S[_W]):
             self._grow_dense(nr, ne)
-        if S[_MODE] == 1 and 2 * (ne + 1) > self.ents[2].shape[0]:
+        if S[_MODE] == 1 and 2 * (ne + 1) > self.ents.v.shape[0]:
             self.ents = self._rehashed(self.ents, self.eslot)
         S[NEED] = 0
         self.invalidate()

@@ -9,14 +9,14 @@ accumulator moves to a **hash table** keyed by (mid, inner), one lookup per accu
 drain, rows go in mid-coordinate order; a dense-table row that is at least 1/8 full is read by
 scanning its cells (already in order), any other row's entries are sorted on their own.
 
-    >>> import numpy as np
-    >>> t = np.full(8, -1, dtype=np.int64)
-    >>> k1, k2 = np.zeros(8, dtype=np.int64), np.zeros(8, dtype=np.int64)
-    >>> q = slot(k1, k2, t, 5, 7)
-    >>> bool(t[q] < 0)
+    >>> table = HashTable.empty(8)
+    >>> q = slot(*table, 5, 7)
+    >>> bool(table.v[q] < 0)
     True
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -27,10 +27,23 @@ DENSE_CELLS = 1 << 23  # cells (9 bytes each) the dense table may take before en
 DENSE_SLACK = 1 << 20  # ... and cells it may take beyond 64 per entry (a mostly empty grid moves too)
 
 
+class HashTable(NamedTuple):
+    """An open-addressing table (linear probing) of keys (k1, k2) -> v, v < 0 in an empty slot; its
+    size a power of two."""
+    k1: np.ndarray
+    k2: np.ndarray
+    v: np.ndarray
+
+    @staticmethod
+    def empty(size: int) -> HashTable:
+        return HashTable(np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
+                         np.full(size, -1, dtype=np.int64))
+
+
 @njit(cache=True)
 def slot(hk1, hk2, hv, a, b):
-    """The slot of key (a, b) in an open-addressing table (linear probing): where it is, or the
-    empty slot where it goes."""
+    """The slot of key (a, b) in a `HashTable` (its arrays: a step loop hands arrays, not records):
+    where it is, or the empty slot where it goes."""
     mask = hv.shape[0] - 1
     h = (a * -7046029254386353131) ^ (b * -4417276706812531889)
     q = (h ^ (h >> 29)) & mask
@@ -40,14 +53,15 @@ def slot(hk1, hk2, hv, a, b):
 
 
 @njit(cache=True)
-def rehash(hk1, hk2, hv, nk1, nk2, nv, slots):
-    """Move every key of one table into a larger, empty one; slots[id] follows each key."""
+def rehash(old, new, slots):
+    """Move every key of table `old` into `new`, a larger, empty one; slots[v] follows each key."""
+    hk1, hk2, hv = old
     for q in range(hv.shape[0]):
         if hv[q] >= 0:
-            s = slot(nk1, nk2, nv, hk1[q], hk2[q])
-            nk1[s] = hk1[q]
-            nk2[s] = hk2[q]
-            nv[s] = hv[q]
+            s = slot(new.k1, new.k2, new.v, hk1[q], hk2[q])
+            new.k1[s] = hk1[q]
+            new.k2[s] = hk2[q]
+            new.v[s] = hv[q]
             slots[hv[q]] = s
 
 
@@ -59,15 +73,17 @@ def clear(hv, slots, n):
 
 
 @njit(cache=True)
-def to_hash(rw1, erow, ew2, ne, dval, width, ex, ek1, ek2, ev_tab, eslot):
-    """Move the dense table's entries into the (empty) hash table and their values into ex."""
+def to_hash(mp, ne, width):
+    """Move the ne entries of spacc2's dense table (`spacc_order2.Map2` mp, `width` cells a row)
+    into its (empty) hash table and their values into ex."""
+    rw1, erow, ew2, ex, ents = mp.rw1, mp.erow, mp.ew2, mp.ex, mp.ents
     for e in range(ne):
-        ex[e] = dval[erow[e] * width + ew2[e]]
-        q = slot(ek1, ek2, ev_tab, rw1[erow[e]], ew2[e])
-        ek1[q] = rw1[erow[e]]
-        ek2[q] = ew2[e]
-        ev_tab[q] = e
-        eslot[e] = q
+        ex[e] = mp.dval[erow[e] * width + ew2[e]]
+        q = slot(ents.k1, ents.k2, ents.v, rw1[erow[e]], ew2[e])
+        ents.k1[q] = rw1[erow[e]]
+        ents.k2[q] = ew2[e]
+        ents.v[q] = e
+        mp.eslot[e] = q
 
 
 def dense_fits(rows: int, width: int, entries: int) -> bool:
@@ -94,11 +110,22 @@ def relayout(dval, dpres, rows: int, width: int, new_rows: int, new_width: int):
     return nval, npres
 
 
+class Drain(NamedTuple):
+    """The drain order of spacc2's entries (`drain_order`): rows by mid coordinate (w1, entry
+    offsets off), then per row its inner coordinates (c) and values (v) in order."""
+    w1: np.ndarray
+    off: np.ndarray
+    c: np.ndarray
+    v: np.ndarray
+
+
 @njit(cache=True)
-def drain_order(mode, width, rw1, nr, erow, ew2, ex, ne, dval, dpres, d_w1, d_off, d_c, d_v):
-    """Drain order of the accumulated entries: rows by mid coordinate (d_w1, entry offsets d_off),
-    then per row its inner coordinates (d_c) and values (d_v) in order. Mode 0 (dense table)
-    empties the table's cells as it reads them; mode 1 reads the hash table's values (ex)."""
+def drain_order(mp, mode, width, nr, ne):
+    """Fill mp.drain (`Drain`) with the drain order of the nr rows' ne entries of spacc2's tables
+    (`spacc_order2.Map2` mp). Mode 0 (dense table, `width` cells a row) empties the table's cells
+    as it reads them; mode 1 reads the hash table's values (ex)."""
+    rw1, erow, ew2, ex, dval, dpres = mp.rw1, mp.erow, mp.ew2, mp.ex, mp.dval, mp.dpres
+    d_w1, d_off, d_c, d_v = mp.drain
     rows = np.argsort(rw1[:nr])
     rank = np.empty(nr, dtype=np.int64)
     for q in range(nr):

@@ -10,6 +10,8 @@ tensor); the kernels ask for more room with GROW.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -23,15 +25,15 @@ from .core import (
     II,
     NEED,
     PORT,
-    STEPS,
     WORDS,
     WRITES,
     NeedOracle,
     Runner,
     T,
-    enter,
-    leave,
+    closed,
     missing,
+    opened,
+    settle,
     stall,
 )
 from .stream import DONE as D_TOK
@@ -40,17 +42,29 @@ from .stream import EMPTY, STOP, VAL
 _NC, _NS, _COUNT = FREE, FREE + 1, FREE + 2  # crd entries, seg entries, elements of the open fiber
 
 
+class LevelBuffers(NamedTuple):
+    """level_write's state record: the crd and seg buffers written (GROW asks for larger ones),
+    the level's format, its dimension if known, and the memory model (`Runner.mem`)."""
+    crd: np.ndarray
+    seg: np.ndarray
+    compressed: bool
+    has_dim: bool
+    dim: int
+    mem: np.ndarray
+
+
 @njit(cache=True)
-def _k_level_write(S, F, CH, RD, io, ik, idat, isent, icons, crd, seg, compressed, has_dim, dim, mem):
-    pi, ei, fi, lat = enter(CH, RD, io, 0)
-    t = S[T]
-    ii = S[II]
+def _k_level_write(nd, inp, lv):
+    S = nd.S
+    ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
+    crd, seg, compressed, has_dim, dim, mem = lv
+    pi, ei, fi, lat = opened(nd, inp)
+    t, ii = S[T], S[II]
     nc = S[_NC]
     ns = S[_NS]
     count = S[_COUNT]
     writes = S[WRITES]
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
@@ -101,25 +115,33 @@ def _k_level_write(S, F, CH, RD, io, ik, idat, isent, icons, crd, seg, compresse
         if k == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[_NC] = nc
     S[_NS] = ns
     S[_COUNT] = count
     S[WRITES] = writes
-    leave(CH, RD, io, 0, pi)
+    closed(nd, inp, pi)
     return status
 
 
+class ValueBuffer(NamedTuple):
+    """value_write's state record: the values buffer written (GROW asks for a larger one), the
+    memory model (`Runner.mem`) and the words a value takes."""
+    vals: np.ndarray
+    mem: np.ndarray
+    width: int
+
+
 @njit(cache=True)
-def _k_value_write(S, F, CH, RD, io, ik, idat, isent, icons, vals, mem, w):
-    pi, ei, fi, lat = enter(CH, RD, io, 0)
-    t = S[T]
-    ii = S[II]
+def _k_value_write(nd, inp, buf):
+    S = nd.S
+    ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
+    vals, mem, w = buf
+    pi, ei, fi, lat = opened(nd, inp)
+    t, ii = S[T], S[II]
     nv = S[_NC]
     words = S[WORDS]
-    steps = 0
-    status = 0
+    steps = status = 0
     while True:
         status = missing(pi, ei, fi)
         if status:
@@ -147,12 +169,11 @@ def _k_value_write(S, F, CH, RD, io, ik, idat, isent, icons, vals, mem, w):
         if k == D_TOK:
             status = DONE
             break
-    S[T] = t
-    S[STEPS] += steps
+    settle(S, t, steps)
     S[_NC] = nv
     S[WORDS] = words
     S[WRITES] = words
-    leave(CH, RD, io, 0, pi)
+    closed(nd, inp, pi)
     return status
 
 
@@ -186,9 +207,9 @@ class LevelWrite(Runner):
         if self.in_ch[0].dtype != np.int64:
             raise NeedOracle()
 
-    def extra(self):
-        return (self.crd, self.seg, self.compressed, self.dim is not None,
-                0 if self.dim is None else int(self.dim), self.mem())
+    def state(self):
+        return LevelBuffers(self.crd, self.seg, self.compressed, self.dim is not None,
+                            0 if self.dim is None else int(self.dim), self.mem())
 
     def grow(self):
         if self.S[_NC] >= self.crd.shape[0]:
@@ -220,8 +241,8 @@ class ValueWrite(Runner):
         self.tiles: list = []
         self.left = None
 
-    def extra(self):
-        return (self.vals, self.mem(), self.width)
+    def state(self):
+        return ValueBuffer(self.vals, self.mem(), self.width)
 
     def grow(self):
         self.vals = self.engine.enlarge(self.vals, self)
