@@ -9,10 +9,10 @@
 #   this script: its facts (~10 s), the run hard-stopped
 #   at HARD_S (500 s), the summary (~10 s):                        about 8.7 min at most
 #     GPU facts, compiles (in parallel, smoke's first),
-#     smoke: one launch per code path (20 s limit each)  <= SMOKE_S (90 s)
+#     smoke: one launch per code path (20 s limit each)  <= SMOKE_S (120 s)
 #     measurement: each chain's top 4 plans whose code
 #     path passed (30 s limit each), PyTorch eager,
-#     then torch.compile while it lasts                  <= BUDGET_S (300 s)
+#     then torch.compile while it lasts                  <= BUDGET_S (270 s)
 #     compute-sanitizer memcheck + racecheck, one
 #     kernel per code path (skipped if absent)           <= SANITIZE_S (60 s)
 #   one rerun of what failed: scripts/gpu_device_rerun.sh          <= 3.3 min
@@ -29,8 +29,8 @@
 set -uo pipefail
 OUT=${OUT:-out/gpu_device}
 PYTHON=${PYTHON:-python3}      # the interpreter that holds a CUDA build of PyTorch
-SMOKE_S=${SMOKE_S:-90}
-BUDGET_S=${BUDGET_S:-300}
+SMOKE_S=${SMOKE_S:-120}
+BUDGET_S=${BUDGET_S:-270}
 SANITIZE_S=${SANITIZE_S:-60}
 HARD_S=${HARD_S:-500}
 mkdir -p "$OUT"

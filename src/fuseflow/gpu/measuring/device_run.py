@@ -31,8 +31,8 @@ from .watchdog import run_jobs
 class StageLimits:
     """Seconds each stage may take, and each job in it (from its start record to its result)."""
 
-    smoke_s: float = 90.0           # compiling the smoke kernels (in parallel) and running them
-    measure_s: float = 300.0        # every chain's plans and PyTorch eager, then torch.compile while it lasts
+    smoke_s: float = 120.0          # compiling the smoke kernels (in parallel, cold cache) and running them
+    measure_s: float = 270.0        # every chain's plans and PyTorch eager, then torch.compile while it lasts
     sanitize_s: float = 60.0        # compute-sanitizer, all runs together
     smoke_kernel_s: float = 20.0
     kernel_s: float = 30.0          # one plan checked and timed
