@@ -129,7 +129,8 @@ def test_observations_skip_plans_that_did_not_run():
 
 @pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
-@pytest.mark.parametrize("argv", [["run", "--chain", "G5"], ["bench", "--run", "--chains", "G1"]])
+@pytest.mark.parametrize("argv", [["run", "--chain", "G5"], ["bench", "--run", "--chains", "G1"],
+                                  ["rerun", "--results", "none.jsonl"]])
 def test_gpu_commands_say_there_is_no_cuda_device(argv):
     proc = subprocess.run([sys.executable, "-m", "fuseflow.cmdline.gpu", *argv], capture_output=True, text=True)
     assert proc.returncode == 2
