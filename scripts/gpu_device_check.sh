@@ -24,6 +24,8 @@
 # run that is cut short still returns what it measured; the summary is rebuilt from that file at the end
 # (also when the run was killed). $OUT keeps few, small files (well under 2 MB):
 #   env.txt  bench.log  results.jsonl  measured.json  measured.md  <gpu>.toml (fitted device file)  gpu.md
+# The machine needs python3 with a CUDA build of PyTorch and numpy; scipy only for the report's Kendall tau
+# (the report can be rebuilt anywhere from results.jsonl: `fuseflow gpu summarize --results ...`).
 # Keep them: copy gpu.md over docs/gpu.md and the .toml to src/fuseflow/gpu/devices/; keep results.jsonl
 # for the rerun (scripts/gpu_device_rerun.sh) and for `fuseflow gpu summarize --results`.
 set -uo pipefail
@@ -42,8 +44,15 @@ gpu_env
   timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
   nvcc --version | tail -2
   command -v compute-sanitizer || echo "compute-sanitizer: not found"
-  timeout 60 "$PYTHON" -c "import torch, scipy, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda,
-'scipy', scipy.__version__, 'numpy', numpy.__version__, 'device', torch.cuda.get_device_name(0))"
+  timeout 60 "$PYTHON" -c "
+import importlib
+for name in ('torch', 'numpy', 'scipy'):
+    try:
+        print(name, importlib.import_module(name).__version__)
+    except ImportError as err:
+        print(name, 'missing:', err)
+import torch
+print('cuda', torch.version.cuda, 'device', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none')"
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 timeout -k 10 "$HARD_S" "$PYTHON" -m fuseflow.cmdline.gpu bench --run --topk-measure 4 --smoke-s "$SMOKE_S" \

@@ -41,7 +41,6 @@ from ..gpu.problem.chains import ATOM
 from ..gpu.problem.device import LEVELS, Device, load_device
 from ..gpu.readout.measured_section import GpuInfo, build_report, device_slug, replace_section
 from ..gpu.readout.units import fmt_bytes, fmt_count
-from ..memory import Budget
 
 PLAN_COLUMNS = """\
 columns (one row per plan, best first; the chain is C = act(A·B), E = C·D with A MxK, B KxN, D NxL):
@@ -166,12 +165,14 @@ def tile_combinations(chain) -> int:
 
 def check_plan_size(chain, budget) -> None:
     """Refuse a chain whose plan search would not fit the memory budget, before searching."""
+    from ..memory import Budget  # noqa: PLC0415 - psutil only where a plan search is sized, not in a GPU run
     combos = tile_combinations(chain)
     (budget or Budget()).check(combos * BYTES_PER_TILE_COMBINATION,
                                f"plan search of {chain.name} ({combos:,} tile combinations)")
 
 
 def _budget(args):
+    from ..memory import Budget  # noqa: PLC0415 - as in check_plan_size
     return Budget(args.max_memory) if getattr(args, "max_memory", None) else None
 
 
