@@ -9,8 +9,10 @@ operand; join: one per lane), the tuple's length. So the warm-up (1) simulates e
 model under each of its presets on its smallest data and a sparse-sparse product under each
 dataflow order (one accumulator, none, the order-2 accumulator; fork/join lanes), which
 compiles the signatures those use, then (2) compiles each tuple-taking signature again for
-every length up to `MAX_ARITY`. A run that still meets a new signature compiles it (and says
-so once, `progress.numba_notice`); it is cached from then on.
+every length up to `MAX_ARITY`, the functions dealt over one process per core (`--processes`;
+each function's signatures compiled in one process only, so no two write its cache index). A run
+that still meets a new signature compiles it (and says so once, `progress.numba_notice`); it is
+cached from then on.
 
     >>> "_k_copy" in {d.py_func.__name__ for d in kernel_dispatchers()}
     True
@@ -18,8 +20,11 @@ so once, `progress.numba_notice`); it is cached from then on.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from numba import types
@@ -28,7 +33,7 @@ from .frontend import from_mlir
 from .ir.generate import random_inputs
 from .models.registry import build
 from .pipeline import simulate
-from .sim.fast.dispatchers import kernel_dispatchers
+from .sim.fast.dispatchers import kernel_dispatchers, load_cached
 
 MAX_ARITY = 16  # tuple lengths compiled ahead (GPT-3 wide's fused layer: a 13-output broadcast, a 12-way union)
 
@@ -116,31 +121,87 @@ def _with_arity(signature: tuple, k: int) -> tuple:
     return tuple(_widened(t, k) for t in signature)
 
 
-def _widen_arities() -> None:
-    """Compile each signature holding tuples of arrays again for every tuple length up to MAX_ARITY."""
-    for dispatcher in kernel_dispatchers():
-        for signature in list(dispatcher.signatures):
-            tuples = [u for t in signature for u in _array_tuples(t)]
-            if not tuples or len({t.count for t in tuples}) != 1:
-                continue
+def _widenable(dispatcher) -> list:
+    """The signatures of `dispatcher` whose tuples of arrays (all of one length) are widened."""
+    out = []
+    for signature in list(dispatcher.signatures):
+        tuples = [u for t in signature for u in _array_tuples(t)]
+        if tuples and len({t.count for t in tuples}) == 1:
+            out.append(signature)
+    return out
+
+
+def _widen(dispatchers) -> None:
+    """Compile each widenable signature of `dispatchers` for every tuple length up to MAX_ARITY."""
+    for dispatcher in dispatchers:
+        for signature in _widenable(dispatcher):
             for k in range(1, MAX_ARITY + 1):
                 dispatcher.compile(_with_arity(signature, k))
 
 
-def warm() -> WarmReport:
+def _name(dispatcher) -> str:
+    return f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__qualname__}"
+
+
+def _widen_named(names: list[str]) -> int:
+    """In a process of its own: the named dispatchers' signatures loaded from numba's cache (the
+    cases compiled them), then widened; signatures compiled."""
+    by_name = {_name(d): d for d in kernel_dispatchers()}
+    chosen = [by_name[n] for n in names]
+    for dispatcher in chosen:
+        load_cached(dispatcher)
+    _widen(chosen)
+    return compilations()
+
+
+def _shares(dispatchers: list, processes: int) -> list[list]:
+    """`dispatchers` dealt into `processes` groups of about equal compile work (widenable
+    signatures), the largest first, so that no two processes write one function's cache index.
+
+        >>> _shares(["a", "b", "c"], 1)
+        [['a', 'b', 'c']]
+    """
+    if processes <= 1:
+        return [list(dispatchers)]
+    groups, loads = [[] for _ in range(processes)], [0] * processes
+    for dispatcher in sorted(dispatchers, key=lambda d: -len(_widenable(d))):
+        k = loads.index(min(loads))
+        groups[k].append(dispatcher)
+        loads[k] += len(_widenable(dispatcher))
+    return groups
+
+
+def _widen_arities(processes: int = 1) -> int:
+    """Compile each signature holding tuples of arrays again for every tuple length up to
+    MAX_ARITY, the functions dealt over `processes` processes; signatures compiled in the others."""
+    groups = _shares([d for d in kernel_dispatchers() if _widenable(d)], processes)
+    if len(groups) == 1:
+        _widen(groups[0])
+        return 0
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: numba is not forked
+    with ProcessPoolExecutor(max_workers=len(groups) - 1, mp_context=context) as pool:
+        futures = [pool.submit(_widen_named, [_name(d) for d in group]) for group in groups[1:]]
+        _widen(groups[0])
+        return sum(f.result() for f in futures)
+
+
+def warm(processes: int = 1) -> WarmReport:
     """Compile (or load, when cached) every kernel signature the warm-up cases use, widened to
-    every tuple length up to MAX_ARITY."""
+    every tuple length up to MAX_ARITY (in `processes` processes)."""
     start = time.perf_counter()
     runs = _simulate_cases()
-    _widen_arities()
-    return WarmReport(runs, compilations(), time.perf_counter() - start)
+    elsewhere = _widen_arities(processes)
+    return WarmReport(runs, compilations() + elsewhere, time.perf_counter() - start)
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(prog="python -m fuseflow.warmup", description=__doc__.split("\n\n")[0]).parse_args(argv)
+    parser = argparse.ArgumentParser(prog="python -m fuseflow.warmup", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--processes", type=int, default=len(os.sched_getaffinity(0)),
+                        help="processes the widening is dealt over (default: one per core)")
+    args = parser.parse_args(argv)
     print("fuseflow: compiling the simulator's kernels with numba into its cache (once per install)",
           file=sys.stderr, flush=True)
-    report = warm()
+    report = warm(max(1, args.processes))
     print(f"fuseflow: {report.runs} warm-up runs, {report.compiled} kernel signatures compiled "
           f"({report.seconds:.0f} s)", file=sys.stderr)
     return 0
