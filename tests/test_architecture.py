@@ -40,7 +40,7 @@ LAYERS = {
     "simreport": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "report",
                   "request"},
     # what users hand fuseflow, checked at the edge, and the request it makes of it
-    "checks": {"errors", "ir", "memory", "schedule", "fusion", "data", "request", "sim"},
+    "checks": {"errors", "ir", "memory", "schedule", "fusion", "data", "request", "sim", "pipeline"},
     # partitioned simulation: kernels on windows of their outer loop, sharded or sampled
     "partition": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "request"},
     # many simulations and their results: the fusion study, sweeps, suites, their store and charts

@@ -24,14 +24,12 @@ import scipy.sparse as sp
 
 from .data.inputs import check_input
 from .errors import UserError
-from .fusion.compile import Compiled, compile_schedule
-from .ir.generate import complete_inputs
+from .fusion.compile import Compiled
 from .ir.program import Program
-from .ir.reference import bind_inputs
-from .ir.stats import stats_for
 from .ir.values import DENSE_LIMIT, as_value, shape_of
 from .ir.verify import infer_shapes
 from .memory import Budget, format_bytes
+from .pipeline import prepared
 from .request import Partitioning, SimRequest
 from .schedule import Schedule
 from .sim.hw import HwConfig
@@ -230,13 +228,7 @@ def sim_request(program: Program, schedule=None, inputs: dict | None = None, *, 
     given = check_inputs(program, inputs)
     known = input_shapes(program, given, shapes)
     check_allocation(program, given, known, budget, f"inputs of {program.name}", density)
-    data = complete_inputs(program, given, density, seed, known)
-    data = {n: v for n, v in data.items() if n in program.inputs}
-    if isinstance(schedule, Compiled):
-        compiled = schedule
-    else:
-        parsed = check_schedule(program, schedule, known)
-        compiled = compile_schedule(program, parsed, {n: shape_of(v) for n, v in data.items()},
-                                    stats=stats_for(program, bind_inputs(program, data)))
+    parsed = schedule if isinstance(schedule, Compiled) else check_schedule(program, schedule, known)
+    data, compiled = prepared(program, parsed, given, seed, density, known)
     return SimRequest(program, compiled, data, seed, density, hw or HwConfig(), engine, check, budget=budget,
                       partitioning=partitioning)

@@ -267,12 +267,13 @@ def first_mismatch(name: str, got, want, rtol: float, atol: float) -> str | None
     return compare(name, got, want, rtol, atol)[1]
 
 
-def prepared(program: Program, schedule, inputs: dict | None, seed: int, density: float) -> tuple[dict, Compiled]:
-    """(every input, given or generated from `seed` at `density`; the compiled schedule): unless
-    `schedule` is already a `Compiled`, default orders weigh loops by this data's densities, as
-    studies and sweeps do."""
+def prepared(program: Program, schedule, inputs: dict | None, seed: int, density: float,
+             shapes: dict | None = None) -> tuple[dict, Compiled]:
+    """(every input, given or generated from `seed` at `density`, sized by `shapes` where given,
+    else by the inputs given; the compiled schedule): unless `schedule` is already a `Compiled`,
+    default orders weigh loops by this data's densities, as studies and sweeps do."""
     given = dict(inputs or {})
-    shapes = {n: shape_of(v) for n, v in given.items()}
+    shapes = {n: shape_of(v) for n, v in given.items()} if shapes is None else shapes
     data = {n: v for n, v in complete_inputs(program, given, density, seed, shapes).items() if n in program.inputs}
     if isinstance(schedule, Compiled):
         return data, schedule

@@ -41,7 +41,7 @@ from .sharded import MIN_WINDOW, KernelShards, shard_kernel
 from .structure import derived_pattern
 from .timing import TaskTime, Timings
 from .window_cost import window_estimates
-from .windows import KernelSetup, kernel_setup, kernel_tensors, local_budget, window_problem
+from .windows import KernelSetup, kernel_setup, kernel_tensors, local_budget, row_mask, window_problem
 
 SHARDED_METHOD = (f"up to {{n}} windows per kernel, each at least {MIN_WINDOW} outer coordinates wide; cycles = sum "
                   "of windows - each boundary's overlap (measured on its own margins); max fifo: the largest of any "
@@ -269,9 +269,7 @@ def _check_derived(setup: KernelSetup, part: KernelSample, derived: dict, schedu
             elif dim is None:
                 ok = got.shape[1] == 0 or np.isin(_flat(got, setup, name), _flat(pattern, setup, name)).all()
             else:
-                inside = np.zeros(setup.graph.tensors[name].shape[dim], dtype=bool)
-                for lo, hi in run.window.ranges:
-                    inside[lo:hi] = True
+                inside = row_mask(run.window, setup.graph.tensors[name].shape[dim])
                 want = pattern[:, inside[pattern[dim]]]
                 ok = want.shape == got.shape and bool((want == got).all())
             if not ok:
@@ -283,12 +281,8 @@ def _check_derived(setup: KernelSetup, part: KernelSample, derived: dict, schedu
 def _stores_its_rows(got: np.ndarray, window, dim: int, shape) -> bool:
     """Whether `got` (unique positions) is every position whose coordinate along `dim` lies in
     `window`'s ranges."""
-    rows = sum(hi - lo for lo, hi in window.ranges)
-    inside = np.zeros(shape[dim], dtype=bool)
-    for lo, hi in window.ranges:
-        inside[lo:hi] = True
     rest = int(np.prod([s for k, s in enumerate(shape) if k != dim], dtype=np.int64))
-    return got.shape[1] == rows * rest and bool(inside[got[dim]].all())
+    return got.shape[1] == window.width() * rest and bool(row_mask(window, shape[dim])[got[dim]].all())
 
 
 def _flat(pattern: np.ndarray, setup: KernelSetup, name: str) -> np.ndarray:

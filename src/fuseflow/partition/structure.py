@@ -143,7 +143,7 @@ class _Nest:
         levels above `v`'s hold bound variables only and store every position, and no fiber of
         `v`'s level is empty."""
         operand, prefix = self.operands[k], self.prefixes[k]
-        if not self._above(k, v, bound) or any(int(self.extent[u]) != d for u, d in operand.extents()):
+        if not self._above(k, v, bound) or not operand.spans(self.extent):
             return False
         depth = prefix.index(v)
         level = operand.stored.levels[depth]
@@ -175,7 +175,7 @@ class _Nest:
         only (an adjacency's rows when no node is isolated, dense features), else the whole
         operand stores every position."""
         operand, prefix = self.operands[k], self.prefixes[k]
-        if any(int(self.extent[u]) != d for u, d in operand.extents()):
+        if not operand.spans(self.extent):
             return False
         levels = operand.stored.levels
         if self._above(k, v, bound):
@@ -341,9 +341,9 @@ class _Operand:
         if len(set(self.names)) != len(self.names):  # a diagonal access (A(i,i)): not derived here
             raise _TooLarge
 
-    def extents(self) -> list[tuple[str, int]]:
-        """(variable, the operand's size along it) of each dimension it indexes by a variable."""
-        return [(v, int(self.stored.shape[d])) for d, v in enumerate(self.access) if isinstance(v, str)]
+    def spans(self, extent: dict) -> bool:
+        """Whether each of its dimensions indexed by a variable is as long as that variable's `extent`."""
+        return all(int(extent[v]) == int(self.stored.shape[d]) for d, v in enumerate(self.access) if isinstance(v, str))
 
     def positions(self, depth: int) -> int:
         """How many positions its first `depth` levels have (all of them stored or not)."""

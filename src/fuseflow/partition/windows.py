@@ -238,7 +238,7 @@ def _compact(value, fill: float):
     return value
 
 
-def _row_mask(window: Window, size: int, block: int = 1) -> np.ndarray:
+def row_mask(window: Window, size: int, block: int = 1) -> np.ndarray:
     """The rows of a dimension of `size` a window covers (its ranges count blocks of `block`
     rows where the tensor is stored in tiles)."""
     mask = np.zeros(size, dtype=bool)
@@ -248,8 +248,8 @@ def _row_mask(window: Window, size: int, block: int = 1) -> np.ndarray:
 
 
 def _outer_rows(window: Window, meta, dim: int) -> np.ndarray:
-    """`_row_mask` of output `meta`'s dimension `dim`, which the outer loop indexes."""
-    return _row_mask(window, meta.shape[dim], int(meta.block[dim]) if meta.block else 1)
+    """`row_mask` of output `meta`'s dimension `dim`, which the outer loop indexes."""
+    return row_mask(window, meta.shape[dim], int(meta.block[dim]) if meta.block else 1)
 
 
 def _masked(value, dim: int, mask: np.ndarray, fill: float):
