@@ -24,14 +24,12 @@ from . import tiles
 from .core import (
     DONE,
     FAIL,
-    II,
     PORT,
     WAIT_OUT,
     Ins,
     NeedOracle,
     Outs,
     Runner,
-    T,
     gated,
     missing,
     opened_lane,
@@ -39,6 +37,7 @@ from .core import (
     out_opened,
     out_opened_lane,
     settle,
+    start,
     store,
 )
 from .stream import DONE as D_TOK
@@ -84,10 +83,8 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
         bounded |= dep[i + 1] != 0
     cap = min(cap, src.shape[1] + jo[0])
     adv = np.zeros(k, dtype=np.bool_)
-    t, ii = S[T], S[II]
-    steps = 0
+    t, ii, steps, status = start(S)
     ne = 0
-    status = 0
     while True:
         rt = 0
         n_done = 0

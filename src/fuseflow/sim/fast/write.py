@@ -22,19 +22,17 @@ from .core import (
     FAIL,
     FREE,
     GROW,
-    II,
     NEED,
-    PORT,
     WORDS,
     WRITES,
     NeedOracle,
     Runner,
-    T,
+    absent,
     closed,
-    missing,
-    opened,
+    enter,
     settle,
     stall,
+    start,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
@@ -56,19 +54,16 @@ class LevelBuffers(NamedTuple):
 @njit(cache=True)
 def _k_level_write(nd, inp, lv):
     S = nd.S
-    ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
     crd, seg, compressed, has_dim, dim, mem = lv
-    pi, ei, fi, lat = opened(nd, inp)
-    t, ii = S[T], S[II]
+    ik, idat, isent, icons, pi, ei, fi, lat = enter(nd, inp)
+    t, ii, steps, status = start(S)
     nc = S[_NC]
     ns = S[_NS]
     count = S[_COUNT]
     writes = S[WRITES]
-    steps = status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = absent(S, 0, pi, ei, fi)
         if status:
-            S[PORT] = 0
             break
         if nc >= crd.shape[0] or ns >= seg.shape[0]:
             status = GROW
@@ -135,17 +130,14 @@ class ValueBuffer(NamedTuple):
 @njit(cache=True)
 def _k_value_write(nd, inp, buf):
     S = nd.S
-    ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
     vals, mem, w = buf
-    pi, ei, fi, lat = opened(nd, inp)
-    t, ii = S[T], S[II]
+    ik, idat, isent, icons, pi, ei, fi, lat = enter(nd, inp)
+    t, ii, steps, status = start(S)
     nv = S[_NC]
     words = S[WORDS]
-    steps = status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = absent(S, 0, pi, ei, fi)
         if status:
-            S[PORT] = 0
             break
         if nv >= vals.shape[0]:
             status = GROW
