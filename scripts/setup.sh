@@ -21,9 +21,10 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-# torch is pinned to the CPU build (an unpinned torch pulls a multi-GB CUDA build). --no-compile: the
-# modules a run imports are byte-compiled on first import, not all 13,000 files of the install now.
-.venv/bin/python -m pip install --quiet --no-compile -e '.[test]'
+# torch is pinned to the CPU build (an unpinned torch pulls a multi-GB CUDA build). pip byte-compiles
+# what it installs (not --no-compile: where PYTHONDONTWRITEBYTECODE is set, every run would then
+# compile its imports again, 10 s of CPU for a study).
+.venv/bin/python -m pip install --quiet -e '.[test]'
 # Compile the simulator's numba kernels that the README's first command uses into numba's on-disk
 # cache now (about a minute on 2 cores), then the others in the background at low priority (a few
 # minutes of one core; its log in .venv/warmup.log). A kernel not in the cache yet compiles on
