@@ -20,6 +20,7 @@ from ..studies.db import open_existing
 from ..studies.suite.page import draw_figure, draw_figure14, write_page
 from ..studies.suite.run import run_suite, study_rows, suite_rows
 from ..studies.suite.spec import BUILT_IN, Suite, load_suite
+from ..studies.suite.tuned import run_tunes
 from ..tables import to_csv
 
 EXPORTED = ("model", "dataset", "block", "seed", "schedule", "status", "kernels", "cycles", "model_cycles",
@@ -43,6 +44,13 @@ def run(args) -> int:
     summary = run_suite(suite, args.db, executor=args.executor, scheduler=args.scheduler, workers=args.workers,
                         max_memory=args.max_memory, progress=not args.quiet, limit=args.limit,
                         retry_failed=args.retry_failed)
+    if args.tune:
+        say = None if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
+        tuned = run_tunes(suite, args.db, args.tune, executor=args.executor, scheduler=args.scheduler,
+                          workers=args.workers, max_memory=args.max_memory, limit=args.limit, say=say)
+        if not args.quiet:
+            print(f"suite {suite.name} tuned: {tuned.tuned} rows tuned, {tuned.failed} not, {tuned.done_before} "
+                  f"done before; {tuned.seconds:.1f} s", file=sys.stderr)
     db = open_existing(args.db)
     try:
         rows = suite_rows(db, suite)

@@ -41,8 +41,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import UserError
-from ..sim.window import Window, outer_scanners
+from ..errors import NotSupported, UserError
+from ..sim.window import Window, outer_extent, outer_scanners
 from .sharded import map_windows, settle_boundaries
 from .stratified import RatioEstimate, allocate, draw, regression_total, stratify
 from .windows import KernelSetup, WindowRun
@@ -127,6 +127,40 @@ def window_count(extent: int, plan: SamplePlan) -> int:
         (16, 256)
     """
     return max(1, min(plan.windows, extent // plan.min_width))
+
+
+@dataclass(frozen=True)
+class WholeKernel:
+    """A kernel a sample plan runs whole: too few windows of its outer loop to sample."""
+
+    index: int
+    windows: int
+    load: float  # its estimated token events (tile elements for blocked schedules)
+
+
+def whole_kernels(compiled, loads: dict, plan: SamplePlan) -> list[WholeKernel]:
+    """The kernels of a compiled schedule that `plan` runs whole for having fewer than
+    `plan.whole_below` windows (no outer scanner: one window), each with its load from `loads`
+    (kernel index -> estimated token events). GPT-3 Small's feed-forward kernels, 1,024 rows,
+    are 16 windows each; its attention kernels, the 12 heads outermost, one.
+
+        >>> import fuseflow
+        >>> from fuseflow.pipeline import prepared
+        >>> _, compiled = prepared(fuseflow.from_mlir("tests/mlir/sddmm_masked.mlir"), "full", None, seed=2, density=0.3)
+        >>> [(w.index, w.windows, w.load) for w in whole_kernels(compiled, {0: 5.0}, SamplePlan(error=0.1))]
+        [(0, 1, 5.0)]
+    """
+    out = []
+    for kernel in compiled.kernels:
+        if kernel.is_reshape:
+            continue
+        try:
+            windows = window_count(outer_extent(kernel.graph), plan)
+        except NotSupported:
+            windows = 1
+        if windows < plan.whole_below:
+            out.append(WholeKernel(kernel.index, windows, float(loads.get(kernel.index, 0.0))))
+    return out
 
 
 def kernel_windows(setup: KernelSetup, plan: SamplePlan) -> list[Window]:

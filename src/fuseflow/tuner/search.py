@@ -72,6 +72,7 @@ class Entry:
     order: int = 0  # its place among the search's simulations (1: the first)
     rung: int | None = None  # sampled: the tightest rung it was evaluated on (`judge`); None: whole
     pending: bool = False  # being evaluated on the cluster (`parallel.Pool`)
+    too_large: str | None = None  # why it is not evaluated (`Sampling.too_large`): estimated only
 
     @property
     def simulated(self) -> bool:
@@ -165,6 +166,7 @@ class Tuner:
             compiled = self._compile(text, limited=not label)
             entry.costs = self.ctx.costs(compiled)
             entry.skey = tuple(k.key for k in entry.costs)
+            entry.too_large = self.sampling.too_large(compiled, entry.costs, self.ctx.block)
         except CompileTimeout as err:
             entry.error = err.one_line()
             self.timeouts += 1
@@ -318,9 +320,19 @@ class Tuner:
         return sorted(self._simulated(), key=lambda e: self._value(e.sim))
 
     # -- the search -------------------------------------------------------------------------------
+    def _refuse_if_too_large(self) -> None:
+        """Stop with one line when nothing met so far could be evaluated for its size (every
+        preset too large: no footing to compare a candidate against)."""
+        large = [e for e in self.entries.values() if e.too_large]
+        if large and all(e.sim is None for e in self.entries.values()):
+            first = large[0]
+            raise UserError(f"no candidate could be evaluated, the presets included: {first.label or first.origin} "
+                            f"is {first.too_large}", "tune", "tune a smaller configuration, or raise --sample-above")
+
     def run(self) -> TuneResult:
         self.start = time.perf_counter()
         presets = self._presets()
+        self._refuse_if_too_large()
         self.queue.plan([e.candidate for e in self.entries.values() if e.candidate is not None and e.error is None],
                         self.start + 0.35 * self.budget, self._say)
         if self.pool is not None:
@@ -417,7 +429,7 @@ class Tuner:
             entry = self.add(cand, "preset", schedule=text, label=name)
             if entry is None:
                 continue
-            if entry.error is None and entry.sim is None:
+            if entry.error is None and entry.sim is None and entry.too_large is None:
                 twin = self.by_key.get(entry.skey)
                 if twin is not None and twin is not entry and (twin.sim is not None or twin.pending):
                     twins.append((entry, twin))  # the same kernels as an earlier preset
@@ -460,7 +472,7 @@ class Tuner:
 
     def _open(self) -> list[Entry]:
         return [e for e in self.entries.values()
-                if e.sim is None and e.error is None and e.costs is not None and not e.pending]
+                if e.sim is None and e.error is None and e.costs is not None and not e.pending and not e.too_large]
 
     def _best_open(self, what: str = "cycles"):
         open_ = self._open()
@@ -522,6 +534,7 @@ class Tuner:
     def _result(self, presets: list[dict]) -> TuneResult:
         best = self._best()
         if not best:
+            self._refuse_if_too_large()
             raise UserError("no candidate simulated and verified, the presets included", "tune",
                             "raise --budget, or check that the model simulates (fuseflow simulate)")
         sampled = any(e.rung is not None for e in best)
@@ -548,6 +561,7 @@ class Tuner:
                      "on_cluster": self.pool.submitted if self.pool is not None else 0,
                      "simulated_now": self.sims - self.resumed,
                      "estimated": sum(1 for e in compiled if e.sim is None),
+                     "too_large": sum(1 for e in compiled if e.too_large),
                      "rejected": self.rejected, "timed_out": self.timeouts,
                      "failed": sum(1 for e in self.entries.values() if e.sim is not None and not e.sim.ok) +
                      len(self.failed_rows),
@@ -592,8 +606,8 @@ def _preset_json(name: str, text: str, entry: Entry) -> dict:
             **({"cycles_low": row.cycles_low, "cycles_high": row.cycles_high} if ok and row.sampled else {}),
             "traffic_bytes": row.traffic if ok else None, "max_fifo": row.max_occupancy if ok else None,
             "verified": bool(row is not None and row.verified),
-            **({"error": entry.error or (row.error if row is not None else None)}
-               if entry.error or (row is not None and not row.ok) else {})}
+            **({"error": entry.error or entry.too_large or (row.error if row is not None else None)}
+               if entry.error or entry.too_large or (row is not None and not row.ok) else {})}
 
 
 def _interval(row: SimRow) -> tuple[int, int]:
