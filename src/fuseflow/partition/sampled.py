@@ -8,7 +8,7 @@ last one are simulated always; the others are stratified by x and sampled (`esti
 sampled window is simulated from `margin` coordinates before it (so it starts with the pipeline
 as full as inside a whole run), less a run of the margin alone: its y, what it adds to a whole
 run, so that the y of all windows sum to a whole run's cycles. The margin is settled on a few
-boundaries first (`sharded.settle_boundaries`), then doubled on the sampled windows themselves until
+boundaries first (`window_tasks.settle_boundaries`), then doubled on the sampled windows themselves until
 the estimate stops moving (`settle_on_sample`: a whole run can hide a heavy window's extra work
 long after it, which a short margin shows again in every window's y). The kernel's cycles: the
 regression estimate of sum(y) with a 95% interval, widened by what a sample cannot show
@@ -43,8 +43,8 @@ import numpy as np
 
 from ..errors import NotSupported, UserError
 from ..sim.window import Window, outer_extent, outer_scanners
-from .sharded import map_windows, settle_boundaries
 from .stratified import RatioEstimate, allocate, draw, regression_total, stratify
+from .window_tasks import map_windows, settle_boundaries
 from .windows import KernelSetup, WindowRun
 
 MAX_WINDOWS = 256  # windows per kernel (fewer when the outer loop is shorter) ...
@@ -146,7 +146,8 @@ def whole_kernels(compiled, loads: dict, plan: SamplePlan) -> list[WholeKernel]:
 
         >>> import fuseflow
         >>> from fuseflow.pipeline import prepared
-        >>> _, compiled = prepared(fuseflow.from_mlir("tests/mlir/sddmm_masked.mlir"), "full", None, seed=2, density=0.3)
+        >>> p = fuseflow.from_mlir("tests/mlir/sddmm_masked.mlir")
+        >>> _, compiled = prepared(p, "full", None, seed=2, density=0.3)
         >>> [(w.index, w.windows, w.load) for w in whole_kernels(compiled, {0: 5.0}, SamplePlan(error=0.1))]
         [(0, 1, 5.0)]
     """
