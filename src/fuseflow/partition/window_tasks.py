@@ -4,11 +4,11 @@ the worker that comes free first), and the boundaries between windows measured w
 settled until the overlap a whole run hides there stops growing (`settle_boundaries`).
 
     >>> import fuseflow
-    >>> from fuseflow.fusion.compile import compile_schedule
     >>> from fuseflow.partition.windows import kernel_setup, reference_values
-    >>> p = fuseflow.from_mlir("tests/mlir/spmv.mlir")
-    >>> data = fuseflow.random_inputs(p, density=0.3, seed=1)
-    >>> setup = kernel_setup(compile_schedule(p, "full").kernels[0], reference_values(p, data))
+    >>> from fuseflow.pipeline import prepared
+    >>> p = fuseflow.from_mlir("tests/mlir/spmm_ikj.mlir")
+    >>> data, compiled = prepared(p, "full", None, seed=1, density=0.3)
+    >>> setup = kernel_setup(compiled.kernels[0], reference_values(p, data))
     >>> runs = map_windows(setup, Window.even(setup.extent, 2), None, "fast", None)
     >>> settled = settle_boundaries(setup, [runs[0].window.ranges[0][1]], 16, None, "fast", None)
     >>> len(runs), settled.margin >= MIN_MARGIN
