@@ -10,10 +10,11 @@ import fuseflow
 from fuseflow.cli import main
 from fuseflow.studies.db import SweepDB
 from fuseflow.studies.suite.spec import parse_suite
-from fuseflow.studies.suite.tuned import TuneTask, log_path, run_tunes, tune_tasks, tuned_lines, tuned_rows
+from fuseflow.studies.suite.tuned import TuneTask, log_path, tune_tasks, tuned_lines, tuned_rows
 from fuseflow.tuner.context import TuneContext
 from fuseflow.tuner.judge import Sampling
 from fuseflow.tuner.search import Tuner
+from fuseflow.tuner.suite import run_tunes
 
 SUITE = """
 [suite]

@@ -20,7 +20,6 @@ from ..studies.db import open_existing
 from ..studies.suite.page import draw_figure, draw_figure14, write_page
 from ..studies.suite.run import run_suite, study_rows, suite_rows
 from ..studies.suite.spec import BUILT_IN, Suite, load_suite
-from ..studies.suite.tuned import run_tunes
 from ..tables import to_csv
 
 EXPORTED = ("model", "dataset", "block", "seed", "schedule", "status", "kernels", "cycles", "model_cycles",
@@ -45,6 +44,8 @@ def run(args) -> int:
                         max_memory=args.max_memory, progress=not args.quiet, limit=args.limit,
                         retry_failed=args.retry_failed)
     if args.tune:
+        from ..tuner.suite import run_tunes  # noqa: PLC0415 - the tuner loads the simulator
+
         say = None if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
         tuned = run_tunes(suite, args.db, args.tune, executor=args.executor, scheduler=args.scheduler,
                           workers=args.workers, max_memory=args.max_memory, limit=args.limit, say=say)

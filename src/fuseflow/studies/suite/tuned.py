@@ -1,12 +1,12 @@
-"""A suite, tuned: each case row (model x dataset x block) searched by `fuseflow tune` within a
-per-row budget, its answer stored beside the suite's rows and set against the best preset.
+"""A suite, tuned: what is stored of each case row (model x dataset x block) that `fuseflow tune`
+searched within a per-row budget, and how the results page shows it against the best preset.
 
 `fuseflow study suite figure12 --db F --tune SECONDS` runs (or resumes) one tune a row after
-the suite's own tasks, on the suite's footing (the same model build, seed and hardware; the
-row's `max_tokens` as the tuner's sampling threshold), its search log in `F`'s sibling
-`*-tune.db` (a killed row resumes its search from there) and its result, the tuner's JSON, in
-the suite database's table `suite_tuned`, one row per (program, data, seed, budget). The results
-page reads them back as `TunedRow`s (`tuned_lines`).
+the suite's own tasks (`tuner.suite`), on the suite's footing (the same model build, seed and
+hardware; the row's `max_tokens` as the tuner's sampling threshold), its search log in `F`'s
+sibling `*-tune.db` and its result, the tuner's JSON, in the suite database's table
+`suite_tuned`, one row per (program, data, seed, budget). The results page reads them back as
+`TunedRow`s (`tuned_lines`).
 
     >>> task = TuneTask("gcn", "karate")
     >>> task.key, task.label()
@@ -22,13 +22,10 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
-from ...errors import FuseflowError
 from ...models.resolve import ModelRef
 from .. import MAX_TOKENS
-from ..cluster import worker_budget
 from ..db import SweepDB
 from .spec import Suite
 
@@ -125,100 +122,6 @@ class TunedRow:
         if self.speedup_low is not None and self.speedup_high is not None and self.speedup_low != self.speedup_high:
             text += f" ({self.speedup_low:.2f}-{self.speedup_high:.2f})ˢ"
         return text
-
-
-def run_tune_task(task: dict, budget: float, log: str | None, max_memory: int | None = None) -> dict:
-    """Tune one case row (a `TuneTask` as a dict) for `budget` seconds, each simulation guarded
-    as the suite's tasks are; a database row that never raises: a failure is its error (bad
-    input to the tuner, e.g. nothing that can be evaluated, included)."""
-    from ...tuner.run import context_for, tune_context  # noqa: PLC0415 - the tuner loads the simulator
-    from .run import large_memory_budget  # noqa: PLC0415 - run imports this module's neighbours
-
-    t = TuneTask(**task)
-    row = {"program": t.key[0], "data": t.data, "seed": t.seed, "budget": float(budget), "status": "error"}
-    memory = large_memory_budget() if t.large_memory and max_memory is None else worker_budget(max_memory)
-    start = time.perf_counter()
-    try:
-        ctx = context_for(t.model, t.dataset, seed=t.seed, scale=t.scale, block=t.block or 16, tiled=t.tiled,
-                          budget=memory)
-        ctx.data_key = t.data  # the search log's key: blocks and scalar runs of one dataset apart
-        result = tune_context(ctx, budget=budget, db=log, sample_above=t.max_tokens)
-        row.update(status="ok", result=json.dumps(result.to_json()))
-    except FuseflowError as err:
-        row["error"] = err.one_line()
-    except MemoryError:
-        row["error"] = "ran out of memory tuning the case" + (f" within {memory!r}" if memory else "")
-    row["wall_seconds"] = time.perf_counter() - start
-    return row
-
-
-@dataclass
-class TuneSummary:
-    planned: int = 0
-    done_before: int = 0
-    tuned: int = 0
-    failed: int = 0
-    seconds: float = 0.0
-
-
-def run_tunes(suite: Suite, db_path: str, budget: float, executor: str = "serial", scheduler: str | None = None,
-              workers: int | None = None, max_memory: int | None = None, limit: int | None = None,
-              say=None) -> TuneSummary:
-    """Tune every case row of `suite` not yet tuned at this `budget` into the database at
-    `db_path` (see the module), in this process or on dask (a local cluster of `workers`, or
-    the scheduler at `scheduler`: a row a task, large-memory rows in the suite's large-memory
-    lane); `say(text)` hears each row as it ends."""
-    from ..cluster import dask_client  # noqa: PLC0415 - dask is optional and slow to import
-
-    start = time.perf_counter()
-    db = SweepDB(db_path)
-    log = log_path(db_path)
-    try:
-        tasks = tune_tasks(suite)
-        done = done_tunes(db, budget)
-        todo = [t for t in tasks if t.key not in done]
-        summary = TuneSummary(planned=len(tasks), done_before=len(tasks) - len(todo))
-        todo = todo if limit is None else todo[:limit]
-        if executor == "dask" and todo:
-            with dask_client(scheduler, workers, max_memory) as client:
-                finished = list(_on_dask(client, todo, budget, log, say))
-        else:
-            finished = ((t, run_tune_task(asdict(t), budget, log, max_memory)) for t in todo)
-        for task, row in finished:
-            record_tune(db, suite.name, row)
-            summary.tuned += row["status"] == "ok"
-            summary.failed += row["status"] != "ok"
-            if say is not None:
-                say(f"tuned {task.label()}: " + (row.get("error") or _said(row)))
-    finally:
-        db.close()
-    summary.seconds = time.perf_counter() - start
-    return summary
-
-
-def _said(row: dict) -> str:
-    result = json.loads(row["result"])
-    return (f"{result['cycles']:,} cycles, {result.get('speedup_over_best_preset') or 0:.3f}x over "
-            f"{result.get('best_preset')} in {row['wall_seconds']:.0f} s")
-
-
-def _on_dask(client, tasks: list[TuneTask], budget: float, log: str, say):
-    from distributed import as_completed  # noqa: PLC0415 - dask is optional and slow to import
-
-    from .run import LARGE_MEMORY, large_memory_lane  # noqa: PLC0415
-
-    if any(t.large_memory for t in tasks):
-        large_memory_lane(client)
-    futures = {client.submit(run_tune_task, asdict(t), budget, log, pure=False, priority=len(tasks) - n,
-                             resources={LARGE_MEMORY: 1} if t.large_memory else None): t
-               for n, t in enumerate(tasks)}
-    for future in as_completed(futures):
-        task = futures[future]
-        try:
-            yield task, future.result()
-        except Exception as err:  # noqa: BLE001 - the worker died (e.g. killed at its memory limit)
-            yield task, {"program": task.key[0], "data": task.data, "seed": task.seed, "budget": float(budget),
-                         "status": "error", "error": f"worker died: {type(err).__name__}: {err}"}
 
 
 def log_path(db_path: str) -> str:
