@@ -48,7 +48,7 @@ def suite_presets(db_path: str | None, task: TuneTask, presets: dict) -> dict[st
 
 
 def run_tune_task(task: dict, budget: float, log: str | None, max_memory: int | None = None,
-                  suite_db: str | None = None) -> dict:
+                  suite_db: str | None = None, progress: bool = False) -> dict:
     """Tune one case row (a `TuneTask` as a dict) for `budget` seconds, each simulation guarded
     as the suite's tasks are; a database row that never raises: a failure is its error (bad
     input to the tuner, e.g. nothing that can be evaluated, included). With `suite_db`, the
@@ -62,7 +62,7 @@ def run_tune_task(task: dict, budget: float, log: str | None, max_memory: int | 
                           budget=memory)
         ctx.data_key = t.data  # the search log's key: blocks and scalar runs of one dataset apart
         result = tune_context(ctx, budget=budget, db=log, sample_above=t.max_tokens,
-                              known_presets=suite_presets(suite_db, t, ctx.presets))
+                              known_presets=suite_presets(suite_db, t, ctx.presets), progress=progress)
         row.update(status="ok", result=json.dumps(result.to_json()))
     except FuseflowError as err:
         row["error"] = err.one_line()
@@ -87,7 +87,8 @@ def run_tunes(suite: Suite, db_path: str, budget: float, executor: str = "serial
     """Tune every case row of `suite` not yet tuned at this `budget` into the database at
     `db_path` (see the module), in this process or on dask (a local cluster of `workers`, or
     the scheduler at `scheduler`: a row a task, large-memory rows in the suite's large-memory
-    lane); `say(text)` hears each row as it ends."""
+    lane); `say(text)` hears each row as it ends (and, in this process, the tuner's progress
+    goes to standard error)."""
     start = time.perf_counter()
     db = SweepDB(db_path)
     log = log_path(db_path)
@@ -100,7 +101,7 @@ def run_tunes(suite: Suite, db_path: str, budget: float, executor: str = "serial
         with (dask_client(scheduler, workers, max_memory) if executor == "dask" and todo
               else contextlib.nullcontext()) as client:
             finished = _on_dask(client, todo, budget, log, db_path) if client is not None else \
-                ((t, run_tune_task(asdict(t), budget, log, max_memory, db_path)) for t in todo)
+                ((t, run_tune_task(asdict(t), budget, log, max_memory, db_path, say is not None)) for t in todo)
             for task, row in finished:  # each committed as it ends
                 record_tune(db, suite.name, row)
                 summary.tuned += row["status"] == "ok"
