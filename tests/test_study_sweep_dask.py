@@ -71,8 +71,8 @@ def test_a_scheduler_address_that_is_not_dask_is_one_line():
     import socket
     import threading
 
+    from fuseflow.cluster import dask_client
     from fuseflow.errors import UserError
-    from fuseflow.studies.cluster import dask_client
 
     with pytest.raises(UserError, match="not a dask scheduler's address"):
         with dask_client("bogus"):

@@ -44,6 +44,15 @@ def run(args) -> int:
     summary = run_suite(suite, args.db, executor=args.executor, scheduler=args.scheduler, workers=args.workers,
                         max_memory=args.max_memory, progress=not args.quiet, limit=args.limit,
                         retry_failed=args.retry_failed)
+    if args.tune:
+        from ..tuner.suite import run_tunes  # noqa: PLC0415 - the tuner loads the simulator
+
+        say = None if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
+        tuned = run_tunes(suite, args.db, args.tune, executor=args.executor, scheduler=args.scheduler,
+                          workers=args.workers, max_memory=args.max_memory, limit=args.limit, say=say)
+        if not args.quiet:
+            print(f"suite {suite.name} tuned: {tuned.tuned} rows tuned, {tuned.failed} not, {tuned.done_before} "
+                  f"done before; {tuned.seconds:.1f} s", file=sys.stderr)
     db = open_existing(args.db)
     try:
         rows = suite_rows(db, suite)

@@ -11,22 +11,21 @@ import gc
 import html
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..checks import check_schedule
-from ..errors import FuseflowError, NotSupported, UserError
+from ..errors import FuseflowError, UserError
 from ..fusion.compile import compile_schedule
 from ..fusion.estimate import CostModel
 from ..fusion.search import NoValidOrder
 from ..memory import MemoryLimitError, release_freed
 from ..models.cycles import model_cycles
 from ..partition.run import simulate_partitioned
-from ..partition.sampled import LEAST_SAMPLED, SamplePlan, window_count
+from ..partition.sampled import LEAST_SAMPLED, SamplePlan, WholeKernel, whole_kernels
 from ..pipeline import simulate
 from ..progress import RunProgress, is_terminal, numba_notice
 from ..report.notebook import table_html
 from ..schedule.schedule import Schedule
-from ..sim.window import outer_extent
 from ..tables import to_csv, to_frame
 from . import MAX_TOKENS
 from .plot import study_chart
@@ -46,7 +45,7 @@ def _load(compiled, est) -> float:
 
 
 def _too_long(compiled, est, max_tokens: float) -> str:
-    whole = whole_kernels(compiled, est, _error_plan(1.0))
+    whole = kernels_run_whole(compiled, est, _error_plan(1.0))
     whole_load = sum(w.load for w in whole)
     largest = ", ".join(f"k{w.index} ({w.windows} windows, {w.load:.2g})"
                         for w in sorted(whole, key=lambda w: -w.load)[:3])
@@ -74,32 +73,11 @@ SAMPLE_WHOLE_ALLOWANCE = 20.0
 SAMPLE_WINDOW_CYCLES = 4e6
 
 
-@dataclass(frozen=True)
-class WholeKernel:
-    """A kernel the sampled mode runs whole (too few windows of its outer loop to sample)."""
-
-    index: int
-    windows: int
-    load: float  # its estimated token events (tile elements for blocked schedules)
-
-
-def whole_kernels(compiled, est, plan: SamplePlan) -> list[WholeKernel]:
-    """The kernels of `compiled` that `plan` runs whole for having fewer than `plan.whole_below`
-    windows (`partition.sampled.window_count`; no outer scanner: one), each with its estimated
-    load. GPT-3 Small's feed-forward kernels, 1,024 rows: 16 windows each."""
+def kernels_run_whole(compiled, est, plan: SamplePlan) -> list[WholeKernel]:
+    """The kernels of `compiled` that `plan` runs whole (`partition.sampled.whole_kernels`),
+    each with its estimated load (tile elements for blocked schedules)."""
     tile = (compiled.schedule.block or 1) ** 2
-    loads = {k.index: k.tokens * tile for k in est.kernels}
-    out = []
-    for kernel in compiled.kernels:
-        if kernel.is_reshape:
-            continue
-        try:
-            windows = window_count(outer_extent(kernel.graph), plan)
-        except NotSupported:
-            windows = 1
-        if windows < plan.whole_below:
-            out.append(WholeKernel(kernel.index, windows, loads.get(kernel.index, 0.0)))
-    return out
+    return whole_kernels(compiled, {k.index: k.tokens * tile for k in est.kernels}, plan)
 
 
 def _error_plan(max_fraction: float) -> SamplePlan:
@@ -112,12 +90,13 @@ def sample_plan(compiled, est, max_tokens: float) -> SamplePlan | None:
     """How a schedule too long to simulate whole is sampled within `SAMPLE_ALLOWANCE` x
     `max_tokens` token events (a window costs up to twice its share: its margin), or None when
     even its least sample would not fit (then the heuristic's estimate stands, as the last resort),
-    or when its kernels of too few windows to sample (`whole_kernels`), which run whole, would
+    or when its kernels of too few windows to sample (`kernels_run_whole`), which run whole, would
     together pass `SAMPLE_WHOLE_ALLOWANCE` x `max_tokens`."""
     share = SAMPLE_ALLOWANCE * max_tokens / max(_load(compiled, est), 1.0) / 2
     least = (2 + LEAST_SAMPLED) / SAMPLE_WINDOWS  # windows 0 and last, and the least sample besides
     plan = _error_plan(min(1.0, share))
-    if share < least or sum(w.load for w in whole_kernels(compiled, est, plan)) > SAMPLE_WHOLE_ALLOWANCE * max_tokens:
+    run_whole = sum(w.load for w in kernels_run_whole(compiled, est, plan))
+    if share < least or run_whole > SAMPLE_WHOLE_ALLOWANCE * max_tokens:
         return None
     return plan
 

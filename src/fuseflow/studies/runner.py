@@ -3,7 +3,7 @@ executor, and write one SQLite row per result as it arrives.
 
 Executors: `local` (in this process for --jobs 1, else a process pool) and `dask` (the
 dask.distributed scheduler at --scheduler ADDR, else a local cluster of --jobs workers, default
-one per core; `studies.cluster`). Work is shipped as plain dicts to `run_task`,
+one per core; `fuseflow.cluster`). Work is shipped as plain dicts to `run_task`,
 which loads the program and data itself (cached per worker process), so any worker that has
 fuseflow installed can run it; MLIR sources travel with the task.
 """
@@ -16,11 +16,11 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 
+from ..cluster import dask_client, exit_with_parent, worker_budget
 from ..errors import FuseflowError, UserError
 from ..fusion.estimate import CostModel
 from ..pipeline import simulate
 from ..progress import TaskProgress
-from .cluster import dask_client, exit_with_parent, worker_budget
 from .db import SweepDB
 from .row import ResultRow, merged
 from .space import DataPoint, ProgramRef, load, mlir_source, schedules

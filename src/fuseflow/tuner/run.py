@@ -69,7 +69,7 @@ def tune_context(ctx: TuneContext, *, budget: float = 60.0, lanes: int = 1, obje
         with contextlib.ExitStack() as stack:
             pool = None
             if scheduler is not None:
-                from ..studies.cluster import dask_client  # noqa: PLC0415 - dask is optional and slow to import
+                from ..cluster import dask_client  # noqa: PLC0415 - dask is optional and slow to import
                 from .parallel import Pool  # noqa: PLC0415
 
                 client = stack.enter_context(dask_client(None if scheduler == "local" else scheduler, workers))

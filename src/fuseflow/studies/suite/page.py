@@ -23,6 +23,7 @@ from ...files import atomic_path, write_text
 from ..plot import figure12_chart, figure14_chart, winner
 from ..row import ResultRow
 from .run import suite_rows
+from .tuned import tuned_lines, tuned_rows
 
 HEAD = ["model", "dataset", "unfused cycles", "partial", "full", "winner", "published partial / full",
         "published winner", "full FLOPs / unfused", "wall (s)"]
@@ -153,6 +154,10 @@ def section(db, suite, figure: str | None, page: str | None) -> str:
              "ratio of the heuristic's estimates (a schedule, or its unfused baseline, not simulated: the last "
              "resort, the reason below); ✓ marks a winner that agrees with the published one.",
              ""] + table_lines(rows, suite.published, suite.labels) + [""]
+    order = list(dict.fromkeys((r.model, r.dataset, r.block) for r in rows))
+    tuned = tuned_lines(tuned_rows(db, suite), suite.labels, order)
+    if tuned:
+        text += tuned + [""]
     variants = variant_lines(rows, suite.labels, suite.schedule_labels)
     if variants:
         text += ["Variants beside the table's schedules (speedup over the same unfused row):", ""] + variants + [""]

@@ -24,12 +24,12 @@ from dataclasses import dataclass, replace
 
 import psutil
 
+from ...cluster import PROGRESS_TOPIC, dask_client, post_progress, worker_budget
 from ...errors import FuseflowError
 from ...fusion.estimate import CostModel
 from ...memory import Budget
 from ...models.registry import build
 from ...progress import SuiteProgress
-from ..cluster import PROGRESS_TOPIC, dask_client, post_progress, worker_budget
 from ..db import SweepDB
 from ..granularity import add_ratios, study_schedule
 from ..row import ResultRow
