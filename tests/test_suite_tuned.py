@@ -4,7 +4,9 @@ page, and a rerun resumes instead of tuning again; a row nothing of which can be
 recorded with its reason, not failed silently."""
 from __future__ import annotations
 
+import json
 import sqlite3
+from dataclasses import asdict
 
 import fuseflow
 from fuseflow.cli import main
@@ -14,7 +16,7 @@ from fuseflow.studies.suite.tuned import TuneTask, log_path, tune_tasks, tuned_l
 from fuseflow.tuner.context import TuneContext
 from fuseflow.tuner.judge import Sampling
 from fuseflow.tuner.search import Tuner
-from fuseflow.tuner.suite import run_tunes
+from fuseflow.tuner.suite import run_tune_task, run_tunes
 
 SUITE = """
 [suite]
@@ -42,9 +44,15 @@ def test_tuned_suite_row_beats_presets_resumes_and_is_on_the_page(tmp_path, caps
     presets = {p["name"]: p["cycles"] for p in row.presets}
     assert row.cycles <= min(c for c in presets.values() if c)
     assert row.best_cycles == min(c for c in presets.values() if c) and row.speedup >= 1.0
-    # the tune's presets ran on the suite's footing: the same cycles as the suite's own rows
+    # the suite's presets were taken as the suite ran them, the model's others simulated by the tune;
+    # a tune that simulates them itself (no suite database) gets the suite's cycles: the same footing
     suite_rows = {r.schedule: r.cycles for r in SweepDB(db, readonly=True).rows() if r.suite == "tiny"}
-    assert suite_rows["partial"] == presets["partial"] and suite_rows["unfused"] == presets["unfused"]
+    assert {p: presets[p] for p in suite_rows} == suite_rows and presets["layer1"] > 0
+    alone = json.loads(run_tune_task(asdict(tune_tasks(suite)[0]), 2, None)["result"])
+    assert {p["name"]: p["cycles"] for p in alone["presets"]} == presets
+    assert alone["evaluated"]["presets_given"] == [] and sorted(suite_rows) == \
+        sorted(json.loads(sqlite3.connect(db).execute("SELECT result FROM suite_tuned").fetchone()[0])
+               ["evaluated"]["presets_given"])
     assert fuseflow.simulate(fuseflow.model("gcn", dataset="karate").program, row.schedule,
                              fuseflow.model("gcn", dataset="karate").inputs).cycles == row.cycles
     text = open(page).read()

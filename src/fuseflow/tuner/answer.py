@@ -50,6 +50,7 @@ def answer(tuner, presets: list[dict]) -> TuneResult:
     compiled = [e for e in tuner.entries.values() if e.costs is not None]
     points = simulated_points(tuner)
     evaluated = {"simulated": tuner.sims, "resumed": tuner.resumed, "winner_at": winner.order,
+                 "presets_given": sorted(n for n, r in tuner.known_presets.items() if r.ok),
                  "whole": tuner.sims - sum(tuner.ladder.evaluations), "sampled": tuner.ladder.counts(),
                  "promoted": len(tuner.ladder.promoted), "sample_above": tuner.sampling.above,
                  "on_cluster": tuner.pool.submitted if tuner.pool is not None else 0,
@@ -80,8 +81,11 @@ def final_run(tuner, winner) -> tuple[SimRow, bool]:
     where it was evaluated whole or is small enough (`Sampling.final_whole`), else sampled to
     the last rung's error as `fuseflow simulate --error E --sample-seed S` samples it; and
     whether that run reproduces the search's (the same cycles; a whole run of a candidate
-    the search sampled: its cycles within the sampled interval)."""
+    the search sampled: its cycles within the sampled interval). A preset given as already
+    simulated (`Tuner.known_presets`) is not run again."""
     row = winner.sim
+    if any(row is given for given in tuner.known_presets.values()):
+        return row, True  # a preset as given (a suite's verified run of it): nothing to run again
     if winner.rung is None or tuner.sampling.final_whole(load(winner.costs, tuner.ctx.block)):
         again = tuner.ctx.simulate(winner.schedule, as_given=True)
         low, high = row.interval()

@@ -87,7 +87,7 @@ class Tuner:
     def __init__(self, ctx: TuneContext, *, objective: str = "cycles", budget: float = 60.0,
                  max_sims: int | None = None, spec: SpaceSpec | None = None, calibration: Calibration | None = None,
                  log=None, simulate=None, progress: bool = False, final_check: bool = True,
-                 sampling: Sampling | None = None, pool=None):
+                 sampling: Sampling | None = None, pool=None, known_presets: dict | None = None):
         if objective not in OBJECTIVES:
             raise UserError(f"unknown objective {objective!r}", "--objective", f"use one of {', '.join(OBJECTIVES)}")
         if not budget or budget <= 0:
@@ -105,6 +105,7 @@ class Tuner:
         self.identity = Calibration.identity()
         self.log, self._simulate, self.progress, self.final_check = log, simulate, progress, final_check
         self.pool = pool  # a `parallel.Pool`: evaluations on a dask cluster, one in flight per worker
+        self.known_presets = dict(known_presets or {})  # preset name -> SimRow simulated elsewhere (a suite's)
         self.entries: dict[str, Entry] = {}  # by schedule string
         self.by_key: dict[tuple, Entry] = {}  # by compiled structure
         self.queue = Proposals(ctx, self.spec, self.cal)  # candidates not yet compiled
@@ -430,7 +431,11 @@ class Tuner:
             entry = self.add(cand, "preset", schedule=text, label=name)
             if entry is None:
                 continue
-            if entry.error is None and entry.sim is None and entry.too_large is None:
+            given = self.known_presets.get(name)
+            if entry.error is None and entry.sim is None and given is not None and given.ok:
+                entry.sim, entry.rung = given, (self.sampling.top if given.sampled else None)  # as the suite ran it
+                self._judge(entry)
+            elif entry.error is None and entry.sim is None and entry.too_large is None:
                 twin = self.by_key.get(entry.skey)
                 if twin is not None and twin is not entry and (twin.sim is not None or twin.pending):
                     twins.append((entry, twin))  # the same kernels as an earlier preset
