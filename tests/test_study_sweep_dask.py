@@ -27,7 +27,7 @@ def spec(db: str, **kw) -> SweepSpec:
 def rows(db: str) -> dict:
     database = SweepDB(db)
     try:
-        return {(r["program"], r["schedule"], r["data"], r["seed"]): tuple(r[k] for k in RESULT)
+        return {(r.program, r.schedule, r.data, r.seed): tuple(getattr(r, k) for k in RESULT)
                 for r in database.rows()}
     finally:
         database.close()

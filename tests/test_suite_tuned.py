@@ -46,7 +46,7 @@ def test_tuned_suite_row_beats_presets_resumes_and_is_on_the_page(tmp_path, caps
     assert row.best_cycles == min(c for c in presets.values() if c) and row.speedup >= 1.0
     # the suite's presets were taken as the suite ran them, the model's others simulated by the tune;
     # a tune that simulates them itself (no suite database) gets the suite's cycles: the same footing
-    suite_rows = {r["schedule"]: r["cycles"] for r in SweepDB(db, readonly=True).rows() if r.get("suite") == "tiny"}
+    suite_rows = {r.schedule: r.cycles for r in SweepDB(db, readonly=True).rows() if r.suite == "tiny"}
     assert {p: presets[p] for p in suite_rows} == suite_rows and presets["layer1"] > 0
     alone = json.loads(run_tune_task(asdict(tune_tasks(suite)[0]), 2, None)["result"])
     assert {p["name"]: p["cycles"] for p in alone["presets"]} == presets

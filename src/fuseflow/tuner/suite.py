@@ -37,13 +37,13 @@ def suite_presets(db_path: str | None, task: TuneTask, presets: dict) -> dict[st
         db.close()
     out = {}
     for r in rows:
-        if r["schedule"] in presets and r["cycles"] is not None:
-            row = SimRow(presets[r["schedule"]], "ok", r["cycles"], r["mem_reads"], r["mem_writes"], r["flops"],
-                         r["max_occupancy"], True, r["wall_seconds"] or 0.0, resumed=True)
-            if r["mode"] not in (None, "whole"):
-                row.mode, row.cycles_low, row.cycles_high = r["mode"], r["cycles_low"], r["cycles_high"]
-                row.sampled_fraction = r["sampled_fraction"]
-            out[r["schedule"]] = row
+        if r.schedule in presets and r.cycles is not None:
+            row = SimRow(presets[r.schedule], "ok", r.cycles, r.mem_reads, r.mem_writes, r.flops, r.max_occupancy,
+                         True, r.wall_seconds or 0.0, resumed=True)
+            if r.mode not in (None, "whole"):
+                row.mode, row.cycles_low, row.cycles_high = r.mode, r.cycles_low, r.cycles_high
+                row.sampled_fraction = r.sampled_fraction
+            out[r.schedule] = row
     return out
 
 
