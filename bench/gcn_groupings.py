@@ -41,16 +41,15 @@ def main() -> None:
     rows = fusion_study(case, list(schedules))
     print(f"{'grouping':20} {'kernels':>7} {'cycles':>10} {'FLOPs/unf':>9} {'mem/unf':>8} verified")
     for r in rows:
-        print(f"{r['schedule']:20} {r['kernels']:7d} {r['cycles']:10,d} {r['flops_ratio']:9.2f} "
-              f"{r['mem_ratio']:8.2f} {r['verified']}")
+        print(f"{r.schedule:20} {r.kernels:7d} {r.cycles:10,d} {r.flops_ratio:9.2f} {r.mem_ratio:8.2f} {r.verdict}")
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots(figsize=(5, 4))
         for r in rows:
-            ax.scatter(r["mem_ratio"], r["flops_ratio"])
-            ax.annotate(r["schedule"], (r["mem_ratio"], r["flops_ratio"]), fontsize=8)
+            ax.scatter(r.mem_ratio, r.flops_ratio)
+            ax.annotate(r.schedule, (r.mem_ratio, r.flops_ratio), fontsize=8)
         ax.set_xscale("log"), ax.set_yscale("log")
         ax.set_xlabel("memory accesses / unfused"), ax.set_ylabel("FLOPs / unfused")
         ax.set_title(f"GCN on {args.dataset}: fusion groupings")

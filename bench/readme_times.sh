@@ -25,7 +25,7 @@ COMMANDS=(
 )
 if [ "${1:-}" = "--all" ]; then
   COMMANDS+=(
-    "a few minutes once|$PYTHON -m fuseflow.warmup"
+    "about a minute|$PYTHON -m fuseflow.warmup"
     "about an hour on 2 cores|$FUSEFLOW study suite figure12 --db $OUT/figure12.db"
   )
 fi

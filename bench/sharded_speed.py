@@ -29,10 +29,10 @@ import os
 import time
 from dataclasses import dataclass
 
+from fuseflow.cluster import dask_client_soon
 from fuseflow.partition.run import simulate_partitioned
 from fuseflow.partition.timing import Timings
 from fuseflow.pipeline import simulate
-from fuseflow.studies.cluster import dask_client_soon
 
 COUNTS = ("cycles", "tokens", "flops", "mem_reads", "mem_writes")
 

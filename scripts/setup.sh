@@ -21,8 +21,13 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-# torch is pinned to the CPU build (an unpinned torch pulls a multi-GB CUDA build).
+# torch is pinned to the CPU build (an unpinned torch pulls a multi-GB CUDA build). pip byte-compiles
+# what it installs (not --no-compile: where PYTHONDONTWRITEBYTECODE is set, every run would then
+# compile its imports again, 10 s of CPU for a study).
 .venv/bin/python -m pip install --quiet -e '.[test]'
-# Compile the simulator's numba kernels into numba's on-disk cache now, so that no later run of
-# this install compiles them (a few minutes on 2 cores; cached kernels only load afterwards).
+# Compile the simulator's numba kernels that the README's first command uses into numba's on-disk
+# cache now (about a minute on 2 cores), then the others in the background at low priority (a few
+# minutes of one core; its log in .venv/warmup.log). A kernel not in the cache yet compiles on
+# first use (a second or two) and is kept; saves into the cache are locked per kernel.
 .venv/bin/python -m fuseflow.warmup
+nohup nice -n 19 .venv/bin/python -m fuseflow.warmup --all --processes 1 >.venv/warmup.log 2>&1 </dev/null &

@@ -27,6 +27,7 @@ LAYERS = {
     "report": {"errors", "sam"},  # pictures and pages of graphs, compiled schedules and results (duck-typed)
     "gpu": {"errors", "memory", "files"},  # sizes of a plan search checked against the memory budget
     "data": {"errors", "memory", "files"},  # files and archives sized against the memory budget
+    "cluster": {"errors", "memory"},  # dask clients and local clusters, a task's memory guard on its worker
     "frontend": {"errors", "ir", "scalar_ops"},
     "schedule": {"errors", "ir"},
     "fusion": {"errors", "ir", "sam", "schedule", "report", "scalar_ops"},
@@ -45,13 +46,13 @@ LAYERS = {
     "partition": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "request"},
     # many simulations and their results: the fusion study, sweeps, suites, their store and charts
     "studies": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",
-                "data", "models", "checks", "files", "report", "tables", "progress", "partition"},
+                "data", "models", "checks", "files", "report", "tables", "progress", "partition", "cluster"},
     # the schedule tuner: candidates compiled, estimated and simulated (whole, or sampled by partition);
     # its log is a sweep database
     "tuner": {"errors", "ir", "memory", "schedule", "fusion", "checks", "sim", "pipeline", "studies", "models",
-              "frontend", "partition"},
+              "frontend", "partition", "cluster"},
     "api": {"errors", "ir", "memory", "checks", "fusion", "pipeline", "studies", "models", "partition", "tuner",
-            "request"},
+            "request", "cluster"},
     # compiles the fast engine's kernels into numba's cache by simulating models and products
     "warmup": {"errors", "ir", "sam", "sim", "memory", "schedule", "fusion", "execute", "pipeline", "frontend",
                "data", "models", "report"},

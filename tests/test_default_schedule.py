@@ -140,9 +140,9 @@ def test_study_runs_a_preset_without_a_valid_order_with_induced_layouts():
     case = ModelCase("mul", "random", program, data)
     case.presets = {"unfused": "unfused", "full": "full"}
     rows = fusion_study(case, ["unfused", "full"], engine="oracle")
-    assert [r["schedule_text"] for r in rows] == ["unfused layout=induced", "full layout=induced"]
-    assert all(r["verified"] for r in rows)
-    assert np.isclose(rows[1]["speedup"], rows[0]["cycles"] / rows[1]["cycles"])
+    assert [r.schedule_text for r in rows] == ["unfused layout=induced", "full layout=induced"]
+    assert all(r.verified for r in rows)
+    assert np.isclose(rows[1].speedup, rows[0].cycles / rows[1].cycles)
 
 
 def test_prefix_rejections_hold_for_every_extension():

@@ -39,17 +39,17 @@ def sweep_rows(tmp_path_factory):
 
 
 def by_program(rows, path):
-    return [r for r in rows if r["program"] == os.path.normpath(path)]
+    return [r for r in rows if r.program == os.path.normpath(path)]
 
 
 @pytest.mark.slow
 def test_sweeps_ran_and_verified(sweep_rows):
     chain, gcn = by_program(sweep_rows, MATMUL_CHAIN), by_program(sweep_rows, GCN2)
     assert len(chain) >= 20 and len(gcn) >= 8
-    assert all(r["status"] == "ok" and r["verified"] == 1 for r in sweep_rows), \
-        [(r["schedule"], r["error"]) for r in sweep_rows if r["status"] != "ok"]
-    assert len({r["schedule"] for r in chain}) == len(chain)
-    assert all(r["bytes"] == 4 * (r["mem_reads"] + r["mem_writes"]) for r in sweep_rows)
+    assert all(r.status == "ok" and r.verified == 1 for r in sweep_rows), \
+        [(r.schedule, r.error) for r in sweep_rows if r.status != "ok"]
+    assert len({r.schedule for r in chain}) == len(chain)
+    assert all(r.bytes == 4 * (r.mem_reads + r.mem_writes) for r in sweep_rows)
 
 
 @pytest.mark.slow
@@ -71,7 +71,7 @@ def test_estimates_track_flops_and_bytes(sweep_rows):
     def close(a, b):
         return abs(a - b) <= 0.25 * b
 
-    ok = [r for r in sweep_rows if close(r["est_flops"], r["flops"]) and close(r["est_bytes"], r["bytes"])]
+    ok = [r for r in sweep_rows if close(r.est_flops, r.flops) and close(r.est_bytes, r.bytes)]
     assert len(ok) >= 0.8 * len(sweep_rows)
 
 
@@ -94,15 +94,15 @@ def test_sweep_prunes_and_keeps_best(sweep_rows, tmp_path):
     assert summary.pruned + summary.simulated == len(full)
     assert summary.pruned >= len(full) / 2
     rows = SweepDB(db).rows()
-    best = min(full, key=lambda r: r["cycles"])
-    simulated = {r["schedule"]: r["cycles"] for r in rows if r["status"] == "ok"}
-    assert simulated.get(best["schedule"]) == best["cycles"]
-    assert all(r["est_cycles"] is not None for r in rows)
+    best = min(full, key=lambda r: r.cycles)
+    simulated = {r.schedule: r.cycles for r in rows if r.status == "ok"}
+    assert simulated.get(best.schedule) == best.cycles
+    assert all(r.est_cycles is not None for r in rows)
 
 
 @pytest.mark.slow
 def test_estimate_is_fast(sweep_rows):
-    times = [r["est_seconds"] for r in sweep_rows]
+    times = [r.est_seconds for r in sweep_rows]
     assert max(times) < 0.5 and sum(times) / len(times) < 0.05
 
 

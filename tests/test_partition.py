@@ -18,9 +18,10 @@ from fuseflow.partition import sampled
 from fuseflow.partition.balance import Spread, equal_work_windows, prefix_work
 from fuseflow.partition.run import simulate_partitioned
 from fuseflow.partition.sampled import Population, SamplePlan, sample_kernel, settle_on_sample
-from fuseflow.partition.sharded import map_windows, shard_kernel
+from fuseflow.partition.sharded import shard_kernel
 from fuseflow.partition.stratified import allocate, draw, regression_total, stratify
 from fuseflow.partition.timing import Timings
+from fuseflow.partition.window_tasks import map_windows
 from fuseflow.partition.windows import kernel_setup, reference_values, run_window_of, window_problem
 from fuseflow.pipeline import compare, prepared
 from fuseflow.sim.fast import run_graph as fast_run
@@ -196,18 +197,18 @@ def test_runs_are_dealt_costliest_first_to_the_worker_done_first(monkeypatch):
     """One run per worker at once, the costliest first; each later one to the worker whose run
     just ended; the runs come back in the windows' order, as run one after another."""
     distributed = pytest.importorskip("distributed")
-    from fuseflow.partition import sharded  # noqa: PLC0415 - only this test
+    from fuseflow.partition import window_tasks  # noqa: PLC0415 - only this test
 
     program, data, compiled = _case("spmv", "full")
     setup = kernel_setup(compiled.kernels[0], reference_values(program, data))
     windows = [Window(((0, 3),)), Window(((3, 20),)), Window(((20, 24),)), Window(((24, setup.extent),))]
-    calls, real = [], sharded.submit_window
+    calls, real = [], window_tasks.submit_window
 
     def recorded(shared, window, hw, engine, client, worker=None):
         calls.append((str(window), worker))
         return real(shared, window, hw, engine, client, worker)
 
-    monkeypatch.setattr(sharded, "submit_window", recorded)
+    monkeypatch.setattr(window_tasks, "submit_window", recorded)
     with distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         workers = sorted(client.scheduler_info()["workers"])

@@ -18,6 +18,7 @@ from fuseflow.sam.labels import node_label
 from fuseflow.sam.opview import column_view, drawn_ops, op_edges, op_view_dot, primitive_counts
 from fuseflow.studies.granularity import StudyTable, fusion_study
 from fuseflow.studies.plot import bar_labels, study_figure
+from fuseflow.studies.row import ResultRow
 
 MLIR = Path(__file__).parent / "mlir"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
@@ -106,22 +107,22 @@ def test_study_table_and_chart(tmp_path):
     rows = fusion_study(build("gcn", "karate"), ["unfused", "partial"], engine="fast")
     assert isinstance(rows, StudyTable) and isinstance(rows, list)
     page = rows._repr_html_()
-    assert ">partial</td>" in page and f">{rows[1]['speedup']:.2f}x</td>" in page
+    assert ">partial</td>" in page and f">{rows[1].speedup:.2f}x</td>" in page
     figure = study_figure(rows)
     speed, ratios = figure.axes
     assert "higher is better" in speed.get_title() and "lower is better" in ratios.get_title()
     labels = [t.get_text() for t in speed.texts]
-    assert labels == [f"{r['speedup']:.2f}x" for r in rows]  # each bar says its value
+    assert labels == [f"{r.speedup:.2f}x" for r in rows]  # each bar says its value
     assert len(ratios.texts) == 2 * len(rows)
     path = rows.plot(str(tmp_path / "study.png"))
     assert Path(path).stat().st_size > 10_000
 
 
 def test_sweep_bars_are_named_by_granularity_and_order():
-    rows = [{"label": "partial", "schedule": "fusion=[t1][t2] layout=induced order.0=i,j order.1=j,i"},
-            {"label": None, "schedule": "fusion=[t1,t2] layout=induced"},
-            {"label": "full", "schedule": "full layout=induced"},
-            {"label": "full", "schedule": "full layout=induced format.T=dense,dense"}]
+    rows = [ResultRow("fusion=[t1][t2] layout=induced order.0=i,j order.1=j,i", label="partial"),
+            ResultRow("fusion=[t1,t2] layout=induced"),
+            ResultRow("full layout=induced", label="full"),
+            ResultRow("full layout=induced format.T=dense,dense", label="full")]
     names = bar_labels(rows)
     assert names[0] == "partial  0:i,j 1:j,i" and names[1] == "fusion=[t1,t2] +ind"
     assert names[2] != names[3] and names[2].startswith("full")  # the same label: told apart by schedule
@@ -200,7 +201,7 @@ def test_figure12_at_column_width_with_readable_labels_and_notes(tmp_path):
     from fuseflow.studies.plot import COLUMN_IN, figure12, figure12_chart
     from fuseflow.studies.suite.spec import ChartNote
 
-    rows = [{"model": m, "dataset": d, "block": None, "schedule": s, "speedup": v, "estimated_ratios": s == e}
+    rows = [ResultRow(s, model=m, dataset=d, speedup=v, estimated_ratios=s == e)
             for m, d, e, speeds in (("sae", "small", "", (1.0, 1.02, 2.0)), ("gcn", "cora", "full", (1.0, 1.67, 0.26)),
                                     ("gcn", "collab", "", (1.0, 1.58, 0.012)))
             for s, v in zip(("unfused", "partial", "full"), speeds)]
@@ -231,16 +232,16 @@ def test_figure12_rows_read_back_from_the_results_page():
     suite = load_suite("figure12")
     page = (Path(__file__).parent.parent / "docs" / "results.md").read_text()
     rows, labels = recorded_rows(page, suite)
-    cases = {(r["model"], r["dataset"], r["block"]) for r in rows}
+    cases = {(r.model, r.dataset, r.block) for r in rows}
     ran = int(re.search(r"on \d{4}-\d\d-\d\d: (\d+) of \d+ tasks", page).group(1))
     listed = page.split("Variants beside the table's schedules", 1)[1].split("\n\n")[1] if "Variants beside" in page \
         else ""
     variants = [line for line in listed.splitlines() if line.startswith("- ")]  # listed under the table, where they ran
     # every case it ran: 3 tasks each, and the variants the page lists
     assert cases <= {(t.model, t.dataset, t.block) for t in suite.tasks()} and 3 * len(cases) + len(variants) == ran
-    assert all(r["speedup"] == 1.0 for r in rows if r["schedule"] == "unfused")
+    assert all(r.speedup == 1.0 for r in rows if r.schedule == "unfused")
     # estimated rows: only where sampling cannot reach
-    assert any(not r["estimated_ratios"] for r in rows if r["speedup"] is not None)
+    assert any(not r.estimated_ratios for r in rows if r.speedup is not None)
 
 
 @needs_dot

@@ -14,6 +14,7 @@ import pytest
 from fuseflow.models.registry import build
 from fuseflow.progress import RunProgress, SuiteProgress, TaskProgress, numba_notice
 from fuseflow.studies.granularity import fusion_study
+from fuseflow.studies.row import ResultRow
 
 
 class Terminal(io.StringIO):
@@ -86,7 +87,7 @@ def test_a_suites_task_bars_stay_together_and_end_with_their_tasks():
         p.event({"task": "a", "end": True})  # its worker is done: the bar goes before the row comes
         assert list(p.running) == ["b"] and abs(p.running["b"].pos) == 1  # b moved up to a's line
         p.event({"task": "a", "done": 5.0, "total": 10.0})  # a late message of a's does not bring it back
-        p.finished("a", {"status": "ok", "cycles": 1})
+        p.finished("a", ResultRow("a", cycles=1))
         p.event({"task": "c", "done": 0.0, "total": None})
         assert {t: abs(bar.pos) for t, bar in p.running.items()} == {"b": 1, "c": 2}
         assert "2 running" in str(p.bar)

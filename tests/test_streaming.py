@@ -116,9 +116,9 @@ def test_a_study_records_the_estimate_of_a_schedule_that_does_not_fit():
     unfused = compile_schedule(case.program, case.presets["unfused"])
     checks = sum(1 for k in unfused.kernels if not k.is_reshape)  # one estimate per kernel
     rows = fusion_study(case, ["unfused", "partial"], budget=_FirstKernels(checks))
-    assert rows[0]["verified"] is True
-    assert rows[1]["verified"] == "skipped" and "would not fit in memory" in rows[1]["skipped"]
-    assert "kernel k0" in rows[1]["skipped"] and rows[1]["est_cycles"] > 0 and rows[1]["speedup"] > 0
+    assert rows[0].verified is True
+    assert rows[1].verdict == "skipped" and "would not fit in memory" in rows[1].reason
+    assert "kernel k0" in rows[1].reason and rows[1].est_cycles > 0 and rows[1].speedup > 0
     with pytest.raises(MemoryLimitError):  # the baseline itself must fit: nothing to compare with
         fusion_study(case, ["unfused"], budget=_FirstKernels(0))
 
@@ -132,7 +132,7 @@ def test_a_sampled_schedule_that_does_not_fit_is_estimated_not_failed():
     model = CostModel(case.program, case.inputs)
     # a budget too small for anything: sampled (max_tokens far below the schedule's events)
     row = study_schedule(case, "unfused", model, max_tokens=1e4, budget=Budget("1"))
-    assert row["verified"] == "skipped" and "would not fit in memory" in row["skipped"], row
+    assert row.verdict == "skipped" and "would not fit in memory" in row.reason, row
     with pytest.raises(MemoryLimitError):  # the baseline of a study must fit
         study_schedule(case, "unfused", model, max_tokens=1e4, budget=Budget("1"), first=True)
 

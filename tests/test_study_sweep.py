@@ -25,7 +25,7 @@ MATMUL_CHAIN = os.path.join(HERE, "mlir", "matmul_chain.mlir")
 RESULT = ("program", "schedule", "data", "seed", "status", "cycles", "flops", "bytes", "verified", "label")
 
 
-def rows_of(db: str) -> list[dict]:
+def rows_of(db: str) -> list:
     database = SweepDB(db)
     try:
         return database.rows()
@@ -34,7 +34,7 @@ def rows_of(db: str) -> list[dict]:
 
 
 def results(rows) -> set:
-    return {tuple(r[k] for k in RESULT) for r in rows}
+    return {tuple(getattr(r, k) for k in RESULT) for r in rows}
 
 
 def sweep(*argv) -> int:
@@ -49,13 +49,13 @@ def test_sweep_writes_rows_and_resumes(tmp_path, capsys):
     rows = rows_of(db)
     # spmv: one op, so unfused and full are one kernel; induced layouts open a second order (the
     # default is j,i: equal size cost, and the 48 columns outside the 64 rows walk less)
-    assert {r["schedule"] for r in rows} == {"full layout=induced", "full layout=induced order.0=i,j"}
+    assert {r.schedule for r in rows} == {"full layout=induced", "full layout=induced order.0=i,j"}
     assert len(rows) == 2 * 2 * 2
-    assert {r["data"] for r in rows} == {"density=0.1", "density=0.3"}
+    assert {r.data for r in rows} == {"density=0.1", "density=0.3"}
     for r in rows:
-        assert r["status"] == "ok" and r["verified"] == 1 and r["cycles"] > 0 and r["error"] is None
-        assert r["bytes"] == 4 * (r["mem_reads"] + r["mem_writes"]) and r["est_cycles"] > 0
-        assert r["wall_seconds"] > 0 and r["engine"] == "oracle" and r["program"] == os.path.normpath(SPMV)
+        assert r.status == "ok" and r.verified == 1 and r.cycles > 0 and r.error is None
+        assert r.bytes == 4 * (r.mem_reads + r.mem_writes) and r.est_cycles > 0
+        assert r.wall_seconds > 0 and r.engine == "oracle" and r.program == os.path.normpath(SPMV)
     err = capsys.readouterr().err
     assert "8 to simulate" in err and "100%" not in err  # the bar is drawn on a terminal only
     assert sweep(*args, "-q") == 0  # resume: nothing left to do
@@ -78,13 +78,13 @@ def test_failures_are_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
     db = str(tmp_path / "f.db")
     summary = run_sweep(SweepSpec([SPMV], ["fusion=[nope]", "full layout=induced"], orders="all",
                                   densities=[0.2], engine="oracle", db=db), progress=False)
-    rows = {r["schedule"]: r for r in rows_of(db)}
+    rows = {r.schedule: r for r in rows_of(db)}
     assert summary.failed == 2 and summary.simulated == 2
-    assert rows["fusion=[nope]"]["status"] == "error"
-    assert "names 'nope', which no op produces" in rows["fusion=[nope]"]["error"]
+    assert rows["fusion=[nope]"].status == "error"
+    assert "names 'nope', which no op produces" in rows["fusion=[nope]"].error
     bad = rows["full layout=induced order.0=i,j"]
-    assert bad["status"] == "error" and bad["error"] == "RuntimeError: simulator exploded" and bad["cycles"] is None
-    assert rows["full layout=induced"]["status"] == "ok"
+    assert bad.status == "error" and bad.error == "RuntimeError: simulator exploded" and bad.cycles is None
+    assert rows["full layout=induced"].status == "ok"
 
 
 def test_block_sparse_data_points(tmp_path):
@@ -92,8 +92,8 @@ def test_block_sparse_data_points(tmp_path):
     assert sweep(MATMUL_CHAIN, "-g", "full layout=induced order=i,l,k,j", "--density", "0.25", "--block", "1",
                  "--block", "4", "--engine", "oracle", "--db", db, "-q") == 0
     rows = rows_of(db)
-    assert [r["data"] for r in rows] == ["density=0.25 block=1", "density=0.25 block=4"]
-    assert rows[0]["cycles"] != rows[1]["cycles"] and all(r["verified"] for r in rows)
+    assert [r.data for r in rows] == ["density=0.25 block=1", "density=0.25 block=4"]
+    assert rows[0].cycles != rows[1].cycles and all(r.verified for r in rows)
 
 
 def test_toml_config_and_flag_override(tmp_path):
@@ -103,10 +103,10 @@ def test_toml_config_and_flag_override(tmp_path):
                       f'orders = "all"\ndensities = [0.2]\nseeds = [3]\nengine = "oracle"\ndb = "from-toml.db"\n')
     assert sweep("--config", str(config), "-q") == 0
     rows = rows_of(str(tmp_path / "from-toml.db"))
-    assert len(rows) == 2 and {r["seed"] for r in rows} == {3}
+    assert len(rows) == 2 and {r.seed for r in rows} == {3}
     other = str(tmp_path / "flag.db")
     assert sweep("--config", str(config), "--db", other, "--density", "0.4", "--orders", "default", "-q") == 0
-    assert [r["data"] for r in rows_of(other)] == ["density=0.4"]
+    assert [r.data for r in rows_of(other)] == ["density=0.4"]
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -174,10 +174,10 @@ def test_model_hook(monkeypatch, tmp_path):
     assert sweep("model:spmv", "-g", "full", "--dataset", "sparse", "--dataset", "dense", "--engine", "oracle",
                  "--db", db, "-q") == 0
     rows = rows_of(db)
-    assert [(r["program"], r["schedule"], r["data"], r["label"]) for r in rows] == [
+    assert [(r.program, r.schedule, r.data, r.label) for r in rows] == [
         ("model:spmv", "full layout=induced", "dataset=sparse", "full"),
         ("model:spmv", "full layout=induced", "dataset=dense", "full")]
-    assert rows[0]["flops"] < rows[1]["flops"]
+    assert rows[0].flops < rows[1].flops
     assert ("spmv", "sparse", 0) in calls
     space._model_case.cache_clear()
     assert sweep("model:nope", "--db", db, "-q") == 2
@@ -229,7 +229,7 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
     subprocess.run(argv + ["--db", clean], cwd=ROOT, env=env, check=True, timeout=300)
     reference = rows_of(clean)
     assert len(reference) == 90
-    keys = [(r["program"], r["schedule"], r["data"], r["seed"]) for r in after]
+    keys = [(r.program, r.schedule, r.data, r.seed) for r in after]
     assert len(keys) == len(set(keys)) == 90  # nothing duplicated, nothing missing
     assert after[:len(before)] == before  # finished rows kept exactly as written
     assert results(after) == results(reference)

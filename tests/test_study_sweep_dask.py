@@ -27,7 +27,7 @@ def spec(db: str, **kw) -> SweepSpec:
 def rows(db: str) -> dict:
     database = SweepDB(db)
     try:
-        return {(r["program"], r["schedule"], r["data"], r["seed"]): tuple(r[k] for k in RESULT)
+        return {(r.program, r.schedule, r.data, r.seed): tuple(getattr(r, k) for k in RESULT)
                 for r in database.rows()}
     finally:
         database.close()
@@ -71,8 +71,8 @@ def test_a_scheduler_address_that_is_not_dask_is_one_line():
     import socket
     import threading
 
+    from fuseflow.cluster import dask_client
     from fuseflow.errors import UserError
-    from fuseflow.studies.cluster import dask_client
 
     with pytest.raises(UserError, match="not a dask scheduler's address"):
         with dask_client("bogus"):

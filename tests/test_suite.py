@@ -14,6 +14,7 @@ from fuseflow.errors import UserError
 from fuseflow.models.registry import build
 from fuseflow.studies.db import COLUMNS_2, COLUMNS_3, SCHEMA_VERSION, SweepDB
 from fuseflow.studies.granularity import fusion_study
+from fuseflow.studies.row import ResultRow
 from fuseflow.studies.suite.page import write_page
 from fuseflow.studies.suite.run import run_suite, study_rows, suite_rows
 from fuseflow.studies.suite.spec import load_suite, parse_suite
@@ -128,8 +129,7 @@ def _old_database(path: str, version: int) -> None:
     """A sweep database as schema 1 (no suite columns, no sessions) or 2 (no sampled rows' columns)
     wrote it."""
     db = SweepDB(path)
-    db.insert({"program": "p.mlir", "schedule": "full", "data": "density=0.1", "seed": 0, "status": "ok",
-               "cycles": 7})
+    db.insert(ResultRow("full", program="p.mlir", data="density=0.1", seed=0, cycles=7))
     columns = [name for name, _, _ in (COLUMNS_2 + COLUMNS_3 if version == 1 else COLUMNS_3)]
     db.close()
     conn = sqlite3.connect(path)
@@ -146,11 +146,11 @@ def test_schema_1_database_is_upgraded_in_place(tmp_path):
     path = str(tmp_path / "old.db")
     _old_database(path, 1)
     ro = SweepDB(path, readonly=True)  # read as it is
-    assert ro.version == 1 and ro.rows()[0]["cycles"] == 7 and ro.sessions() == []
+    assert ro.version == 1 and ro.rows()[0].cycles == 7 and ro.sessions() == []
     ro.close()
     db = SweepDB(path)
-    assert db.version == SCHEMA_VERSION and db.rows()[0]["cycles"] == 7
-    assert db.rows()[0]["reason"] is None and db.sessions() == []
+    assert db.version == SCHEMA_VERSION and db.rows()[0].cycles == 7
+    assert db.rows()[0].reason is None and db.sessions() == []
     db.close()
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
@@ -164,10 +164,10 @@ def test_schema_2_database_gains_the_sampled_columns(tmp_path):
         SweepDB(path, readonly=True).conn.execute("SELECT mode FROM runs")
     db = SweepDB(path)
     row = db.rows()[0]
-    assert db.version == SCHEMA_VERSION == 3 and row["cycles"] == 7 and row["mode"] is None
-    db.insert({"program": "q.mlir", "schedule": "full", "data": "density=0.1", "seed": 0, "status": "ok",
-               "cycles": 9, "mode": "sampled", "cycles_low": 8, "cycles_high": 10, "sampled_fraction": 0.05})
-    assert [r["mode"] for r in db.rows()] == [None, "sampled"]
+    assert db.version == SCHEMA_VERSION == 3 and row.cycles == 7 and row.mode is None
+    db.insert(ResultRow("full", program="q.mlir", data="density=0.1", seed=0, cycles=9, mode="sampled", cycles_low=8,
+                        cycles_high=10, sampled_fraction=0.05))
+    assert [r.mode for r in db.rows()] == [None, "sampled"]
     db.close()
 
 
@@ -177,8 +177,7 @@ def test_a_database_with_text_in_a_number_column_is_one_line(tmp_path, capsys):
     path, spec = str(tmp_path / "edited.db"), tmp_path / "karate.toml"
     spec.write_text(KARATE)
     db = SweepDB(path)
-    db.insert({"program": "p.mlir", "schedule": "full", "data": "density=0.1", "seed": 0, "status": "ok",
-               "cycles": 7})
+    db.insert(ResultRow("full", program="p.mlir", data="density=0.1", seed=0, cycles=7))
     db.close()
     conn = sqlite3.connect(path)
     conn.execute("UPDATE runs SET cycles = 'lots' WHERE id = 1")
@@ -208,20 +207,20 @@ def test_serial_suite_rows_are_the_studys(karate_db):
     study = fusion_study(build("gcn", "karate"), ["unfused", "partial", "full"])
     for ours, theirs in zip(rows[:3], study):
         for key in ("schedule", "kernels", "cycles", "flops", "mem", "speedup", "flops_ratio", "mem_ratio"):
-            assert ours[key] == theirs[key], key
-        assert ours["verified"] is True
+            assert getattr(ours, key) == getattr(theirs, key), key
+        assert ours.verified is True
     estimated = rows[5]
-    assert estimated["schedule"] == "full" and estimated["status"] == "estimated"
-    assert "token events > 1e+04" in estimated["skipped"] and estimated["speedup"] > 0
-    assert "which a sample runs whole" in estimated["skipped"]
+    assert estimated.schedule == "full" and estimated.status == "estimated"
+    assert "token events > 1e+04" in estimated.reason and estimated.speedup > 0
+    assert "which a sample runs whole" in estimated.reason
     db = SweepDB(path, readonly=True)
-    by_label = {(r["program_name"], r["label"]): r for r in db.rows()}
+    by_label = {(r.model, r.label): r for r in db.rows()}
     db.close()
     whole = by_label[("graphsage", "partial")]  # beyond max_tokens, sampled: a kernel of 34 rows runs whole
-    assert (whole["mode"], whole["cycles_low"], whole["cycles_high"], whole["sampled_fraction"]) == \
-        ("sharded", whole["cycles"], whole["cycles"], 1.0) and "too few for a sample" in whole["method"]
+    assert (whole.mode, whole.cycles_low, whole.cycles_high, whole.sampled_fraction) == \
+        ("sharded", whole.cycles, whole.cycles, 1.0) and "too few for a sample" in whole.method
     last = by_label[("graphsage", "full")]
-    assert last["mode"] == "heuristic" and last["method"].startswith("the heuristic's estimate (last resort)")
+    assert last.mode == "heuristic" and last.method.startswith("the heuristic's estimate (last resort)")
 
 
 def test_resume_runs_nothing_twice(karate_db):
@@ -268,12 +267,11 @@ def test_cli_json_csv_and_plot(karate_db, tmp_path, capsys):
 
 
 def test_ratios_wait_for_the_baseline():
-    rows = [{"program": "model:gcn", "data": "dataset=k", "seed": 0, "program_name": "gcn", "dataset": "k",
-             "label": "partial", "schedule": "partial", "kernels": 2, "cycles": 10, "flops": 1, "mem_reads": 1,
-             "mem_writes": 1, "verified": 1, "wall_seconds": 0.1, "est_cycles": 9.0, "est_flops": 1.0,
-             "status": "ok"}]
+    rows = [ResultRow("partial", program="model:gcn", data="dataset=k", seed=0, model="gcn", dataset="k",
+                      label="partial", kernels=2, cycles=10, flops=1, mem_reads=1, mem_writes=1, verified=True,
+                      wall_seconds=0.1, est_cycles=9.0, est_flops=1.0)]
     study = study_rows(rows, {("model:gcn", "dataset=k", 0): "unfused"})
-    assert study[0]["speedup"] is None
+    assert study[0].speedup is None
 
 
 def test_retry_failed_runs_the_failed_rows_again(tmp_path, monkeypatch, capsys):
@@ -298,17 +296,17 @@ def test_retry_failed_runs_the_failed_rows_again(tmp_path, monkeypatch, capsys):
     resumed = run_suite(suite, path, executor="serial", progress=False)
     assert (resumed.done_before, resumed.simulated + resumed.failed) == (3, 0)
     db = SweepDB(path, readonly=True)
-    before = {r["schedule"]: r for r in db.rows()}
+    before = {r.schedule: r for r in db.rows()}
     db.close()
-    assert before["full"]["status"] == "error" and "ran out of memory" in before["full"]["error"]
+    assert before["full"].status == "error" and "ran out of memory" in before["full"].error
     assert main(["study", "suite", str(suite_file), "--db", path, "--executor", "serial", "--retry-failed",
                  "-q"]) == 0
     db = SweepDB(path, readonly=True)
-    after = {r["schedule"]: r for r in db.rows()}
+    after = {r.schedule: r for r in db.rows()}
     assert db.count() == 3 and len(db.sessions("retry")) == 2
     db.close()
-    assert after["full"]["status"] == "ok" and after["full"]["verified"] == 1
-    assert {k: after[k]["id"] for k in ("unfused", "partial")} == {k: before[k]["id"] for k in ("unfused", "partial")}
+    assert after["full"].status == "ok" and after["full"].verified == 1
+    assert {k: after[k].id for k in ("unfused", "partial")} == {k: before[k].id for k in ("unfused", "partial")}
 
 
 def test_page_and_chart_mark_a_sampled_row(tmp_path):
@@ -322,10 +320,9 @@ def test_page_and_chart_mark_a_sampled_row(tmp_path):
                                     ("partial", 50, {"mode": "sampled", "cycles_low": 45, "cycles_high": 55,
                                                      "sampled_fraction": 0.05, "method": "stratified regression"}),
                                     ("full", 400, {"mode": "whole"})):
-        db.insert({"program": "model:gcn", "schedule": schedule, "data": "dataset=karate", "seed": 0,
-                   "program_name": "gcn", "dataset": "karate", "label": schedule, "status": "ok", "cycles": cycles,
-                   "flops": 1, "mem_reads": 1, "mem_writes": 1, "kernels": 1, "verified": 1, "suite": "karate",
-                   **extra})
+        db.insert(ResultRow(schedule, program="model:gcn", data="dataset=karate", seed=0, model="gcn", dataset="karate",
+                            label=schedule, cycles=cycles, flops=1, mem_reads=1, mem_writes=1, kernels=1,
+                            verified=True, suite="karate", **extra))
     page, figure = str(tmp_path / "page.md"), str(tmp_path / "fig.png")
     assert write_page(db, suite, page=page, figure=figure) == [figure, page]
     db.close()
@@ -345,15 +342,15 @@ def test_a_variant_runs_beside_the_schedules_and_is_listed_under_the_table(tmp_p
     summary = run_suite(suite, path, executor="serial", progress=False)
     assert (summary.simulated, summary.failed) == (3, 0)
     db = SweepDB(path, readonly=True)
-    rows = {r["schedule"]: r for r in suite_rows(db, suite)}
+    rows = {r.schedule: r for r in suite_rows(db, suite)}
     write_page(db, suite, page=page)
     db.close()
     variant = rows["full order=reference"]
-    assert variant["verified"] and variant["schedule_text"] == "full order=reference"
-    assert variant["speedup"] == rows["unfused"]["cycles"] / variant["cycles"]
+    assert variant.verified and variant.schedule_text == "full order=reference"
+    assert variant.speedup == rows["unfused"].cycles / variant.cycles
     text = open(page).read()
-    assert f"- GCN karate `full order=reference`: {variant['speedup']:.2f}x (full: {rows['full']['speedup']:.2f}x), " \
-           f"{variant['cycles']:,} cycles" in text
+    assert f"- GCN karate `full order=reference`: {variant.speedup:.2f}x (full: {rows['full'].speedup:.2f}x), " \
+           f"{variant.cycles:,} cycles" in text
     table = [line for line in text.splitlines() if line.startswith("| GCN |")]
     assert len(table) == 1 and "order=reference" not in table[0]
 
@@ -391,10 +388,9 @@ def _figure14_db(path: str) -> SweepDB:
             ("full", 900, 1000, 400,
              {"mode": "sampled", "cycles_low": 90, "cycles_high": 110, "sampled_fraction": 0.05}),
             ("layer1", 95, 110, 30, {})):
-        db.insert({"program": "model:gcn", "schedule": schedule, "data": "dataset=karate", "seed": 0,
-                   "program_name": "gcn", "dataset": "karate", "label": schedule, "status": "ok", "cycles": 100,
-                   "flops": flops, "mem_reads": reads, "mem_writes": writes, "kernels": 1, "verified": 1,
-                   "suite": "f14", **extra})
+        db.insert(ResultRow(schedule, program="model:gcn", data="dataset=karate", seed=0, model="gcn", dataset="karate",
+                            label=schedule, cycles=100, flops=flops, mem_reads=reads, mem_writes=writes, kernels=1,
+                            verified=True, suite="f14", **extra))
     return db
 
 
@@ -467,5 +463,5 @@ def test_a_scalar_case_runs_the_blocked_models_presets_on_scalar_streams():
     assert not any(name.endswith("-unblocked") for name in scalar.presets)
     row = run_suite_task(SuiteTask("gpt3-bigbird", "tiny", "unfused", block=16, tiled=False).to_dict(),
                          post=lambda _message: None)
-    assert row["status"] == "ok" and row["data"] == "dataset=tiny block=16 scalar", row
-    assert "block=" not in row["schedule_text"] and row["verified"]
+    assert row.status == "ok" and row.data == "dataset=tiny block=16 scalar", row
+    assert "block=" not in row.schedule_text and row.verified

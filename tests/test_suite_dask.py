@@ -48,7 +48,7 @@ RESULT = ("program", "schedule", "data", "seed", "label", "status", "kernels", "
 def rows(path: str) -> dict:
     db = SweepDB(path, readonly=True)
     try:
-        return {(r["program"], r["schedule"], r["data"], r["seed"]): tuple(r[k] for k in RESULT) for r in db.rows()}
+        return {(r.program, r.schedule, r.data, r.seed): tuple(getattr(r, k) for k in RESULT) for r in db.rows()}
     finally:
         db.close()
 
@@ -68,8 +68,8 @@ def test_local_cluster_of_two_gives_the_serial_rows(serial, tmp_path):
     assert summary.workers == 2 and summary.simulated == 9
     assert rows(path) == serial
     db = SweepDB(path, readonly=True)
-    assert len({r["worker"] for r in db.rows()}) == 2  # both workers took tasks
-    assert len({r["worker"] for r in db.rows() if r["program_name"] == "gcn"}) == 1  # large memory: one lane
+    assert len({r.worker for r in db.rows()}) == 2  # both workers took tasks
+    assert len({r.worker for r in db.rows() if r.model == "gcn"}) == 1  # large memory: one lane
     db.close()
 
 
@@ -124,7 +124,7 @@ def test_sweep_on_a_local_cluster(tmp_path):
     def results(db):
         database = SweepDB(str(tmp_path / db), readonly=True)
         try:
-            return sorted((r["schedule"], r["status"], r["cycles"], r["flops"], r["verified"]) for r in database.rows())
+            return sorted((r.schedule, r.status, r.cycles, r.flops, r.verified) for r in database.rows())
         finally:
             database.close()
 

@@ -12,9 +12,10 @@ import pytest
 from fuseflow import UserError
 from fuseflow.cli import main
 from fuseflow.studies.db import APPLICATION_ID, COLUMNS, SCHEMA_VERSION, SweepDB
+from fuseflow.studies.row import ResultRow
 
 SPMV = str(Path(__file__).parent / "mlir" / "spmv.mlir")
-ROW = {"program": "p.mlir", "schedule": "full", "data": "density=0.1", "seed": 0, "status": "ok"}
+ROW = ResultRow("full", program="p.mlir", data="density=0.1", seed=0)
 
 
 def fingerprint(path: Path) -> tuple:

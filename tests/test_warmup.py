@@ -1,7 +1,12 @@
 """The warm-up (`python -m fuseflow.warmup`, run by scripts/setup.sh) leaves nothing for numba to
-compile: after it, the README's first command compiles no kernel signature."""
+compile: after it, the README's first command compiles no kernel signature. numba's cache files
+of the engine's kernels are saved under a lock, so processes compiling one kernel at once (the
+background `--all` beside a command) keep every signature's own data."""
 from __future__ import annotations
 
+import fcntl
+import multiprocessing
+import os
 import subprocess
 import sys
 import textwrap
@@ -9,7 +14,8 @@ import textwrap
 import pytest
 from numba import types
 
-from fuseflow.warmup import MAX_ARITY, _with_arity, kernel_dispatchers
+from fuseflow.sim.fast.kernel_cache import LockedCacheFile
+from fuseflow.warmup import MAX_ARITY, _cache_folder, _with_arity, kernel_dispatchers, warm_all
 
 STUDY = textwrap.dedent("""
     from fuseflow.cli import main
@@ -43,3 +49,29 @@ def test_first_study_after_warmup_compiles_nothing():
     assert run.returncode == 0, run.stderr
     assert "compiled 0" in run.stdout.splitlines()[-1], run.stdout + run.stderr
     assert "compiling the simulator's kernels" not in run.stderr
+
+
+def _save_many(folder: str, first: int) -> None:
+    cache = LockedCacheFile(folder, "kernel", source_stamp="stamp")
+    for key in range(first, first + 30):
+        cache.save(key, f"data of {key}")
+
+
+def test_two_processes_saving_one_kernel_keep_each_signature_apart(tmp_path):
+    context = multiprocessing.get_context("spawn")
+    savers = [context.Process(target=_save_many, args=(str(tmp_path), first)) for first in (0, 1000)]
+    for p in savers:
+        p.start()
+    for p in savers:
+        p.join()
+    cache = LockedCacheFile(str(tmp_path), "kernel", source_stamp="stamp")
+    keys = [*range(30), *range(1000, 1030)]
+    assert [cache.load(k) for k in keys] == [f"data of {k}" for k in keys]
+
+
+def test_a_second_full_warmup_ends_while_one_runs():
+    folder = _cache_folder()
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "fuseflow-warm.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert warm_all(1) is None

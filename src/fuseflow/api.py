@@ -22,6 +22,7 @@ from dataclasses import replace
 
 from . import pipeline
 from .checks import check_inputs, check_schedule, input_shapes, sim_request
+from .cluster import dask_client_soon
 from .errors import UserError
 from .fusion.compile import compile_schedule
 from .ir.reference import bind_inputs
@@ -31,7 +32,6 @@ from .partition.run import run_partitioned
 from .partition.sampled import SamplePlan
 from .request import Partitioning, SimRequest
 from .studies import MAX_TOKENS
-from .studies.cluster import dask_client_soon
 from .studies.granularity import StudyResult, fusion_study, read_schedules, same_schedules
 
 

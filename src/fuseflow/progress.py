@@ -178,14 +178,15 @@ class SuiteProgress:
     estimate, or their count once past it), all redrawn every `TICK_SECONDS`; elsewhere one
     line per finished task. `event`
     takes a task's progress messages ({"task", "done", "total"}; total None before an
-    estimate), `finished` its database row.
+    estimate), `finished` its database row (a `studies.row.ResultRow`).
 
         >>> import io
+        >>> from fuseflow.studies.row import ResultRow
         >>> out = io.StringIO()
         >>> with SuiteProgress("demo", total=2, out=out) as p:
         ...     p.start(workers=2)
         ...     p.event({"task": "gcn karate unfused", "done": 5.0, "total": 10.0})
-        ...     p.finished("gcn karate unfused", {"status": "ok", "cycles": 1200, "wall_seconds": 1.5})
+        ...     p.finished("gcn karate unfused", ResultRow("unfused", cycles=1200, wall_seconds=1.5))
         >>> print(out.getvalue().strip())
         suite demo: 2 tasks to run (0 done before) on 2 workers
         [1/2] gcn karate unfused: ok, 1,200 cycles, 1.5 s
@@ -269,19 +270,20 @@ class SuiteProgress:
         self._postfix()
         self.bar.refresh()
 
-    def finished(self, task: str, row: dict) -> None:
+    def finished(self, task: str, row) -> None:
+        """A task's `ResultRow` arrived: counted by status and written as a line."""
         with self.lock:
             self.done += 1
-            status = row.get("status", "error")
+            status = row.status
             if status in self.counts:
                 self.counts[status] += 1
             if self.bar is not None:
                 self._end(task)
-            what = {"ok": f"ok, {row.get('cycles') or 0:,} cycles",
-                    "estimated": f"estimated ({row.get('reason')})"}.get(status, f"failed: {row.get('error')}")
+            what = {"ok": f"ok, {row.cycles or 0:,} cycles",
+                    "estimated": f"estimated ({row.reason})"}.get(status, f"failed: {row.error}")
             if self.enabled:
                 self._write(f"[{self.before + self.done}/{self.before + self.total}] {task}: {what}, "
-                            f"{row.get('wall_seconds') or 0:.1f} s")
+                            f"{row.wall_seconds or 0:.1f} s")
             if self.bar is not None:
                 self._postfix()
                 self.bar.update(1)

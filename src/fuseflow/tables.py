@@ -35,10 +35,10 @@ def _kernel_rows(result) -> list[dict]:
 def table_rows(result) -> list[dict]:
     """Rows of plain values: `SimResult` and `Estimate` per kernel, `StudyResult` per schedule,
     a list of dicts as given."""
-    if isinstance(result, list):
-        return [dict(row) for row in result]
+    if isinstance(result, list):  # dicts, or a study's `ResultRow`s
+        return [row.study_json() if hasattr(row, "study_json") else dict(row) for row in result]
     if hasattr(result, "rows"):  # StudyResult
-        return [dict(row) for row in result.rows]
+        return result.to_json()
     if hasattr(result, "kernels") and hasattr(result, "schedule"):  # SimResult
         return _kernel_rows(result)
     if hasattr(result, "kernels"):  # heuristic Estimate

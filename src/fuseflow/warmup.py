@@ -1,18 +1,22 @@
-"""Compile the fast engine's numba kernels once per install, into numba's on-disk cache (the
-`__pycache__` beside `fuseflow/sim/fast`), so that later runs only load them:
-`python -m fuseflow.warmup` (scripts/setup.sh runs it; a few minutes on 2 cores).
+"""Compile the fast engine's numba kernels into numba's on-disk cache (the `__pycache__` beside
+`fuseflow/sim/fast`, or NUMBA_CACHE_DIR), so that later runs only load them.
 
 numba compiles a kernel once per signature: the types of its arguments. Two things vary them:
 the dtype of a stream's data (int64 coordinates or float64 values), and, for the kernels that
 take a tuple of arrays (broadcast and fork: one per output; intersect and union: one per
-operand; join: one per lane), the tuple's length. So the warm-up (1) simulates every built-in
-model under each of its presets on its smallest data and a sparse-sparse product under each
-dataflow order (one accumulator, none, the order-2 accumulator; fork/join lanes), which
-compiles the signatures those use, then (2) compiles each tuple-taking signature again for
-every length up to `MAX_ARITY`, the functions dealt over one process per core (`--processes`;
-each function's signatures compiled in one process only, so no two write its cache index). A run
-that still meets a new signature compiles it (and says so once, `progress.numba_notice`); it is
-cached from then on.
+operand; join: one per lane), the tuple's length. A run that meets a signature not in the cache
+compiles it (a second or two each; `progress.numba_notice` says so once) and numba keeps it.
+
+`python -m fuseflow.warmup` (scripts/setup.sh runs it) compiles what the README's first command
+needs: it simulates GCN's presets on the karate graph (about 40 signatures). `--all` compiles the
+rest (scripts/setup.sh starts it in the background, at low priority): every built-in model under
+each of its presets on its smallest data and a sparse-sparse product under each dataflow order
+(one accumulator, none, the order-2 accumulator; fork/join lanes), then each tuple-taking
+signature again for every length up to `MAX_ARITY`, the functions dealt over `--processes`
+processes (each function's signatures in one process, so no two compile it twice). Only one
+`--all` runs at a time, and one that finds a finished `--all` for the same sources ends at once.
+Saves into the cache are locked per function (`sim/fast/kernel_cache.py`), so a command may
+compile beside it.
 
     >>> "_k_copy" in {d.py_func.__name__ for d in kernel_dispatchers()}
     True
@@ -20,6 +24,8 @@ cached from then on.
 from __future__ import annotations
 
 import argparse
+import fcntl
+import hashlib
 import multiprocessing
 import os
 import sys
@@ -27,18 +33,22 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
+import numba
 from numba import types
 
 from .frontend import from_mlir
 from .ir.generate import random_inputs
 from .models.registry import build
 from .pipeline import simulate
+from .sim import fast
 from .sim.fast.dispatchers import kernel_dispatchers, load_cached
 
 MAX_ARITY = 16  # tuple lengths compiled ahead (GPT-3 wide's fused layer: a 13-output broadcast, a 12-way union)
 
-# built-in models on their smallest data (every preset of each is simulated)
+# built-in models on their smallest data (every preset of each is simulated): the first is the
+# README's first command (what a plain warm-up compiles), the others `--all`
 MODEL_CASES = (("gcn", "karate"), ("graphsage", "karate"), ("sae", "small"), ("gpt3-bigbird", "tiny"))
+FIRST = MODEL_CASES[:1]
 
 # C = A·B with both operands and the result in one sparse format, 40x40 at 10%
 PRODUCT = """
@@ -81,15 +91,16 @@ def compilations() -> int:
     return sum(sum(d.stats.cache_misses.values()) for d in kernel_dispatchers())
 
 
-def _simulate_cases() -> int:
-    """Simulate the models' presets and the products (verified against the reference); runs made."""
+def _simulate_cases(models=MODEL_CASES, products: bool = True) -> int:
+    """Simulate `models`' presets and, with `products`, the products (verified against the
+    reference); runs made."""
     runs = 0
-    for name, dataset in MODEL_CASES:
+    for name, dataset in models:
         case = build(name, dataset=dataset)
         for preset in case.presets.values():
             simulate(case.program, preset, case.inputs)
             runs += 1
-    for levels in PRODUCT_LEVELS:
+    for levels in PRODUCT_LEVELS if products else ():
         program = from_mlir(PRODUCT.format(levels=levels))
         data = random_inputs(program, density=0.1, seed=1)
         for schedule in PRODUCT_SCHEDULES:
@@ -185,23 +196,68 @@ def _widen_arities(processes: int = 1) -> int:
         return sum(f.result() for f in futures)
 
 
-def warm(processes: int = 1) -> WarmReport:
-    """Compile (or load, when cached) every kernel signature the warm-up cases use, widened to
-    every tuple length up to MAX_ARITY (in `processes` processes)."""
+def warm(processes: int = 1, everything: bool = True) -> WarmReport:
+    """Compile (or load, when cached) the kernel signatures of the README's first command, or
+    with `everything` those of every warm-up case, widened to every tuple length up to MAX_ARITY
+    (in `processes` processes)."""
     start = time.perf_counter()
+    if not everything:
+        runs = _simulate_cases(FIRST, products=False)
+        return WarmReport(runs, compilations(), time.perf_counter() - start)
     runs = _simulate_cases()
     elsewhere = _widen_arities(processes)
     return WarmReport(runs, compilations() + elsewhere, time.perf_counter() - start)
 
 
+def _sources_digest() -> str:
+    """A digest of the fast engine's sources, this module's and numba's version: what the cache
+    of a finished `--all` was compiled from."""
+    digest = hashlib.sha256(numba.__version__.encode())
+    folder = os.path.dirname(fast.__file__)
+    paths = [os.path.join(folder, name) for name in sorted(os.listdir(folder)) if name.endswith(".py")]
+    for path in [*paths, __file__]:
+        with open(path, "rb") as f:
+            digest.update(path.encode() + f.read())
+    return digest.hexdigest()[:16]
+
+
+def _cache_folder() -> str:
+    """The folder numba's cache keeps the engine's kernels in."""
+    return next(d._cache.cache_path for d in kernel_dispatchers() if hasattr(d._cache, "cache_path"))
+
+
+def warm_all(processes: int) -> WarmReport | None:
+    """`warm(processes)` unless another `--all` is running or one finished for these sources
+    (None then); a finished one leaves a stamp in the cache folder."""
+    folder = _cache_folder()
+    os.makedirs(folder, exist_ok=True)
+    stamp = os.path.join(folder, f"fuseflow-warm-{_sources_digest()}")
+    with open(os.path.join(folder, "fuseflow-warm.lock"), "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
+        if os.path.exists(stamp):
+            return None
+        report = warm(processes)
+        open(stamp, "w").close()
+        return report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fuseflow.warmup", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--all", action="store_true",
+                        help="every built-in model, the products and every tuple length, not only the first "
+                             "command's kernels (ends at once when another runs or one finished)")
     parser.add_argument("--processes", type=int, default=len(os.sched_getaffinity(0)),
-                        help="processes the widening is dealt over (default: one per core)")
+                        help="with --all: processes the widening is dealt over (default: one per core)")
     args = parser.parse_args(argv)
-    print("fuseflow: compiling the simulator's kernels with numba into its cache (once per install)",
-          file=sys.stderr, flush=True)
-    report = warm(max(1, args.processes))
+    print("fuseflow: compiling the simulator's kernels with numba into its cache (once per install"
+          + (", all of them)" if args.all else ")"), file=sys.stderr, flush=True)
+    report = warm_all(max(1, args.processes)) if args.all else warm(everything=False)
+    if report is None:
+        print("fuseflow: another warm-up runs or has finished for these sources", file=sys.stderr)
+        return 0
     print(f"fuseflow: {report.runs} warm-up runs, {report.compiled} kernel signatures compiled "
           f"({report.seconds:.0f} s)", file=sys.stderr)
     return 0

@@ -314,6 +314,9 @@ def _add_suite_command(studies) -> None:
     p.add_argument("--figure", metavar="OUT.png", help="draw the Figure-12 chart (and beside it the Figure-14 "
                                                       "chart, figure12 in the name made figure14, where the suite "
                                                       "has published counts)")
+    p.add_argument("--tune", type=positive_real, metavar="SECONDS",
+                   help="after the suite's tasks, tune each case row (`fuseflow tune`, SECONDS a row; resumable, "
+                        "search logs in the database's sibling *-tune.db): the page gets a tuned table")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.set_defaults(run=Handler("suite"))
 

@@ -30,7 +30,7 @@ def _charts(args) -> int:
     finally:
         db.close()
     if args.program:
-        rows = [r for r in rows if r["program"] == args.program]
+        rows = [r for r in rows if r.program == args.program]
     if not rows:
         raise UserError(f"{args.db} has no rows" + (f" for program {args.program}" if args.program else ""),
                         "plot", "run a sweep into it first")

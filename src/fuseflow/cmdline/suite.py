@@ -17,6 +17,7 @@ import sys
 from ..errors import UserError
 from ..files import check_output
 from ..studies.db import open_existing
+from ..studies.row import ResultRow
 from ..studies.suite.page import draw_figure, draw_figure14, write_page
 from ..studies.suite.run import run_suite, study_rows, suite_rows
 from ..studies.suite.spec import BUILT_IN, Suite, load_suite
@@ -27,9 +28,9 @@ EXPORTED = ("model", "dataset", "block", "seed", "schedule", "status", "kernels"
             "wall", "schedule_text")
 
 
-def exported(rows: list[dict]) -> list[dict]:
-    """The rows users get (`--json`, `--csv`): the study's columns, in a fixed order."""
-    return [{k: r.get(k) for k in EXPORTED} for r in rows]
+def exported(rows: list[ResultRow]) -> list[dict]:
+    """The rows users get (`--json`, `--csv`): the study's columns, in a fixed order (`verified` a bool)."""
+    return [{**r.view(EXPORTED), "verified": r.verified} for r in rows]
 
 
 def run(args) -> int:
@@ -43,6 +44,15 @@ def run(args) -> int:
     summary = run_suite(suite, args.db, executor=args.executor, scheduler=args.scheduler, workers=args.workers,
                         max_memory=args.max_memory, progress=not args.quiet, limit=args.limit,
                         retry_failed=args.retry_failed)
+    if args.tune:
+        from ..tuner.suite import run_tunes  # noqa: PLC0415 - the tuner loads the simulator
+
+        say = None if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
+        tuned = run_tunes(suite, args.db, args.tune, executor=args.executor, scheduler=args.scheduler,
+                          workers=args.workers, max_memory=args.max_memory, limit=args.limit, say=say)
+        if not args.quiet:
+            print(f"suite {suite.name} tuned: {tuned.tuned} rows tuned, {tuned.failed} not, {tuned.done_before} "
+                  f"done before; {tuned.seconds:.1f} s", file=sys.stderr)
     db = open_existing(args.db)
     try:
         rows = suite_rows(db, suite)
@@ -78,16 +88,16 @@ def _figure(args, db) -> int:
     if args.figure not in ("12", "14"):
         raise UserError(f"no figure {args.figure!r}", "--figure", "the figures drawn are 12 (the fusion suite) and 14 "
                         "(its FLOPs and memory accesses)")
-    rows = [r for r in db.rows() if r.get("suite")]
+    rows = [r for r in db.rows() if r.suite]
     if not rows:
         raise UserError(f"{args.db} has no suite rows", f"plot --figure {args.figure}",
                         "run `fuseflow study suite` into it first")
-    name = args.suite or rows[-1]["suite"]
+    name = args.suite or rows[-1].suite
     suite = load_suite(name) if args.suite or name in BUILT_IN else Suite(name, [])
     if suite.cases:
         study = suite_rows(db, suite)
     else:
-        study = study_rows([r for r in rows if r["suite"] == name])
+        study = study_rows([r for r in rows if r.suite == name])
     if not study:
         raise UserError(f"{args.db} has no rows of suite {suite.name}", "--suite", "name the suite that wrote them")
     if args.figure == "14" and not suite.published_counts:

@@ -10,7 +10,7 @@ coordinate, which follows the simulation's CPU seconds within about 2% of the to
 on GCN CiteSeer `full`). What is left (that 2%, and two workers' cores running 1-4% apart) is
 taken up as the runs go: every batch (the windows with the first settling rounds, later rounds,
 the other boundaries' runs) is dealt costliest first, one run to each worker, then the next to
-whichever worker is done first (`sharded.dealt_as_freed`, costs from `Spread`).
+whichever worker is done first (`window_tasks.dealt_as_freed`, costs from `Spread`).
 
     >>> [str(w) for w in equal_work_windows(np.array([1, 1, 1, 1, 4, 4]), 2)]
     ['0:5', '5:6']
@@ -58,7 +58,7 @@ def window_cost(window: Window, before: np.ndarray) -> float:
 @dataclass(frozen=True)
 class Spread:
     """Where a batch of runs goes: over `workers`, the costliest by `work` (one value per outer
-    coordinate) first (`sharded.dealt_as_freed`)."""
+    coordinate) first (`window_tasks.dealt_as_freed`)."""
 
     workers: list[str]
     work: np.ndarray

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from ..sim.window import Window
 from .partials import PartialSums
-from .sharded import map_windows
+from .window_tasks import map_windows
 from .windows import KernelSetup
 
 CALIBRATION_WINDOWS = (2, 3)  # windows whose excess drain measures the rate (each from a one-window margin)

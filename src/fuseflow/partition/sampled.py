@@ -8,7 +8,7 @@ last one are simulated always; the others are stratified by x and sampled (`esti
 sampled window is simulated from `margin` coordinates before it (so it starts with the pipeline
 as full as inside a whole run), less a run of the margin alone: its y, what it adds to a whole
 run, so that the y of all windows sum to a whole run's cycles. The margin is settled on a few
-boundaries first (`sharded.settle_boundaries`), then doubled on the sampled windows themselves until
+boundaries first (`window_tasks.settle_boundaries`), then doubled on the sampled windows themselves until
 the estimate stops moving (`settle_on_sample`: a whole run can hide a heavy window's extra work
 long after it, which a short margin shows again in every window's y). The kernel's cycles: the
 regression estimate of sum(y) with a 95% interval, widened by what a sample cannot show
@@ -41,10 +41,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import UserError
-from ..sim.window import Window, outer_scanners
-from .sharded import map_windows, settle_boundaries
+from ..errors import NotSupported, UserError
+from ..sim.window import Window, outer_extent, outer_scanners
 from .stratified import RatioEstimate, allocate, draw, regression_total, stratify
+from .window_tasks import map_windows, settle_boundaries
 from .windows import KernelSetup, WindowRun
 
 MAX_WINDOWS = 256  # windows per kernel (fewer when the outer loop is shorter) ...
@@ -127,6 +127,41 @@ def window_count(extent: int, plan: SamplePlan) -> int:
         (16, 256)
     """
     return max(1, min(plan.windows, extent // plan.min_width))
+
+
+@dataclass(frozen=True)
+class WholeKernel:
+    """A kernel a sample plan runs whole: too few windows of its outer loop to sample."""
+
+    index: int
+    windows: int
+    load: float  # its estimated token events (tile elements for blocked schedules)
+
+
+def whole_kernels(compiled, loads: dict, plan: SamplePlan) -> list[WholeKernel]:
+    """The kernels of a compiled schedule that `plan` runs whole for having fewer than
+    `plan.whole_below` windows (no outer scanner: one window), each with its load from `loads`
+    (kernel index -> estimated token events). GPT-3 Small's feed-forward kernels, 1,024 rows,
+    are 16 windows each; its attention kernels, the 12 heads outermost, one.
+
+        >>> import fuseflow
+        >>> from fuseflow.pipeline import prepared
+        >>> p = fuseflow.from_mlir("tests/mlir/sddmm_masked.mlir")
+        >>> _, compiled = prepared(p, "full", None, seed=2, density=0.3)
+        >>> [(w.index, w.windows, w.load) for w in whole_kernels(compiled, {0: 5.0}, SamplePlan(error=0.1))]
+        [(0, 1, 5.0)]
+    """
+    out = []
+    for kernel in compiled.kernels:
+        if kernel.is_reshape:
+            continue
+        try:
+            windows = window_count(outer_extent(kernel.graph), plan)
+        except NotSupported:
+            windows = 1
+        if windows < plan.whole_below:
+            out.append(WholeKernel(kernel.index, windows, float(loads.get(kernel.index, 0.0))))
+    return out
 
 
 def kernel_windows(setup: KernelSetup, plan: SamplePlan) -> list[Window]:

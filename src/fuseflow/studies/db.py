@@ -7,11 +7,11 @@ that is not a sweep database, a corrupted one, or a `runs` table without the uni
 refused before anything in it changes.
 
     >>> db = SweepDB(":memory:")
-    >>> row = {"program": "p.mlir", "schedule": "full", "data": "density=0.1", "seed": 0,
-    ...        "status": "ok", "cycles": 120, "flops": 40, "mem_reads": 10, "mem_writes": 5}
+    >>> row = ResultRow("full", program="p.mlir", data="density=0.1", seed=0, cycles=120, flops=40,
+    ...                 mem_reads=10, mem_writes=5)
     >>> db.insert(row), db.insert(row)
     (True, False)
-    >>> db.done_keys() == {("p.mlir", "full", "density=0.1", 0)}, db.rows()[0]["bytes"]
+    >>> db.done_keys() == {("p.mlir", "full", "density=0.1", 0)}, db.rows()[0].bytes
     (True, 60)
 """
 from __future__ import annotations
@@ -23,6 +23,7 @@ import sqlite3
 import urllib.parse
 
 from ..errors import UserError
+from .row import ResultRow
 
 COLUMNS = [
     # name, SQL type, meaning
@@ -256,12 +257,10 @@ class SweepDB:
     def done_keys(self) -> set[tuple]:
         return {tuple(r) for r in self.conn.execute("SELECT program, schedule, data, seed FROM runs")}
 
-    def insert(self, row: dict, also: tuple | None = None) -> bool:
+    def insert(self, result: ResultRow, also: tuple | None = None) -> bool:
         """Write one row in its own transaction (with `also`, (sql, params), run in it when the
         row is new); False when its key is already there."""
-        row = dict(row)
-        if row.get("bytes") is None and row.get("mem_reads") is not None and row.get("mem_writes") is not None:
-            row["bytes"] = (row["mem_reads"] + row["mem_writes"]) * 4
+        row = result.to_db()
         row.setdefault("created", datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
         unknown = sorted(set(row) - set(NAMES))
         if unknown:
@@ -279,9 +278,9 @@ class SweepDB:
             raise
         return cursor.rowcount == 1
 
-    def rows(self, where: str = "", params=()) -> list[dict]:
+    def rows(self, where: str = "", params=()) -> list[ResultRow]:
         sql = "SELECT * FROM runs" + (f" WHERE {where}" if where else "") + " ORDER BY id"
-        return [dict(r) for r in self.conn.execute(sql, params)]
+        return [ResultRow.from_db(r) for r in self.conn.execute(sql, params)]
 
     def start_session(self, suite: str, tasks: int, workers: int | None, executor: str,
                       max_memory: int | None) -> int:
@@ -292,7 +291,7 @@ class SweepDB:
                                    (suite, now, tasks, workers, executor, max_memory))
         return cursor.lastrowid
 
-    def insert_for_session(self, row: dict, session: int, seconds: float) -> bool:
+    def insert_for_session(self, row: ResultRow, session: int, seconds: float) -> bool:
         """`insert` a suite's row and bring its session's wall time and count up to date, in one
         transaction (a suite killed at any moment loses nothing it finished)."""
         return self.insert(row, ("UPDATE sessions SET seconds = ?, finished = finished + 1 WHERE id = ?",

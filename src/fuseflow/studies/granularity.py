@@ -2,7 +2,7 @@
 
     >>> from fuseflow.models.registry import build
     >>> rows = fusion_study(build("gcn", "karate"), ["unfused", "partial"], engine="oracle")
-    >>> [r["schedule"] for r in rows], rows[0]["speedup"]
+    >>> [r.schedule for r in rows], rows[0].speedup
     (['unfused', 'partial'], 1.0)
 """
 from __future__ import annotations
@@ -11,30 +11,30 @@ import gc
 import html
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 
 from ..checks import check_schedule
-from ..errors import FuseflowError, NotSupported, UserError
+from ..errors import FuseflowError, UserError
 from ..fusion.compile import compile_schedule
 from ..fusion.estimate import CostModel
 from ..fusion.search import NoValidOrder
 from ..memory import MemoryLimitError, release_freed
 from ..models.cycles import model_cycles
 from ..partition.run import simulate_partitioned
-from ..partition.sampled import LEAST_SAMPLED, SamplePlan, window_count
+from ..partition.sampled import LEAST_SAMPLED, SamplePlan, WholeKernel, whole_kernels
 from ..pipeline import simulate
 from ..progress import RunProgress, is_terminal, numba_notice
 from ..report.notebook import table_html
 from ..schedule.schedule import Schedule
-from ..sim.window import outer_extent
 from ..tables import to_csv, to_frame
 from . import MAX_TOKENS
 from .plot import study_chart
+from .row import HEURISTIC, ResultRow
 
 COLUMNS = [("schedule", "schedule", "{}"), ("kernels", "kernels", "{}"), ("cycles", "cycles", "{:,}"),
            ("speedup", "speedup", "{:.2f}x"), ("flops_ratio", "FLOPs/unf", "{:.2f}"),
            ("mem_ratio", "mem/unf", "{:.2f}"), ("max_occupancy", "max fifo", "{:,}"),
-           ("verified", "verified", "{}"), ("wall", "wall s", "{:.1f}")]
+           ("verdict", "verified", "{}"), ("wall_seconds", "wall s", "{:.1f}")]  # (ResultRow attribute, title, format)
 MODEL_CYCLES = ("model_cycles", "model cycles", "{:,}")  # a few decoders scaled to the whole model
 RATIOS = ("speedup", "flops_ratio", "mem_ratio")
 
@@ -45,7 +45,7 @@ def _load(compiled, est) -> float:
 
 
 def _too_long(compiled, est, max_tokens: float) -> str:
-    whole = whole_kernels(compiled, est, _error_plan(1.0))
+    whole = kernels_run_whole(compiled, est, _error_plan(1.0))
     whole_load = sum(w.load for w in whole)
     largest = ", ".join(f"k{w.index} ({w.windows} windows, {w.load:.2g})"
                         for w in sorted(whole, key=lambda w: -w.load)[:3])
@@ -73,32 +73,11 @@ SAMPLE_WHOLE_ALLOWANCE = 20.0
 SAMPLE_WINDOW_CYCLES = 4e6
 
 
-@dataclass(frozen=True)
-class WholeKernel:
-    """A kernel the sampled mode runs whole (too few windows of its outer loop to sample)."""
-
-    index: int
-    windows: int
-    load: float  # its estimated token events (tile elements for blocked schedules)
-
-
-def whole_kernels(compiled, est, plan: SamplePlan) -> list[WholeKernel]:
-    """The kernels of `compiled` that `plan` runs whole for having fewer than `plan.whole_below`
-    windows (`partition.sampled.window_count`; no outer scanner: one), each with its estimated
-    load. GPT-3 Small's feed-forward kernels, 1,024 rows: 16 windows each."""
+def kernels_run_whole(compiled, est, plan: SamplePlan) -> list[WholeKernel]:
+    """The kernels of `compiled` that `plan` runs whole (`partition.sampled.whole_kernels`),
+    each with its estimated load (tile elements for blocked schedules)."""
     tile = (compiled.schedule.block or 1) ** 2
-    loads = {k.index: k.tokens * tile for k in est.kernels}
-    out = []
-    for kernel in compiled.kernels:
-        if kernel.is_reshape:
-            continue
-        try:
-            windows = window_count(outer_extent(kernel.graph), plan)
-        except NotSupported:
-            windows = 1
-        if windows < plan.whole_below:
-            out.append(WholeKernel(kernel.index, windows, loads.get(kernel.index, 0.0)))
-    return out
+    return whole_kernels(compiled, {k.index: k.tokens * tile for k in est.kernels}, plan)
 
 
 def _error_plan(max_fraction: float) -> SamplePlan:
@@ -111,25 +90,26 @@ def sample_plan(compiled, est, max_tokens: float) -> SamplePlan | None:
     """How a schedule too long to simulate whole is sampled within `SAMPLE_ALLOWANCE` x
     `max_tokens` token events (a window costs up to twice its share: its margin), or None when
     even its least sample would not fit (then the heuristic's estimate stands, as the last resort),
-    or when its kernels of too few windows to sample (`whole_kernels`), which run whole, would
+    or when its kernels of too few windows to sample (`kernels_run_whole`), which run whole, would
     together pass `SAMPLE_WHOLE_ALLOWANCE` x `max_tokens`."""
     share = SAMPLE_ALLOWANCE * max_tokens / max(_load(compiled, est), 1.0) / 2
     least = (2 + LEAST_SAMPLED) / SAMPLE_WINDOWS  # windows 0 and last, and the least sample besides
     plan = _error_plan(min(1.0, share))
-    if share < least or sum(w.load for w in whole_kernels(compiled, est, plan)) > SAMPLE_WHOLE_ALLOWANCE * max_tokens:
+    run_whole = sum(w.load for w in kernels_run_whole(compiled, est, plan))
+    if share < least or run_whole > SAMPLE_WHOLE_ALLOWANCE * max_tokens:
         return None
     return plan
 
 
 def _sampled_row(case, name: str, compiled, est, plan: SamplePlan, engine: str, start: float, budget=None,
-                 first: bool = False) -> dict:
+                 first: bool = False) -> ResultRow:
     """The row of a schedule estimated from a sample of its kernels' windows (`partition`), or
     its estimates if it would not fit in memory (`_row_or_estimates`)."""
     return _row_or_estimates(case, name, compiled, est, start, first, lambda: simulate_partitioned(
         case.program, compiled, case.inputs, engine=engine, sample=plan, budget=budget))
 
 
-def _row_or_estimates(case, name: str, compiled, est, start: float, first: bool, run) -> dict:
+def _row_or_estimates(case, name: str, compiled, est, start: float, first: bool, run) -> ResultRow:
     """The study row of `run()`'s result, or the heuristic's estimates with the guard's reason
     if it would not fit in memory (the `first`, the baseline, must fit: the error is raised)."""
     try:
@@ -145,19 +125,18 @@ def _row_or_estimates(case, name: str, compiled, est, start: float, first: bool,
     return _result_row(case, name, result, est, time.perf_counter() - start)
 
 
-def _skipped_row(case, name: str, compiled, est, why: str, wall: float = 0.0) -> dict:
+def _skipped_row(case, name: str, compiled, est, why: str, wall: float = 0.0) -> ResultRow:
     """The row of a schedule not simulated (too long, or beyond the memory budget): the
     heuristic's estimates (`fusion.estimate`) instead, and why (the last resort)."""
-    return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": str(compiled.schedule),
-            "kernels": len(est.kernels), "cycles": None, "est_cycles": est.cycles, "est_flops": est.flops,
-            "est_mem": est.reads + est.writes, "flops": None, "mem": None, "max_occupancy": None,
-            "verified": "skipped", "max_abs_error": None, "wall": wall, "skipped": why}
+    return ResultRow(name, "estimated", model=case.name, dataset=case.dataset, schedule_text=str(compiled.schedule),
+                     kernels=len(est.kernels), est_cycles=est.cycles, est_flops=est.flops,
+                     est_mem=est.reads + est.writes, wall_seconds=wall, reason=why, mode="heuristic",
+                     method=HEURISTIC + why)
 
 
-def _failed_row(case, name: str, schedule: str, why: str, wall: float) -> dict:
-    return {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": schedule,
-            "kernels": None, "cycles": None, "flops": None, "mem": None, "max_occupancy": None,
-            "verified": "failed", "max_abs_error": None, "wall": wall, "error": why}
+def _failed_row(case, name: str, schedule: str, why: str, wall: float) -> ResultRow:
+    return ResultRow(name, "error", model=case.name, dataset=case.dataset, schedule_text=schedule,
+                     wall_seconds=wall, error=why)
 
 
 def _note(progress: bool, out, text: str) -> None:
@@ -179,7 +158,7 @@ def _compiled(case, schedule, model):
 
 
 def _simulate_row(case, name: str, compiled, est, engine: str, progress: bool, out, budget, start: float,
-                  first: bool, watch=None) -> dict:
+                  first: bool, watch=None) -> ResultRow:
     """Simulate one compiled schedule with a live progress display (token events of the
     heuristic's per-kernel estimates; `watch(label, estimated_events)`, if given, makes the
     display instead: a context with `on_kernel` and `on_events`); its study row, or its
@@ -196,23 +175,17 @@ def _simulate_row(case, name: str, compiled, est, engine: str, progress: bool, o
     return _row_or_estimates(case, name, compiled, est, start, first, run)
 
 
-def _result_row(case, name: str, result, est, wall: float) -> dict:
-    row = {"model": case.name, "dataset": case.dataset, "schedule": name, "schedule_text": result.schedule,
-           "kernels": len(result.kernels), "cycles": result.cycles, "flops": result.flops,
-           "mem": result.mem_reads + result.mem_writes, "mem_reads": result.mem_reads,
-           "mem_writes": result.mem_writes, "max_occupancy": result.max_occupancy,
-           "verified": result.verified, "max_abs_error": result.max_abs_error, "wall": wall,
-           "est_cycles": est.cycles, "est_flops": est.flops, "est_mem": est.reads + est.writes,
-           "mode": result.mode, "method": result.method, "cycles_low": result.cycles_low,
-           "cycles_high": result.cycles_high, "sampled_fraction": result.sampled_fraction}
-    if getattr(case, "layers", None):  # a few decoders standing for the whole model
-        row["model_cycles"] = model_cycles(name, [k.cycles for k in result.kernels], *case.layers)
-    return row
+def _result_row(case, name: str, result, est, wall: float) -> ResultRow:
+    layers = getattr(case, "layers", None)  # a few decoders standing for the whole model
+    return ResultRow.from_result(result, name, model=case.name, dataset=case.dataset, wall_seconds=wall,
+                                 est_cycles=est.cycles, est_flops=est.flops, est_mem=est.reads + est.writes,
+                                 model_cycles=model_cycles(name, [k.cycles for k in result.kernels], *layers)
+                                 if layers else None)
 
 
 def study_schedule(case, name: str, model: CostModel, engine: str = "fast", max_tokens: float = MAX_TOKENS,
                    budget=None, first: bool = False, progress: bool = False, out=None, watch=None,
-                   schedule: Schedule | None = None) -> dict:
+                   schedule: Schedule | None = None) -> ResultRow:
     """One row of a fusion study: the preset (or schedule string) `name` compiled once, for the
     cost estimate and the simulation, then simulated and verified, or estimated (`skipped`
     says why) when its estimate exceeds `max_tokens` token events or it would not fit in memory
@@ -238,7 +211,7 @@ def study_schedule(case, name: str, model: CostModel, engine: str = "fast", max_
     return _simulate_row(case, name, compiled, est, engine, progress, out, budget, start, first, watch)
 
 
-def failed_row(case, name: str, err: FuseflowError, wall: float) -> dict:
+def failed_row(case, name: str, err: FuseflowError, wall: float) -> ResultRow:
     """The row of a schedule that failed (compile or simulation error), with the error's line."""
     return _failed_row(case, name, case.presets.get(name, name), err.one_line(), wall)
 
@@ -288,33 +261,37 @@ def fusion_study(case, schedules: list[str], engine: str = "fast", progress: boo
             rows.append(failed_row(case, name, err, time.perf_counter() - start))
     if not rows:
         raise UserError("no schedules to study", "--schedules")
-    add_ratios(rows)
-    return StudyTable(rows)
+    return StudyTable(add_ratios(rows))
 
 
-def add_ratios(rows: list[dict]) -> None:
-    """Speedup, FLOPs and memory relative to the first row: measured where both were simulated
-    (whole-model cycles where a case stands for a larger model), else the heuristic's estimates
-    of both (`est_cycles`, `est_flops`, `est_mem`; marked `estimated_ratios`, shown with `~`).
+def add_ratios(rows: list[ResultRow]) -> list[ResultRow]:
+    """The rows with speedup, FLOPs and memory relative to the first row: measured where both
+    were simulated (whole-model cycles where a case stands for a larger model), else the
+    heuristic's estimates of both (`est_cycles`, `est_flops`, `est_mem`; marked
+    `estimated_ratios`, shown with `~`).
 
-        >>> rows = [{"cycles": 100, "flops": 10, "mem": 4}, {"cycles": 50, "flops": 20, "mem": 2}]
-        >>> add_ratios(rows); rows[1]["speedup"], rows[1]["flops_ratio"], rows[1]["mem_ratio"]
+        >>> rows = [ResultRow("a", cycles=100, flops=10, mem_reads=4, mem_writes=0),
+        ...         ResultRow("b", cycles=50, flops=20, mem_reads=1, mem_writes=1)]
+        >>> row = add_ratios(rows)[1]; row.speedup, row.flops_ratio, row.mem_ratio
         (2.0, 2.0, 0.5)
     """
     base = rows[0]
-    key = "model_cycles" if "model_cycles" in base else "cycles"
+    whole = base.model_cycles is not None
+    out = []
     for row in rows:
-        row["speedup"] = row["flops_ratio"] = row["mem_ratio"] = None
-        if row.get("error") or base.get("error"):
-            continue
-        if row.get("skipped") or base.get("skipped"):
-            row.update(speedup=_ratio(base["est_cycles"], row["est_cycles"]),
-                       flops_ratio=_ratio(row["est_flops"], base["est_flops"]),
-                       mem_ratio=_ratio(row["est_mem"], base["est_mem"]), estimated_ratios=True)
-            continue
-        row["speedup"] = _ratio(base[key], row[key])
-        row["flops_ratio"] = _ratio(row["flops"], base["flops"])
-        row["mem_ratio"] = _ratio(row["mem"], base["mem"])
+        row = replace(row, speedup=None, flops_ratio=None, mem_ratio=None, estimated_ratios=False)
+        if row.error or base.error:
+            pass
+        elif row.reason or base.reason:
+            row = replace(row, speedup=_ratio(base.est_cycles, row.est_cycles),
+                          flops_ratio=_ratio(row.est_flops, base.est_flops),
+                          mem_ratio=_ratio(row.est_mem, base.est_mem), estimated_ratios=True)
+        else:
+            row = replace(row, speedup=_ratio(base.model_cycles if whole else base.cycles,
+                                              row.model_cycles if whole else row.cycles),
+                          flops_ratio=_ratio(row.flops, base.flops), mem_ratio=_ratio(row.mem, base.mem))
+        out.append(row)
+    return out
 
 
 def _ratio(a, b) -> float:
@@ -342,21 +319,21 @@ def same_schedules(case, read: dict) -> list[tuple[str, str]]:
     return pairs
 
 
-def _columns(rows: list[dict]) -> list[tuple]:
+def _columns(rows: list[ResultRow]) -> list[tuple]:
     """COLUMNS, with the whole model's cycles after the cycles when the rows have them."""
-    if not any(row.get("model_cycles") for row in rows):
+    if not any(row.model_cycles for row in rows):
         return COLUMNS
     at = [key for key, _, _ in COLUMNS].index("cycles") + 1
     return COLUMNS[:at] + [MODEL_CYCLES] + COLUMNS[at:]
 
 
-def _cells(row: dict, columns=COLUMNS) -> list[str]:
+def _cells(row: ResultRow, columns=COLUMNS) -> list[str]:
     """A row's cells in the columns' order: `-` where it has no value, `~` before estimated ratios."""
-    return [("~" if row.get("estimated_ratios") and key in RATIOS else "")
-            + (fmt.format(row[key]) if row.get(key) is not None else "-") for key, _, fmt in columns]
+    return [("~" if row.estimated_ratios and key in RATIOS else "")
+            + (fmt.format(getattr(row, key)) if getattr(row, key) is not None else "-") for key, _, fmt in columns]
 
 
-def format_table(rows: list[dict]) -> str:
+def format_table(rows: list[ResultRow]) -> str:
     """The study as a text table; ratios of heuristic estimates (a schedule not simulated, or
     every row when the first was not) are marked `~`."""
     columns = _columns(rows)
@@ -366,25 +343,24 @@ def format_table(rows: list[dict]) -> str:
     lines = ["  ".join(h.rjust(w) if k else h.ljust(w) for k, (h, w) in enumerate(zip(headers, widths)))]
     for c in cells:
         lines.append("  ".join(x.rjust(w) if k else x.ljust(w) for k, (x, w) in enumerate(zip(c, widths))))
-    notes = [f"{row['schedule']}: not simulated, {row['skipped']}; ~ marks ratios of heuristic estimates"
-             for row in rows if row.get("skipped")]
-    notes += [f"{row['schedule']}: failed: {row['error']}" for row in rows if row.get("error")]
+    notes = [f"{row.schedule}: not simulated, {row.reason}; ~ marks ratios of heuristic estimates"
+             for row in rows if row.reason]
+    notes += [f"{row.schedule}: failed: {row.error}" for row in rows if row.error]
     return "\n".join(lines + notes)
 
 
-def plot(rows: list[dict], path: str) -> str:
+def plot(rows: list[ResultRow], path: str) -> str:
     """Speedup (higher is better) and FLOPs and memory (lower is better) relative to the first
     schedule, on separate axes with value labels (`studies.plot.study_chart`)."""
     return study_chart(rows, path)
 
 
 class StudyTable(list):
-    """The rows of a fusion study (a list of dicts), shown as a table in notebooks.
+    """The rows of a fusion study (`ResultRow`s), shown as a table in notebooks.
 
-        >>> rows = StudyTable([{"schedule": "unfused", "kernels": 2, "cycles": 100, "speedup": 1.0,
-        ...                     "flops_ratio": 1.0, "mem_ratio": 1.0, "max_occupancy": 3, "verified": True,
-        ...                     "wall": 0.1}])
-        >>> ">1.00x</td>" in rows._repr_html_(), rows[0]["cycles"]
+        >>> rows = StudyTable([ResultRow("unfused", kernels=2, cycles=100, speedup=1.0, flops_ratio=1.0,
+        ...                              mem_ratio=1.0, max_occupancy=3, verified=True, wall_seconds=0.1)])
+        >>> ">1.00x</td>" in rows._repr_html_(), rows[0].cycles
         (True, 100)
     """
 
@@ -401,11 +377,11 @@ class StudyTable(list):
 
 
 class StudyResult:
-    """A fusion study of one model on one dataset: `rows` (a `StudyTable`, one dict per
+    """A fusion study of one model on one dataset: `rows` (a `StudyTable`, one `ResultRow` per
     schedule, ratios to the first), printable as the table the CLI shows, shown as a table in
     notebooks, exportable as JSON, CSV or a DataFrame."""
 
-    def __init__(self, case, rows: list[dict], same: list[tuple[str, str]] = ()):
+    def __init__(self, case, rows: list[ResultRow], same: list[tuple[str, str]] = ()):
         self.model, self.dataset, self.note = case.name, case.dataset, case.note
         self.rows, self.same = StudyTable(rows), list(same)
 
@@ -415,22 +391,22 @@ class StudyResult:
         return "\n".join([head, format_table(self.rows), *same])
 
     def __repr__(self) -> str:
-        return f"<StudyResult {self.model} on {self.dataset}: {', '.join(r['schedule'] for r in self.rows)}>"
+        return f"<StudyResult {self.model} on {self.dataset}: {', '.join(r.schedule for r in self.rows)}>"
 
     def _repr_html_(self) -> str:
         return f"<div><b>{html.escape(self.model)} on {html.escape(self.dataset)}</b></div>{self.rows._repr_html_()}"
 
     def to_json(self) -> list[dict]:
-        """The rows (JSON-ready: plain numbers, strings, booleans and None)."""
-        return [dict(row) for row in self.rows]
+        """The rows (JSON-ready: plain numbers, strings, booleans and None; `ResultRow.study_json`)."""
+        return [row.study_json() for row in self.rows]
 
     def to_frame(self):
         """The rows as a pandas DataFrame."""
-        return to_frame(list(self.rows))
+        return to_frame(self.to_json())
 
     def to_csv(self, path=None) -> str:
         """The rows as CSV text (also written to `path` if given)."""
-        return to_csv(list(self.rows), path)
+        return to_csv(self.to_json(), path)
 
     def plot(self, path: str) -> str:
         """The study's chart (see `plot`); returns the path."""

@@ -9,9 +9,9 @@
 - `study_chart`: a fusion study: speedup (higher is better) on its own axis, FLOPs and memory
   relative to the first schedule (lower is better) on another, every bar labelled.
 
-    >>> bar_labels([{"label": "full", "schedule": "full layout=induced order=i,k,j"},
-    ...             {"label": "full", "schedule": "full layout=induced order=k,i,j"},
-    ...             {"label": "unfused", "schedule": "fusion=[t1][t2] layout=induced order.1=j,i"}])
+    >>> bar_labels([ResultRow("full layout=induced order=i,k,j", label="full"),
+    ...             ResultRow("full layout=induced order=k,i,j", label="full"),
+    ...             ResultRow("fusion=[t1][t2] layout=induced order.1=j,i", label="unfused")])
     ['full  i,k,j', 'full  k,i,j', 'unfused  1:j,i']
 """
 from __future__ import annotations
@@ -22,6 +22,7 @@ import re
 import textwrap
 
 from .analysis import groups
+from .row import ResultRow
 
 COLUMN_IN = 8.5 / 2.54  # a paper's column, inches: study charts and Figure 12 are drawn at the size they print
 FONT = 7  # points, their smallest text (at that size)
@@ -42,30 +43,29 @@ def _short(schedule: str, width: int = 48) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-def bar_labels(rows: list[dict]) -> list[str]:
+def bar_labels(rows: list[ResultRow]) -> list[str]:
     """Bar names: the row's granularity label (else its schedule, shortened) and its dataflow
     orders (`1:j,i` is group 1's); a name two rows share gets the schedule added."""
     names = []
     for row in rows:
-        found = re.findall(r"order(?:\.(\d+))?=(\S+)", row["schedule"])
+        found = re.findall(r"order(?:\.(\d+))?=(\S+)", row.schedule)
         orders = " ".join((f"{g}:" if g else "") + o for g, o in found)
-        label = row.get("label") or _short(re.sub(r"\s*order(\.\d+)?=\S+", "", row["schedule"]))
+        label = row.label or _short(re.sub(r"\s*order(\.\d+)?=\S+", "", row.schedule))
         names.append(f"{label}  {orders}" if orders else label)
     seen = {n: names.count(n) for n in names}
-    return [n if seen[n] == 1 else f"{n}  [{_short(r['schedule'], 36)}]" for n, r in zip(names, rows)]
+    return [n if seen[n] == 1 else f"{n}  [{_short(r.schedule, 36)}]" for n, r in zip(names, rows)]
 
 
 def cycles_chart(group, path: str) -> str:
     plt = _pyplot()
-    rows = sorted((r for r in group.rows if r.get("status") == "ok" and r.get("cycles") is not None),
-                  key=lambda r: r["cycles"])
-    failed = [r for r in group.rows if r.get("status") == "error"]
+    rows = sorted((r for r in group.rows if r.status == "ok" and r.cycles is not None), key=lambda r: r.cycles)
+    failed = [r for r in group.rows if r.status == "error"]
     labels = bar_labels(rows) + [n + " (failed)" for n in bar_labels(failed)]
-    values = [r["cycles"] for r in rows] + [0 for _ in failed]
+    values = [r.cycles for r in rows] + [0 for _ in failed]
     height = max(2.5, 0.28 * len(labels) + 1.2)
     fig, ax = plt.subplots(figsize=(9, height))
-    kinds = list(dict.fromkeys(r.get("label") or "" for r in rows))
-    colors = [PALETTE[kinds.index(r.get("label") or "") % len(PALETTE)] for r in rows] + ["#c0392b"] * len(failed)
+    kinds = list(dict.fromkeys(r.label or "" for r in rows))
+    colors = [PALETTE[kinds.index(r.label or "") % len(PALETTE)] for r in rows] + ["#c0392b"] * len(failed)
     bars = ax.barh(range(len(values)), values, color=colors)
     if len(kinds) > 1:  # one colour per granularity
         from matplotlib.patches import Patch  # noqa: PLC0415 - matplotlib is slow to import; only plots need it
@@ -97,8 +97,8 @@ def scatter_chart(all_groups, path: str) -> str:
             continue
         rho = g.spearman
         label = f"{os.path.basename(g.program)} {g.data}" + ("" if math.isnan(rho) else f" ρ={rho:.2f}")
-        ax.scatter([r["est_cycles"] for r in sim], [r["cycles"] for r in sim], s=14, label=label[:50])
-    lo_hi = [v for g in all_groups for r in g.simulated for v in (r["est_cycles"], r["cycles"]) if v > 0]
+        ax.scatter([r.est_cycles for r in sim], [r.cycles for r in sim], s=14, label=label[:50])
+    lo_hi = [v for g in all_groups for r in g.simulated for v in (r.est_cycles, r.cycles) if v > 0]
     if lo_hi:
         lo, hi = min(lo_hi), max(lo_hi)
         ax.plot([lo, hi], [lo, hi], color="grey", linewidth=0.8, linestyle="--")
@@ -115,14 +115,14 @@ def scatter_chart(all_groups, path: str) -> str:
     return path
 
 
-def draw(rows: list[dict], out_dir: str, max_bar_charts: int = 40, fmt: str = "png") -> list[str]:
+def draw(rows: list[ResultRow], out_dir: str, max_bar_charts: int = 40, fmt: str = "png") -> list[str]:
     """Write the standard charts for `rows` into `out_dir` as `fmt` files (png, svg, pdf);
     returns the paths written."""
     os.makedirs(out_dir, exist_ok=True)
     all_groups = groups(rows)
     paths = []
     for n, g in enumerate(all_groups[:max_bar_charts]):
-        if any(r.get("status") in ("ok", "error") for r in g.rows):
+        if any(r.status in ("ok", "error") for r in g.rows):
             paths.append(cycles_chart(g, os.path.join(out_dir, f"cycles-{n}.{fmt}")))
     if any(g.simulated for g in all_groups):
         paths.append(scatter_chart(all_groups, os.path.join(out_dir, f"heuristic-vs-simulated.{fmt}")))
@@ -137,29 +137,29 @@ def _ratio_axis(ax, values: list[float]) -> None:
     ax.axhline(1.0, color="grey", linewidth=0.8, zorder=0)
 
 
-def study_figure(rows: list[dict], width: float = COLUMN_IN):
+def study_figure(rows: list[ResultRow], width: float = COLUMN_IN):
     """A fusion study (`study.fusion_study` rows), drawn `width` inches wide (a paper's column)
     at its printed size, in two panels, one above the other: speedup over the first schedule
     (higher is better; slowdowns red) and FLOPs and memory relative to it (lower is better). Bars
     carry their values, level; estimated rows (not simulated) are hatched and marked `~`, failed
     ones say so."""
     plt = _pyplot()
-    names = [r["schedule"] if len(r["schedule"]) <= 14 else r["schedule"][:13] + "…" for r in rows]
-    first = rows[0]["schedule"]
+    names = [r.schedule if len(r.schedule) <= 14 else r.schedule[:13] + "…" for r in rows]
+    first = rows[0].schedule
     fig, (left, right) = plt.subplots(2, 1, figsize=(width, 4.6))
     x = list(range(len(rows)))
 
     def bars(ax, offsets, key, bar_width, color, label=None):
-        values = [r.get(key) for r in rows]
+        values = [getattr(r, key) for r in rows]
         heights = [v if v is not None and math.isfinite(v) else 0.0 for v in values]
         drawn = ax.bar([i + offsets for i in x], heights, bar_width, color=color, label=label,
                        hatch=None, edgecolor="white")
         for bar, row in zip(drawn, rows):
-            if row.get("skipped"):
+            if row.reason:
                 bar.set_hatch("///")
                 bar.set_alpha(0.6)
-        texts = [("failed" if r.get("error") else "-") if v is None else
-                 ("~" if r.get("skipped") else "") + f"{v:.2f}x" for r, v in zip(rows, values)]
+        texts = [("failed" if r.error else "-") if v is None else
+                 ("~" if r.reason else "") + f"{v:.2f}x" for r, v in zip(rows, values)]
         ax.bar_label(drawn, texts, padding=1.5, fontsize=FONT)
         return heights
 
@@ -179,15 +179,15 @@ def study_figure(rows: list[dict], width: float = COLUMN_IN):
         ax.tick_params(labelsize=FONT, length=2)
         ax.margins(y=0.2)
         ax.spines[["top", "right"]].set_visible(False)
-    title = f"{rows[0].get('model', '')} on {rows[0].get('dataset', '')}"
-    if any(r.get("skipped") for r in rows):
+    title = f"{rows[0].model or ''} on {rows[0].dataset or ''}"
+    if any(r.reason for r in rows):
         title += "\n(~ hatched: heuristic estimate, not simulated)"
     fig.suptitle(title, fontsize=FONT + 1)
     fig.tight_layout(h_pad=0.6)
     return fig
 
 
-def study_chart(rows: list[dict], path: str) -> str:
+def study_chart(rows: list[ResultRow], path: str) -> str:
     """`study_figure` saved to `path` (PNG, SVG or PDF by the suffix)."""
     fig = study_figure(rows)
     fig.savefig(path, dpi=300)
@@ -200,22 +200,22 @@ FIGURE_NAMES = {"unfused": "unfused", "partial": "partially fused", "full": "ful
 MARKS = "¹²³⁴⁵⁶⁷⁸⁹"
 
 
-def _speedup_text(row: dict | None) -> str:
+def _speedup_text(row: ResultRow | None) -> str:
     """A bar's value: `2.53`, `0.012`, `~0.31` for an estimate, `n/a` when there is none."""
-    if not row or not row.get("speedup") or not math.isfinite(row["speedup"]):
+    if not row or not row.speedup or not math.isfinite(row.speedup):
         return "n/a"
-    value = row["speedup"]
+    value = row.speedup
     return ("~" if _estimated(row) else "") + (f"{value:.2g}" if value < 0.1 else f"{value:.2f}" if value < 10
                                                else f"{value:.1f}") + ("s" if _sampled(row) else "")
 
 
-def _estimated(row: dict | None) -> bool:
-    return bool(row and (row.get("skipped") or row.get("estimated_ratios")))
+def _estimated(row: ResultRow | None) -> bool:
+    return bool(row and (row.reason or row.estimated_ratios))
 
 
-def _sampled(row: dict | None) -> bool:
+def _sampled(row: ResultRow | None) -> bool:
     """Whether a row's speedup rests on a sampled row (it then has a 95% interval)."""
-    return bool(row and row.get("speedup_low") is not None)
+    return bool(row and row.speedup_low is not None)
 
 
 def winner(speedups: dict) -> str | None:
@@ -241,7 +241,7 @@ def figure12_marks(cases: dict, by_key: dict, published: dict, notes) -> tuple[d
     for model in cases:
         for d, b in cases[model]:
             pub = (published or {}).get((model, d, b), {})
-            ours = winner({s: (by_key.get((model, d, b, s)) or {}).get("speedup") for s in FIGURE_NAMES})
+            ours = winner({s: getattr(by_key.get((model, d, b, s)), "speedup", None) for s in FIGURE_NAMES})
             theirs = winner({s: pub["unfused"] / v for s, v in pub.items() if v and pub.get("unfused")})
             if theirs and ours and ours != theirs and (model, d, b) not in marks:
                 marks[(model, d, b)], differs = "*", True
@@ -266,7 +266,7 @@ def _figure12_panel(ax, model: str, cases: list, by_key: dict, published: dict, 
     for s, schedule in enumerate(("partial", "full")):
         for c, (d, b) in enumerate(cases):
             row, y = by_key.get((model, d, b, schedule)), c + (s - 0.5) * 0.4
-            value = row["speedup"] if row and row.get("speedup") and math.isfinite(row["speedup"]) else None
+            value = row.speedup if row and row.speedup and math.isfinite(row.speedup) else None
             if value is not None:
                 values.append(value)
                 bar = ax.barh(y, value - 1, left=1, height=0.38, color=FIGURE_COLORS[schedule], edgecolor="white",
@@ -274,7 +274,7 @@ def _figure12_panel(ax, model: str, cases: list, by_key: dict, published: dict, 
                               label=FIGURE_NAMES[schedule] if c == 0 else None)[0]
                 bar.set_edgecolor("white")
                 if _sampled(row):  # a sampled row's 95% interval
-                    ax.errorbar([value], [y], xerr=[[value - row["speedup_low"]], [row["speedup_high"] - value]],
+                    ax.errorbar([value], [y], xerr=[[value - row.speedup_low], [row.speedup_high - value]],
                                 color="black", linewidth=0.6, capsize=1.5, zorder=4)
             pub = (published or {}).get((model, d, b), {})
             theirs = pub["unfused"] / pub[schedule] if pub.get(schedule) and pub.get("unfused") else None
@@ -293,7 +293,7 @@ def _figure12_panel(ax, model: str, cases: list, by_key: dict, published: dict, 
     return values
 
 
-def figure12(rows: list[dict], published: dict | None = None, labels: dict | None = None, title: str = "",
+def figure12(rows: list[ResultRow], published: dict | None = None, labels: dict | None = None, title: str = "",
              notes=(), width: float = COLUMN_IN):
     """The reference's Figure 12 from a suite's study rows (`suite.run.study_rows`), drawn
     `width` inches wide (a paper's column) at its printed size, every text at least 6.5 points:
@@ -306,9 +306,9 @@ def figure12(rows: list[dict], published: dict | None = None, labels: dict | Non
     plt = _pyplot()
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: PLC0415 - slow to import
 
-    models = list(dict.fromkeys(r["model"] for r in rows))
-    cases = {m: list(dict.fromkeys((r["dataset"], r.get("block")) for r in rows if r["model"] == m)) for m in models}
-    by_key = {(r["model"], r["dataset"], r.get("block"), r["schedule"]): r for r in rows}
+    models = list(dict.fromkeys(r.model for r in rows))
+    cases = {m: list(dict.fromkeys((r.dataset, r.block) for r in rows if r.model == m)) for m in models}
+    by_key = {(r.model, r.dataset, r.block, r.schedule): r for r in rows}
     marks, note_lines = figure12_marks(cases, by_key, published or {}, notes)
     if any(_sampled(r) for r in rows):
         note_lines.append("s: sampled (windows of the kernels' outer loops); its error bar: the 95% interval")
@@ -359,7 +359,7 @@ def _saved(fig, path: str) -> str:
     return path
 
 
-def figure12_chart(rows: list[dict], path: str, **kw) -> str:
+def figure12_chart(rows: list[ResultRow], path: str, **kw) -> str:
     """`figure12` saved to `path` (PNG at 300 dpi, SVG or PDF by the suffix)."""
     return _saved(figure12(rows, **kw), path)
 
@@ -367,16 +367,16 @@ def figure12_chart(rows: list[dict], path: str, **kw) -> str:
 COUNT_MARKERS = "osDv^<>p"  # a configuration's marker, in the order the published counts list them
 
 
-def _count_point(row: dict | None) -> tuple[float, float] | None:
+def _count_point(row: ResultRow | None) -> tuple[float, float] | None:
     """A row's (memory accesses, FLOPs) over its baseline's, where both are known."""
-    if not row or row.get("error"):
+    if not row or row.error:
         return None
-    x, y = row.get("mem_ratio"), row.get("flops_ratio")
+    x, y = row.mem_ratio, row.flops_ratio
     ok = all(v is not None and math.isfinite(v) and v > 0 for v in (x, y))
     return (x, y) if ok else None
 
 
-def figure14(rows: list[dict], counts: dict, labels: dict | None = None, schedule_labels: dict | None = None,
+def figure14(rows: list[ResultRow], counts: dict, labels: dict | None = None, schedule_labels: dict | None = None,
              width: float = 2 * COLUMN_IN):
     """The reference's Figure 14 from a suite's study rows: a panel per case of `counts`
     ({(model, dataset): {schedule: (FLOPs, memory accesses)}}, the baseline first), each
@@ -388,7 +388,7 @@ def figure14(rows: list[dict], counts: dict, labels: dict | None = None, schedul
     from matplotlib.lines import Line2D  # noqa: PLC0415 - matplotlib is slow to import
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: PLC0415 - slow to import
 
-    by_key = {(r["model"], r["dataset"], r["schedule"]): r for r in rows if r.get("block") is None}
+    by_key = {(r.model, r.dataset, r.schedule): r for r in rows if r.block is None}
     schedules = list(dict.fromkeys(s for published in counts.values() for s in published))
     style = {s: (PALETTE[k % len(PALETTE)], COUNT_MARKERS[k % len(COUNT_MARKERS)]) for k, s in enumerate(schedules)}
     fig, axes = plt.subplots(1, max(len(counts), 1), figsize=(width, 2.3), squeeze=False)
@@ -410,7 +410,7 @@ def figure14(rows: list[dict], counts: dict, labels: dict | None = None, schedul
             ax.plot(*zip(theirs, ours), color=color, linewidth=0.5, alpha=0.6, zorder=2)
             ax.plot(*ours, marker=marker, markersize=5, color=color, markeredgecolor="black", markeredgewidth=0.3,
                     linestyle="none", zorder=4)
-            mark = ("~" if _estimated(row) else "") + ("s" if row.get("mode") == "sampled" else "")
+            mark = ("~" if _estimated(row) else "") + ("s" if row.sampled else "")
             if mark:
                 ax.annotate(mark, ours, xytext=(3, 3), textcoords="offset points", fontsize=FONT - 1)
         xs, ys = [p[0] for p in points], [p[1] for p in points]
@@ -445,6 +445,6 @@ def figure14(rows: list[dict], counts: dict, labels: dict | None = None, schedul
     return fig
 
 
-def figure14_chart(rows: list[dict], path: str, **kw) -> str:
+def figure14_chart(rows: list[ResultRow], path: str, **kw) -> str:
     """`figure14` saved to `path` (PNG at 300 dpi, SVG or PDF by the suffix)."""
     return _saved(figure14(rows, **kw), path)

@@ -3,7 +3,7 @@ executor, and write one SQLite row per result as it arrives.
 
 Executors: `local` (in this process for --jobs 1, else a process pool) and `dask` (the
 dask.distributed scheduler at --scheduler ADDR, else a local cluster of --jobs workers, default
-one per core; `studies.cluster`). Work is shipped as plain dicts to `run_task`,
+one per core; `fuseflow.cluster`). Work is shipped as plain dicts to `run_task`,
 which loads the program and data itself (cached per worker process), so any worker that has
 fuseflow installed can run it; MLIR sources travel with the task.
 """
@@ -14,14 +14,15 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
+from ..cluster import dask_client, exit_with_parent, worker_budget
 from ..errors import FuseflowError, UserError
 from ..fusion.estimate import CostModel
 from ..pipeline import simulate
 from ..progress import TaskProgress
-from .cluster import dask_client, exit_with_parent, worker_budget
 from .db import SweepDB
+from .row import ResultRow, merged
 from .space import DataPoint, ProgramRef, load, mlir_source, schedules
 
 ENGINES = ("fast", "oracle")
@@ -107,12 +108,10 @@ def _one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0] if text else ''}"[:500]
 
 
-def run_task(task: dict) -> dict:
+def run_task(task: dict) -> ResultRow:
     """Simulate one schedule on one data point; never raises (failures become the row's error)."""
-    row = {"program": task["program"], "schedule": task["schedule"], "data": task["data"],
-           "seed": task["seed"], "status": "error"}
+    key = {"program": task["program"], "data": task["data"], "seed": task["seed"]}
     engine = resolve_engine(task.get("engine", "fast"))
-    row["engine"] = engine
     start = time.perf_counter()
     try:
         ref = ProgramRef(**task["ref"])
@@ -122,18 +121,11 @@ def run_task(task: dict) -> dict:
         budget = worker_budget(task.get("max_memory"))
         result = simulate(loaded.program, task["schedule"], loaded.inputs, seed=task["seed"],
                           density=point.density or 0.1, engine=engine, check=task.get("check", True), budget=budget)
-        row.update(status="ok", cycles=int(result.cycles), flops=int(result.flops),
-                   mem_reads=int(result.mem_reads), mem_writes=int(result.mem_writes),
-                   bytes=int(result.mem_reads + result.mem_writes) * 4, kernels=len(result.kernels),
-                   verified=int(bool(result.verified)), mode=result.mode, method=result.method or None,
-                   cycles_low=result.cycles_low if result.cycles_low is not None else int(result.cycles),
-                   cycles_high=result.cycles_high if result.cycles_high is not None else int(result.cycles),
-                   sampled_fraction=result.sampled_fraction if result.sampled_fraction is not None else 1.0)
+        row = ResultRow.from_result(result, task["schedule"], **key, engine=engine)
+        row = replace(row, schedule_text=None)  # a sweep's schedule is its own text
     except Exception as err:  # noqa: BLE001 - a failed schedule is recorded and the sweep goes on
-        row["error"] = _one_line(err)
-        row["verified"] = 0
-    row["wall_seconds"] = time.perf_counter() - start
-    return row
+        row = ResultRow(task["schedule"], "error", **key, engine=engine, error=_one_line(err))
+    return replace(row, wall_seconds=time.perf_counter() - start)
 
 
 # -- executors -----------------------------------------------------------------------------------
@@ -177,10 +169,9 @@ def _run_dask(tasks, address: str | None, timeout: float = 30.0, workers: int | 
                 yield task, _lost(task, err)
 
 
-def _lost(task: dict, err: BaseException) -> dict:
-    return {"program": task["program"], "schedule": task["schedule"], "data": task["data"],
-            "seed": task["seed"], "status": "error", "error": "worker failed: " + _one_line(err),
-            "engine": task.get("engine"), "verified": 0}
+def _lost(task: dict, err: BaseException) -> ResultRow:
+    return ResultRow(task["schedule"], "error", program=task["program"], data=task["data"], seed=task["seed"],
+                     error="worker failed: " + _one_line(err), engine=task.get("engine"))
 
 
 def execute(tasks: list[dict], executor: str = "local", jobs: int = 1, scheduler: str | None = None,
@@ -216,7 +207,7 @@ def _estimate_fields(model, compiled) -> dict:
             "est_seconds": est.seconds}
 
 
-def plan(spec: SweepSpec, done: set, log=None) -> tuple[list[dict], list[dict], int]:
+def plan(spec: SweepSpec, done: set, log=None) -> tuple[list[dict], list[ResultRow], int]:
     """(tasks to simulate, rows to write directly (compile errors, pruned), planned count)."""
     tasks, direct, planned = [], [], 0
     for text in spec.programs:
@@ -231,32 +222,29 @@ def plan(spec: SweepSpec, done: set, log=None) -> tuple[list[dict], list[dict], 
                                                            spec.max_orders, spec.layout, spec.random_seed,
                                                            spec.pars):
                     planned += 1
-                    base = {"program": ref.key, "schedule": schedule, "data": point.key, "seed": int(seed),
-                            "label": label, "program_name": loaded.program.name, "dataset": point.dataset,
-                            "density": point.density, "block": point.block}
+                    base = ResultRow(schedule, program=ref.key, data=point.key, seed=int(seed), label=label,
+                                     model=loaded.program.name, dataset=point.dataset, density=point.density,
+                                     block=point.block)
                     if isinstance(compiled, BaseException):
-                        base.update(status="error", error=_one_line(compiled), verified=0)
-                        group.append((base, None))
+                        group.append((replace(base, status="error", error=_one_line(compiled)), None))
                     else:
-                        base.update(_estimate_fields(model, compiled))
-                        base["kernels"] = len(compiled.kernels)
+                        base = replace(base, **_estimate_fields(model, compiled), kernels=len(compiled.kernels))
                         group.append((base, compiled))
-                estimates = [b["est_cycles"] for b, c in group if c is not None and b.get("est_cycles") is not None]
+                estimates = [b.est_cycles for b, c in group if c is not None and b.est_cycles is not None]
                 best = min(estimates, default=None)
                 # simulate the most promising schedules first
-                group.sort(key=lambda bc: (bc[1] is None, bc[0].get("est_cycles") or float("inf")))
+                group.sort(key=lambda bc: (bc[1] is None, bc[0].est_cycles or float("inf")))
                 for base, compiled in group:
-                    key = (base["program"], base["schedule"], base["data"], base["seed"])
-                    if key in done:
+                    if (base.program, base.schedule, base.data, base.seed) in done:
                         continue
                     if compiled is None:
                         direct.append(base)
-                    elif (spec.prune is not None and best is not None and base.get("est_cycles") is not None
-                          and base["est_cycles"] > spec.prune * best):
-                        direct.append({**base, "status": "pruned"})
+                    elif spec.prune is not None and best is not None and base.est_cycles is not None \
+                            and base.est_cycles > spec.prune * best:
+                        direct.append(replace(base, status="pruned"))
                     else:
-                        tasks.append({**{k: base[k] for k in ("program", "schedule", "data", "seed")},
-                                      "ref": asdict(ref), "point": asdict(point), "source": source,
+                        tasks.append({"program": base.program, "schedule": base.schedule, "data": base.data,
+                                      "seed": base.seed, "ref": asdict(ref), "point": asdict(point), "source": source,
                                       "engine": spec.engine, "check": spec.check, "meta": base})
     return tasks, direct, planned
 
@@ -275,8 +263,8 @@ def run_sweep(spec: SweepSpec, progress: bool = True, out=None, budget: int | No
         summary.skipped = summary.planned - len(tasks) - len(direct)
         for row in direct:
             if db.insert(row):
-                summary.pruned += row["status"] == "pruned"
-                summary.failed += row["status"] == "error"
+                summary.pruned += row.status == "pruned"
+                summary.failed += row.status == "error"
         if spec.limit is not None:
             tasks = tasks[:max(0, spec.limit)]
         if progress:
@@ -294,13 +282,13 @@ def run_sweep(spec: SweepSpec, progress: bool = True, out=None, budget: int | No
         bar = TaskProgress(len(tasks), out=out) if progress and tasks else None
         try:
             for task, row in finished:
-                full = {**metas[key(task)], **row}
+                full = merged(metas[key(task)], row)
                 db.insert(full)
                 summary.simulated += 1
-                failed = full["status"] != "ok"
+                failed = full.status != "ok"
                 summary.failed += failed
                 if bar:
-                    bar.update(note=full["schedule"], error=failed)
+                    bar.update(note=full.schedule, error=failed)
         finally:
             if bar:
                 bar.close()

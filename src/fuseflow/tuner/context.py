@@ -94,6 +94,11 @@ class SimRow:
         """Evaluated by the partitioned simulator (sampled or sharded), not whole."""
         return self.mode != "whole"
 
+    def interval(self) -> tuple[int, int]:
+        """The 95% interval of cycles (its cycles where it ran whole)."""
+        return (self.cycles_low, self.cycles_high) if self.sampled and self.cycles_low is not None else \
+            (self.cycles, self.cycles)
+
     @property
     def traffic(self) -> int | None:
         """Memory traffic in bytes (words read and written, 4 bytes each)."""

@@ -25,12 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import UserError
-from ..partition.sampled import MIN_WIDTH, SAMPLE_FROM, SamplePlan
+from ..partition.sampled import MIN_WIDTH, SAMPLE_FROM, SamplePlan, whole_kernels
 
 RUNGS = (0.10, 0.05, 0.02)  # the target errors of the successive rungs, the last the answer's
 ETA = 3  # a rung's best 1/ETA go on to the next
 SAMPLE_ABOVE = 1e9  # token events: a candidate estimated above is sampled (GCN Cora `partial`, 1.9e8: ~4 s whole)
 FINAL_WHOLE = 4.0  # the answer's final run is whole when its load is at most this many times `above`
+# a sampled candidate whose kernels too short to sample (a sample runs them whole) hold more than this many
+# times `above` is not evaluated (GPT-3 Small scalar: attention kernels with the 12 heads outermost, 1e11 events)
+WHOLE_ALLOWANCE = 20.0
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,23 @@ class Sampling:
         """
         half = (high - low) / 2 / cycles if cycles else 0.0
         return max([rung] + [r for r, target in enumerate(self.rungs) if half <= target])
+
+    def too_large(self, compiled, costs, block: int | None) -> str | None:
+        """Why a candidate cannot be evaluated within reason (None: it can): sampled, its kernels
+        too short to cut into windows enough, which a sample runs whole, would together pass
+        `WHOLE_ALLOWANCE` times the sampling threshold."""
+        tile = (block or 1) ** 2
+        if not self.sampled(load(costs, block)):
+            return None
+        whole = whole_kernels(compiled, {k.index: k.tokens * tile for k in costs}, self.plan(0))
+        run_whole = sum(w.load for w in whole)
+        if run_whole <= WHOLE_ALLOWANCE * self.above:
+            return None
+        largest = ", ".join(f"k{w.index} ({w.windows} windows, {w.load:.2g})"
+                            for w in sorted(whole, key=lambda w: -w.load)[:3])
+        return (f"too large to evaluate: its kernels of fewer than {self.whole_below} windows, which a sample runs "
+                f"whole, hold {run_whole:.2g} token events, over {WHOLE_ALLOWANCE:g}x --sample-above "
+                f"{self.above:.2g} (the largest {largest})")
 
     def plan(self, rung: int) -> SamplePlan:
         return SamplePlan(error=self.rungs[rung], seed=self.seed, min_width=self.min_width,

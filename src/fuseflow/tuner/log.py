@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 
 from ..studies.db import SweepDB
+from ..studies.row import ResultRow
 from .context import SimRow
 
 KERNELS = ("CREATE TABLE IF NOT EXISTS tune_kernels (program TEXT NOT NULL, schedule TEXT NOT NULL, "
@@ -45,17 +46,17 @@ class TuneLog:
             (self.program, data, self.seed))}
         rows = {}
         for r in self.db.rows("program = ? AND data = ? AND seed = ?", (self.program, data, self.seed)):
-            if r["status"] not in ("ok", "error"):
+            if r.status not in ("ok", "error"):
                 continue
-            per = kernels.get(r["schedule"], {})
-            row = SimRow(r["schedule"], r["status"], r["cycles"], r["mem_reads"], r["mem_writes"], r["flops"],
-                         r["max_occupancy"], bool(r["verified"]), r["wall_seconds"] or 0.0, per.get("cycles", []),
-                         per.get("words", []), r["error"], resumed=True)
-            if r["mode"] not in (None, "whole"):
-                row.mode, row.cycles_low, row.cycles_high = r["mode"], r["cycles_low"], r["cycles_high"]
+            per = kernels.get(r.schedule, {})
+            row = SimRow(r.schedule, r.status, r.cycles, r.mem_reads, r.mem_writes, r.flops, r.max_occupancy,
+                         r.verified, r.wall_seconds or 0.0, per.get("cycles", []), per.get("words", []), r.error,
+                         resumed=True)
+            if r.mode not in (None, "whole"):
+                row.mode, row.cycles_low, row.cycles_high = r.mode, r.cycles_low, r.cycles_high
                 row.kernel_low, row.kernel_high = per.get("low", []), per.get("high", [])
-                row.sampled_fraction = r["sampled_fraction"]
-            rows[r["schedule"]] = row
+                row.sampled_fraction = r.sampled_fraction
+            rows[r.schedule] = row
         return rows
 
     def record(self, row: SimRow, label: str = "", est_cycles: float | None = None, est_bytes: float | None = None,
@@ -64,20 +65,19 @@ class TuneLog:
         there. `level`: the sample plan's key where it was evaluated sampled (the runs table
         keys a row by program, schedule, data and seed: the level goes with the data)."""
         whole = row.mode == "whole"
-        fields = {"program": self.program, "schedule": row.schedule, "data": self._data(level), "seed": self.seed,
-                  "label": label or "tune", "status": row.status, "cycles": row.cycles, "flops": row.flops,
-                  "mem_reads": row.mem_reads, "mem_writes": row.mem_writes, "verified": int(bool(row.verified)),
-                  "wall_seconds": row.seconds, "error": row.error, "est_cycles": est_cycles, "est_bytes": est_bytes,
-                  "max_occupancy": row.max_occupancy, "mode": row.mode if row.status == "ok" else None,
-                  "cycles_low": row.cycles if whole else row.cycles_low,
-                  "cycles_high": row.cycles if whole else row.cycles_high, "kernels": kernels,
-                  "sampled_fraction": (1.0 if whole else row.sampled_fraction) if row.status == "ok" else None}
+        result = ResultRow(row.schedule, row.status, program=self.program, data=self._data(level), seed=self.seed,
+                           label=label or "tune", cycles=row.cycles, flops=row.flops, mem_reads=row.mem_reads,
+                           mem_writes=row.mem_writes, verified=bool(row.verified), wall_seconds=row.seconds,
+                           error=row.error, est_cycles=est_cycles, est_bytes=est_bytes,
+                           max_occupancy=row.max_occupancy, mode=row.mode if row.status == "ok" else None,
+                           cycles_low=None if whole else row.cycles_low, cycles_high=None if whole else row.cycles_high,
+                           kernels=kernels, sampled_fraction=None if whole else row.sampled_fraction)
         per = {"cycles": row.kernel_cycles, "words": row.kernel_words}
         if not whole:
             per.update(low=row.kernel_low, high=row.kernel_high)
         also = ("INSERT OR IGNORE INTO tune_kernels (program, schedule, data, seed, kernels) VALUES (?, ?, ?, ?, ?)",
                 (self.program, row.schedule, self._data(level), self.seed, json.dumps(per)))
-        return self.db.insert(fields, also)
+        return self.db.insert(result, also)
 
     def close(self) -> None:
         self.db.close()

@@ -154,3 +154,15 @@ class TuneResult:
 
 def _fmt(x) -> str:
     return "n/a" if x is None else f"{x:.3f}"
+
+
+def preset_json(name: str, text: str, row, error: str | None = None) -> dict:
+    """A preset as `--json` lists it: its cycles (with the interval where sampled), or its error
+    (`row`: its evaluation, a `context.SimRow`, or None; `error`: why it was not evaluated)."""
+    ok = row is not None and row.ok
+    return {"name": name, "schedule": text, "cycles": row.cycles if ok else None,
+            **({"cycles_low": row.cycles_low, "cycles_high": row.cycles_high} if ok and row.sampled else {}),
+            "traffic_bytes": row.traffic if ok else None, "max_fifo": row.max_occupancy if ok else None,
+            "verified": bool(row is not None and row.verified),
+            **({"error": error or (row.error if row is not None else None)}
+               if error or (row is not None and not row.ok) else {})}

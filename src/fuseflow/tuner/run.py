@@ -51,12 +51,13 @@ def tune_context(ctx: TuneContext, *, budget: float = 60.0, lanes: int = 1, obje
                  db: str | None = None, max_sims: int | None = None, progress: bool = False,
                  spec: SpaceSpec | None = None, calibration=None,
                  sample_above: float | None = SAMPLE_ABOVE, scheduler: str | None = None,
-                 workers: int | None = None) -> TuneResult:
+                 workers: int | None = None, known_presets: dict | None = None) -> TuneResult:
     """Search `ctx` (see `search`); with `db`, log to and resume from that SQLite file;
     candidates the heuristic puts above `sample_above` token events are evaluated sampled
     (`judge`; None: every candidate whole); with `scheduler` (a dask scheduler's address, or
     "local" for a local cluster of `workers` processes) evaluations run on the cluster, one in
-    flight per worker (`parallel`)."""
+    flight per worker (`parallel`). `known_presets`: preset name -> a `SimRow` of it already
+    simulated on the same footing (a suite's rows), taken instead of simulating it again."""
     if objective not in OBJECTIVES:
         raise UserError(f"unknown objective {objective!r}", "--objective", f"use one of {', '.join(OBJECTIVES)}")
     spec = spec or SpaceSpec()
@@ -69,14 +70,14 @@ def tune_context(ctx: TuneContext, *, budget: float = 60.0, lanes: int = 1, obje
         with contextlib.ExitStack() as stack:
             pool = None
             if scheduler is not None:
-                from ..studies.cluster import dask_client  # noqa: PLC0415 - dask is optional and slow to import
+                from ..cluster import dask_client  # noqa: PLC0415 - dask is optional and slow to import
                 from .parallel import Pool  # noqa: PLC0415
 
                 client = stack.enter_context(dask_client(None if scheduler == "local" else scheduler, workers))
                 pool = Pool(client, ctx)
             tuner = Tuner(ctx, objective=objective, budget=budget, max_sims=max_sims, spec=spec,
                           calibration=calibration, log=log, progress=progress, sampling=Sampling(above=sample_above),
-                          pool=pool)
+                          pool=pool, known_presets=known_presets)
             result = tuner.run()
     finally:
         if log is not None:

@@ -39,11 +39,12 @@ from dataclasses import dataclass
 
 from ..errors import FuseflowError, UserError
 from ..schedule.schedule import Schedule
+from .answer import answer
 from .context import CompileTimeout, SimRow, TuneContext
-from .costs import Calibration, KernelCost, kendall_tau, load_calibration
+from .costs import Calibration, KernelCost, load_calibration
 from .judge import Ladder, Sampling, load
 from .moves import Proposals
-from .result import Point, TuneResult, front
+from .result import TuneResult, preset_json
 from .space import Candidate, SpaceSpec, candidate_of
 from .surrogate import Surrogate
 
@@ -72,6 +73,7 @@ class Entry:
     order: int = 0  # its place among the search's simulations (1: the first)
     rung: int | None = None  # sampled: the tightest rung it was evaluated on (`judge`); None: whole
     pending: bool = False  # being evaluated on the cluster (`parallel.Pool`)
+    too_large: str | None = None  # why it is not evaluated (`Sampling.too_large`): estimated only
 
     @property
     def simulated(self) -> bool:
@@ -85,7 +87,7 @@ class Tuner:
     def __init__(self, ctx: TuneContext, *, objective: str = "cycles", budget: float = 60.0,
                  max_sims: int | None = None, spec: SpaceSpec | None = None, calibration: Calibration | None = None,
                  log=None, simulate=None, progress: bool = False, final_check: bool = True,
-                 sampling: Sampling | None = None, pool=None):
+                 sampling: Sampling | None = None, pool=None, known_presets: dict | None = None):
         if objective not in OBJECTIVES:
             raise UserError(f"unknown objective {objective!r}", "--objective", f"use one of {', '.join(OBJECTIVES)}")
         if not budget or budget <= 0:
@@ -103,6 +105,7 @@ class Tuner:
         self.identity = Calibration.identity()
         self.log, self._simulate, self.progress, self.final_check = log, simulate, progress, final_check
         self.pool = pool  # a `parallel.Pool`: evaluations on a dask cluster, one in flight per worker
+        self.known_presets = dict(known_presets or {})  # preset name -> SimRow simulated elsewhere (a suite's)
         self.entries: dict[str, Entry] = {}  # by schedule string
         self.by_key: dict[tuple, Entry] = {}  # by compiled structure
         self.queue = Proposals(ctx, self.spec, self.cal)  # candidates not yet compiled
@@ -165,6 +168,7 @@ class Tuner:
             compiled = self._compile(text, limited=not label)
             entry.costs = self.ctx.costs(compiled)
             entry.skey = tuple(k.key for k in entry.costs)
+            entry.too_large = self.sampling.too_large(compiled, entry.costs, self.ctx.block)
         except CompileTimeout as err:
             entry.error = err.one_line()
             self.timeouts += 1
@@ -249,7 +253,7 @@ class Tuner:
         if rung is not None and (row.sampled or not row.ok):
             self.ladder.evaluations[rung] += 1  # with this rung's plan (a whole fallback is a whole run)
         if row.ok and rung is not None:  # an interval already within a tighter rung's target counts as that rung
-            rung = self.sampling.reached(rung, *_interval(row), row.cycles)
+            rung = self.sampling.reached(rung, *row.interval(), row.cycles)
         if not row.ok and entry.sim is not None and entry.sim.ok:  # a tighter sample failed: the looser stands
             self.failed_rows.append(row)
             return row
@@ -275,7 +279,7 @@ class Tuner:
         paired = self.known.difference(a.costs or [], b.costs or []) if a.costs and b.costs else None
         if paired is not None:
             return paired
-        (la, ha), (lb, hb) = (_interval(e.sim) for e in (a, b))
+        (la, ha), (lb, hb) = (e.sim.interval() for e in (a, b))
         return (la + ha) / 2 - (lb + hb) / 2, (ha - la) / 2 + (hb - lb) / 2
 
     def _surely_better(self, a: Entry, b: Entry) -> bool:
@@ -318,15 +322,25 @@ class Tuner:
         return sorted(self._simulated(), key=lambda e: self._value(e.sim))
 
     # -- the search -------------------------------------------------------------------------------
+    def refuse_if_too_large(self) -> None:
+        """Stop with one line when nothing met so far could be evaluated for its size (every
+        preset too large: no footing to compare a candidate against)."""
+        large = [e for e in self.entries.values() if e.too_large]
+        if large and all(e.sim is None for e in self.entries.values()):
+            first = large[0]
+            raise UserError(f"no candidate could be evaluated, the presets included: {first.label or first.origin} "
+                            f"is {first.too_large}", "tune", "tune a smaller configuration, or raise --sample-above")
+
     def run(self) -> TuneResult:
         self.start = time.perf_counter()
         presets = self._presets()
+        self.refuse_if_too_large()
         self.queue.plan([e.candidate for e in self.entries.values() if e.candidate is not None and e.error is None],
                         self.start + 0.35 * self.budget, self._say)
         if self.pool is not None:
             self._run_pool()
             self._finalist()
-            return self._result(presets)
+            return answer(self, presets)
         last = 0.1
         while not self._out_of_time() and not self._out_of_sims():
             self._expand_best()
@@ -344,7 +358,7 @@ class Tuner:
             if best and best[0] is entry:
                 self._say(f"best so far {row.cycles:,} cycles ({self.sims} simulated): {entry.schedule}")
         self._finalist()
-        return self._result(presets)
+        return answer(self, presets)
 
     def _run_pool(self) -> None:
         """The search with evaluations on the cluster: while a worker is free and time is left,
@@ -417,7 +431,11 @@ class Tuner:
             entry = self.add(cand, "preset", schedule=text, label=name)
             if entry is None:
                 continue
-            if entry.error is None and entry.sim is None:
+            given = self.known_presets.get(name)
+            if entry.error is None and entry.sim is None and given is not None and given.ok:
+                entry.sim, entry.rung = given, (self.sampling.top if given.sampled else None)  # as the suite ran it
+                self._judge(entry)
+            elif entry.error is None and entry.sim is None and entry.too_large is None:
                 twin = self.by_key.get(entry.skey)
                 if twin is not None and twin is not entry and (twin.sim is not None or twin.pending):
                     twins.append((entry, twin))  # the same kernels as an earlier preset
@@ -437,7 +455,7 @@ class Tuner:
                 self.simulate(best, self.sampling.top)
             if best.rung in (None, self.sampling.top):
                 self.incumbent = best
-        return [_preset_json(name, text, entry) for name, text, entry in met]
+        return [preset_json(name, text, entry.sim, entry.error or entry.too_large) for name, text, entry in met]
 
     def _estimate_for(self, seconds: float) -> None:
         """Compile and estimate queued candidates for about `seconds`, and on while the next
@@ -460,7 +478,7 @@ class Tuner:
 
     def _open(self) -> list[Entry]:
         return [e for e in self.entries.values()
-                if e.sim is None and e.error is None and e.costs is not None and not e.pending]
+                if e.sim is None and e.error is None and e.costs is not None and not e.pending and not e.too_large]
 
     def _best_open(self, what: str = "cycles"):
         open_ = self._open()
@@ -508,95 +526,3 @@ class Tuner:
         self.queue.neighbours(entry.candidate, compiled, self._out_of_time)
 
     # -- the answer -------------------------------------------------------------------------------
-    def _points(self) -> list[Point]:
-        """Every simulated schedule as the Pareto fronts see it (presets named: `unfused/partial`
-        where two presets are one schedule string)."""
-        names: dict[str, list[str]] = {}
-        for name, text in self.ctx.presets.items():
-            names.setdefault(text, []).append(name)
-        return [Point(e.schedule, e.sim.cycles, e.sim.traffic, e.sim.max_occupancy or 0,
-                      "/".join(names.get(e.schedule, ())),
-                      *((e.sim.cycles_low, e.sim.cycles_high) if e.sim.sampled else ()))
-                for e in self._simulated()]
-
-    def _result(self, presets: list[dict]) -> TuneResult:
-        best = self._best()
-        if not best:
-            raise UserError("no candidate simulated and verified, the presets included", "tune",
-                            "raise --budget, or check that the model simulates (fuseflow simulate)")
-        sampled = any(e.rung is not None for e in best)
-        winner = self.incumbent if sampled and self.incumbent is not None else best[0]
-        row, reproduced = self._final(winner) if self.final_check else (winner.sim, True)
-        one_lane = None
-        if self.spec.lanes > 1:
-            plain = [e for e in best if e.candidate is None or not e.candidate.pars]
-            if plain:
-                one_lane = {"schedule": plain[0].schedule, "cycles": plain[0].sim.cycles,
-                            "traffic_bytes": plain[0].sim.traffic}
-        simulated = self._simulated()
-        tau = {}
-        pairs = [(self.identity.cycles(e.costs), self.cal.cycles(e.costs), e.sim.cycles)
-                 for e in simulated if e.costs]
-        if len(pairs) >= 3:
-            tau = {"n": len(pairs), "uncalibrated": kendall_tau([p[0] for p in pairs], [p[2] for p in pairs]),
-                   "calibrated": kendall_tau([p[1] for p in pairs], [p[2] for p in pairs])}
-        compiled = [e for e in self.entries.values() if e.costs is not None]
-        points = self._points()
-        evaluated = {"simulated": self.sims, "resumed": self.resumed, "winner_at": winner.order,
-                     "whole": self.sims - sum(self.ladder.evaluations), "sampled": self.ladder.counts(),
-                     "promoted": len(self.ladder.promoted), "sample_above": self.sampling.above,
-                     "on_cluster": self.pool.submitted if self.pool is not None else 0,
-                     "simulated_now": self.sims - self.resumed,
-                     "estimated": sum(1 for e in compiled if e.sim is None),
-                     "rejected": self.rejected, "timed_out": self.timeouts,
-                     "failed": sum(1 for e in self.entries.values() if e.sim is not None and not e.sim.ok) +
-                     len(self.failed_rows),
-                     "compile_seconds": round(self.ctx.compile_seconds, 2),
-                     "simulate_seconds": round(self.sim_seconds, 2), "space": self.queue.space}
-        kernels = []
-        if winner.costs is not None:
-            for k, c in zip(winner.costs, row.kernel_cycles):
-                kernels.append({"group": list(k.key[0]), "order": list(k.key[1]), "cycles": c})
-        return TuneResult(self.ctx.label or self.ctx.program.name, winner.schedule, row.cycles, bool(row.verified),
-                          row.traffic, row.max_occupancy or 0, self.objective, self.spec.lanes, presets, evaluated,
-                          self._elapsed(), kernels,
-                          front(points, "traffic_bytes"),
-                          tau, one_lane, reproduced,
-                          calibration="calibrated" if not self.cal.is_identity else "uncalibrated",
-                          pareto_buffering=front(points, "max_fifo"), points=points, mode=row.mode,
-                          cycles_low=row.cycles_low if row.sampled else None,
-                          cycles_high=row.cycles_high if row.sampled else None)
-
-    def _final(self, winner: Entry) -> tuple[SimRow, bool]:
-        """The answer run again from its string as `fuseflow simulate --schedule` runs it: whole
-        where it was evaluated whole or is small enough (`Sampling.final_whole`), else sampled to
-        the last rung's error as `fuseflow simulate --error E --sample-seed S` samples it; and
-        whether that run reproduces the search's (the same cycles; a whole run of a candidate
-        the search sampled: its cycles within the sampled interval)."""
-        row = winner.sim
-        if winner.rung is None or self.sampling.final_whole(load(winner.costs, self.ctx.block)):
-            again = self.ctx.simulate(winner.schedule, as_given=True)
-            low, high = _interval(row)
-            reproduced = again.ok and low <= again.cycles <= high
-        else:
-            again = self.ctx.simulate(winner.schedule, as_given=True, sample=self.sampling.plan(self.sampling.top))
-            reproduced = again.ok and winner.rung == self.sampling.top and again.cycles == row.cycles
-        return (again if again.ok else row), reproduced
-
-
-def _preset_json(name: str, text: str, entry: Entry) -> dict:
-    """A preset as `--json` lists it: its cycles (with the interval where sampled), or its error."""
-    row = entry.sim
-    ok = row is not None and row.ok
-    return {"name": name, "schedule": text, "cycles": row.cycles if ok else None,
-            **({"cycles_low": row.cycles_low, "cycles_high": row.cycles_high} if ok and row.sampled else {}),
-            "traffic_bytes": row.traffic if ok else None, "max_fifo": row.max_occupancy if ok else None,
-            "verified": bool(row is not None and row.verified),
-            **({"error": entry.error or (row.error if row is not None else None)}
-               if entry.error or (row is not None and not row.ok) else {})}
-
-
-def _interval(row: SimRow) -> tuple[int, int]:
-    """A row's 95% interval of cycles (its cycles where it ran whole)."""
-    return (row.cycles_low, row.cycles_high) if row.sampled and row.cycles_low is not None else \
-        (row.cycles, row.cycles)

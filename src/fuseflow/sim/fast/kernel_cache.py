@@ -10,18 +10,26 @@ numeric globals. Importing this module puts its locators ahead of numba's own (`
 imports it before any kernel module); only names bound before a function is defined count, which
 holds for imports and the constants at the top of a module.
 
+numba's own save reads a function's index, picks the first free data file name, writes the index
+and then the data, unlocked: two processes compiling signatures of one function at once (the
+warm-up's background half beside a command, a sharded run's workers) could give two signatures one
+data file. Here a save holds a lock beside the index and writes the data before the index names it.
+
     >>> from fuseflow.sim.fast import repeat
-    >>> type(repeat._k_repsig._cache._impl.locator).__name__
-    'InTreeLocator'
+    >>> type(repeat._k_repsig._cache._impl.locator).__name__, type(repeat._k_repsig._cache._cache_file).__name__
+    ('InTreeLocator', 'LockedCacheFile')
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import inspect
+import itertools
 import os
 import sys
 
-from numba.core.caching import CacheImpl, InTreeCacheLocator, UserProvidedCacheLocator
+from numba.core import caching
+from numba.core.caching import CacheImpl, IndexDataCacheFile, InTreeCacheLocator, UserProvidedCacheLocator
 from numba.core.dispatcher import Dispatcher
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -91,11 +99,29 @@ class UserDirLocator(_WithDependencies, UserProvidedCacheLocator):
     """numba's cache under NUMBA_CACHE_DIR."""
 
 
+class LockedCacheFile(IndexDataCacheFile):
+    """A function's index and data files, saved by one process at a time, the data first."""
+
+    def save(self, key, data):
+        with open(self._index_path + ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            overloads = self._load_index()
+            name = overloads.get(key)
+            if name is None:
+                taken = set(overloads.values())
+                name = next(n for n in map(self._data_name, itertools.count(1)) if n not in taken)
+            self._save_data(name, data)
+            if overloads.get(key) != name:
+                overloads[key] = name
+                self._save_index(overloads)
+
+
 def install() -> None:
-    """Put the engine's locators first in numba's list (once)."""
+    """Put the engine's locators first in numba's list and its cache files locked (once)."""
     classes = CacheImpl._locator_classes
     if InTreeLocator not in classes:
         classes[:0] = [UserDirLocator, InTreeLocator]
+    caching.IndexDataCacheFile = LockedCacheFile  # what numba's Cache builds for a function
 
 
 install()

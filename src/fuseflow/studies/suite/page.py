@@ -7,8 +7,7 @@ its chart. A page with the markers `<!-- suite NAME begin -->` and `<!-- suite N
 (and `<!-- suite NAME figure14 begin -->`, `... end -->`) keeps everything outside them
 (hand-written explanations).
 
-    >>> rows = [{"model": "gcn", "dataset": "cora", "block": None, "schedule": s, "speedup": v,
-    ...          "cycles": c, "flops_ratio": 1.0, "wall": 1.0}
+    >>> rows = [ResultRow(s, model="gcn", dataset="cora", speedup=v, cycles=c, flops_ratio=1.0, wall_seconds=1.0)
     ...         for s, v, c in (("unfused", 1.0, 100), ("partial", 1.6, 62), ("full", 0.3, 333))]
     >>> published = {("gcn", "cora", None): {"unfused": 49, "partial": 30, "full": 166}}
     >>> line = table_lines(rows, published, {})[2]
@@ -22,104 +21,109 @@ import os
 
 from ...files import atomic_path, write_text
 from ..plot import figure12_chart, figure14_chart, winner
+from ..row import ResultRow
 from .run import suite_rows
+from .tuned import tuned_lines, tuned_rows
 
 HEAD = ["model", "dataset", "unfused cycles", "partial", "full", "winner", "published partial / full",
         "published winner", "full FLOPs / unfused", "wall (s)"]
 TABLE_SCHEDULES = ("unfused", "partial", "full")  # the table's schedules; a case's variants are listed below it
 
 
-def _cell(row: dict | None) -> str:
+def _cell(row: ResultRow | None) -> str:
     if row is None:
         return "not run"
-    if row.get("error"):
+    if row.error:
         return "failed"
-    if row.get("speedup") is None:
+    if row.speedup is None:
         return "-"
-    text = ("~" if row.get("estimated_ratios") else "") + f"{row['speedup']:.2f}x"
-    if row.get("speedup_low") is not None:  # rests on a sampled row: its 95% interval
-        text += f" ({row['speedup_low']:.2f}-{row['speedup_high']:.2f})" + ("ˢ" if row.get("mode") == "sampled" else "")
+    text = ("~" if row.estimated_ratios else "") + f"{row.speedup:.2f}x"
+    if row.speedup_low is not None:  # rests on a sampled row: its 95% interval
+        text += f" ({row.speedup_low:.2f}-{row.speedup_high:.2f})" + ("ˢ" if row.sampled else "")
     return text
 
 
-def _cases(rows: list[dict]) -> dict:
+def _cases(rows: list[ResultRow]) -> dict:
     cases: dict[tuple, dict] = {}
     for r in rows:
-        cases.setdefault((r["model"], r["dataset"], r.get("block")), {})[r["schedule"]] = r
+        cases.setdefault((r.model, r.dataset, r.block), {})[r.schedule] = r
     return cases
 
 
-def table_lines(rows: list[dict], published: dict, labels: dict) -> list[str]:
+NONE = ResultRow("")  # a case's missing row: no values
+
+
+def table_lines(rows: list[ResultRow], published: dict, labels: dict) -> list[str]:
     """The Markdown table: one line per (model, dataset, block)."""
     lines = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     for (model, dataset, block), by in _cases(rows).items():
-        base = by.get("unfused") or {}
-        cycles = base.get("model_cycles") or base.get("cycles")
-        unfused = f"{cycles:,}" + ("ˢ" if base.get("mode") == "sampled" else "") if cycles else \
-            (f"~{base['est_cycles']:.3g}" if base.get("est_cycles") else "-")
+        base = by.get("unfused") or NONE
+        cycles = base.best_cycles
+        unfused = f"{cycles:,}" + ("ˢ" if base.sampled else "") if cycles else \
+            (f"~{base.est_cycles:.3g}" if base.est_cycles else "-")
         pub = published.get((model, dataset, block), {})
         pub_speed = {k: pub["unfused"] / v for k, v in pub.items() if v and pub.get("unfused")}
-        ours = winner({k: (r.get("speedup") if not r.get("error") else None) for k, r in by.items()
+        ours = winner({k: (r.speedup if not r.error else None) for k, r in by.items()
                        if k in TABLE_SCHEDULES}) or "-"
         theirs = winner(pub_speed) or "-"
-        full = by.get("full") or {}
-        flops = full.get("flops_ratio")
+        full = by.get("full") or NONE
+        flops = full.flops_ratio
         name = labels.get((model, dataset), dataset) + (f" b{block}" if block else "")
-        wall = sum(r.get("wall") or 0.0 for k, r in by.items() if k in TABLE_SCHEDULES)
+        wall = sum(r.wall_seconds or 0.0 for k, r in by.items() if k in TABLE_SCHEDULES)
         lines.append("| " + " | ".join([
             labels.get((model, None), model), name, unfused, _cell(by.get("partial")), _cell(by.get("full")),
             ours + (" ✓" if theirs != "-" and ours == theirs else ""),
             " / ".join(f"{pub_speed[k]:.2f}x" if k in pub_speed else "-" for k in ("partial", "full")) if pub else "-",
-            theirs, "-" if flops is None else ("~" if full.get("estimated_ratios") else "") + f"{flops:.1f}x",
+            theirs, "-" if flops is None else ("~" if full.estimated_ratios else "") + f"{flops:.1f}x",
             f"{wall:.0f}"]) + " |")
     return lines
 
 
-def variant_lines(rows: list[dict], labels: dict, schedule_labels: dict | None = None) -> list[str]:
+def variant_lines(rows: list[ResultRow], labels: dict, schedule_labels: dict | None = None) -> list[str]:
     """One line per row of a schedule the table has no column for (a case's `variants`, named by
     their label where `schedule_labels` has one): its speedup over unfused beside the case's
     `full`, its cycles and wall time.
 
-        >>> rows = [{"model": "gcn", "dataset": "cora", "schedule": "full", "speedup": 0.3},
-        ...         {"model": "gcn", "dataset": "cora", "schedule": "full order=reference", "speedup": 0.25,
-        ...          "cycles": 400, "wall": 2.0}]
+        >>> rows = [ResultRow("full", model="gcn", dataset="cora", speedup=0.3),
+        ...         ResultRow("full order=reference", model="gcn", dataset="cora", speedup=0.25, cycles=400,
+        ...                   wall_seconds=2.0)]
         >>> variant_lines(rows, {})
         ['- gcn cora `full order=reference`: 0.25x (full: 0.30x), 400 cycles, 2 s']
         >>> variant_lines(rows, {}, {"full order=reference": "as the reference"})[0][:46]
         '- gcn cora as the reference (`full order=refer'
     """
-    full = {(r["model"], r["dataset"], r.get("block")): r for r in rows if r["schedule"] == "full"}
+    full = {(r.model, r.dataset, r.block): r for r in rows if r.schedule == "full"}
     out = []
     for r in rows:
-        if r["schedule"] in TABLE_SCHEDULES:
+        if r.schedule in TABLE_SCHEDULES:
             continue
-        key = (r["model"], r["dataset"], r.get("block"))
-        what = f"{labels.get((r['model'], None), r['model'])} {labels.get(key[:2], r['dataset'])}" \
-            + (f" b{r['block']}" if r.get("block") else "")
-        cycles = r.get("model_cycles") or r.get("cycles")
+        key = (r.model, r.dataset, r.block)
+        what = f"{labels.get((r.model, None), r.model)} {labels.get(key[:2], r.dataset)}" \
+            + (f" b{r.block}" if r.block else "")
+        cycles = r.best_cycles
         details = [f"full: {_cell(full.get(key))}"] if key in full else []
-        label = (schedule_labels or {}).get(r["schedule"])
-        name = f"{label} (`{r['schedule']}`)" if label else f"`{r['schedule']}`"
+        label = (schedule_labels or {}).get(r.schedule)
+        name = f"{label} (`{r.schedule}`)" if label else f"`{r.schedule}`"
         out.append(f"- {what} {name}: {_cell(r)}" + (f" ({', '.join(details)})" if details else "")
-                   + (f", {cycles:,} cycles" if cycles and not r.get("skipped") else "")
-                   + (f", {r['wall']:.0f} s" if r.get("wall") is not None else ""))
+                   + (f", {cycles:,} cycles" if cycles and not r.reason else "")
+                   + (f", {r.wall_seconds:.0f} s" if r.wall_seconds is not None else ""))
     return out
 
 
-def notes(rows: list[dict], labels: dict) -> list[str]:
+def notes(rows: list[ResultRow], labels: dict) -> list[str]:
     """One line per row not simulated (estimated, with the reason) or failed (with the error)."""
     out = []
     for r in rows:
-        what = f"{labels.get((r['model'], None), r['model'])} {labels.get((r['model'], r['dataset']), r['dataset'])}" \
-            + (f" b{r['block']}" if r.get("block") else "") + f" {r['schedule']}"
-        if r.get("skipped"):
-            out.append(f"- `~` {what}: the heuristic's estimate (the last resort), not simulated: {r['skipped']}")
-        elif r.get("mode") == "sampled":
-            out.append(f"- ˢ {what}: sampled, {r['cycles']:,} cycles, 95% interval {r['cycles_low']:,} to "
-                       f"{r['cycles_high']:,} (+-{(r['cycles_high'] - r['cycles_low']) / 2 / r['cycles']:.1%}), "
-                       f"{r['sampled_fraction']:.1%} of windows simulated: {r.get('method') or ''}")
-        elif r.get("error"):
-            out.append(f"- {what}: failed: {r['error']}")
+        what = f"{labels.get((r.model, None), r.model)} {labels.get((r.model, r.dataset), r.dataset)}" \
+            + (f" b{r.block}" if r.block else "") + f" {r.schedule}"
+        if r.reason:
+            out.append(f"- `~` {what}: the heuristic's estimate (the last resort), not simulated: {r.reason}")
+        elif r.sampled:
+            out.append(f"- ˢ {what}: sampled, {r.cycles:,} cycles, 95% interval {r.cycles_low:,} to "
+                       f"{r.cycles_high:,} (+-{(r.cycles_high - r.cycles_low) / 2 / r.cycles:.1%}), "
+                       f"{r.sampled_fraction:.1%} of windows simulated: {r.method or ''}")
+        elif r.error:
+            out.append(f"- {what}: failed: {r.error}")
     return out
 
 
@@ -135,10 +139,10 @@ def section(db, suite, figure: str | None, page: str | None) -> str:
     """The generated part of the page."""
     rows = in_figure_order(suite_rows(db, suite), suite.published)
     sessions = db.sessions(suite.name)
-    simulated = sum(1 for r in rows if r["status"] == "ok")
-    sampled = sum(1 for r in rows if r["status"] == "ok" and r.get("mode") == "sampled")
-    estimated = sum(1 for r in rows if r["status"] == "estimated")
-    failed = sum(1 for r in rows if r["status"] == "error")
+    simulated = sum(1 for r in rows if r.status == "ok")
+    sampled = sum(1 for r in rows if r.status == "ok" and r.sampled)
+    estimated = sum(1 for r in rows if r.status == "estimated")
+    failed = sum(1 for r in rows if r.status == "error")
     today = datetime.date.today().isoformat()
     text = [f"Generated from `{os.path.basename(db.path)}` by `fuseflow study suite {suite.name} --db "
             f"{os.path.basename(db.path)} --page ... --figure ...` on {today}: {len(rows)} of "
@@ -150,6 +154,10 @@ def section(db, suite, figure: str | None, page: str | None) -> str:
              "ratio of the heuristic's estimates (a schedule, or its unfused baseline, not simulated: the last "
              "resort, the reason below); ✓ marks a winner that agrees with the published one.",
              ""] + table_lines(rows, suite.published, suite.labels) + [""]
+    order = list(dict.fromkeys((r.model, r.dataset, r.block) for r in rows))
+    tuned = tuned_lines(tuned_rows(db, suite), suite.labels, order)
+    if tuned:
+        text += tuned + [""]
     variants = variant_lines(rows, suite.labels, suite.schedule_labels)
     if variants:
         text += ["Variants beside the table's schedules (speedup over the same unfused row):", ""] + variants + [""]
@@ -172,55 +180,55 @@ COUNTING = ("FLOPs are the simulator's ALU results plus its reducers' and accumu
             "Its reader's count was not checked for segment reads.")
 
 
-def _sampled_pair(row: dict, base: dict | None) -> bool:
-    return "sampled" in (row.get("mode"), (base or {}).get("mode"))
+def _sampled_pair(row: ResultRow, base: ResultRow | None) -> bool:
+    return row.sampled or (base is not None and base.sampled)
 
 
-def _count_ratio(row: dict | None, base: dict | None, key: str) -> str:
+def _count_ratio(row: ResultRow | None, base: ResultRow | None, key: str) -> str:
     """A row's FLOPs or memory accesses (`key`: flops_ratio, mem_ratio) over the baseline's:
     `~` where they are the heuristic's estimates, `ˢ` where either rests on a sample."""
     if row is None:
         return "not run"
-    if row.get("error"):
+    if row.error:
         return "failed"
-    value = row.get(key)
+    value = getattr(row, key)
     if value is None or value != value:  # no ratio (the baseline has not run, or failed)
         return "-"
-    return ("~" if row.get("estimated_ratios") else "") + f"{value:.2f}x" + ("ˢ" if _sampled_pair(row, base) else "")
+    return ("~" if row.estimated_ratios else "") + f"{value:.2f}x" + ("ˢ" if _sampled_pair(row, base) else "")
 
 
-def _how_it_ran(row: dict | None) -> str:
+def _how_it_ran(row: ResultRow | None) -> str:
     """How a row's counts came about: whole (verified or not), sampled (the windows simulated and
     the cycles' 95% interval: the counts themselves carry none), the heuristic's, failed, not run."""
     if row is None:
         return "not run"
-    if row.get("error"):
+    if row.error:
         return "failed"
-    if row.get("skipped"):
+    if row.reason:
         return "heuristic estimate (`~`)"
-    if row.get("mode") == "sampled":
-        spread = (row["cycles_high"] - row["cycles_low"]) / 2 / row["cycles"] if row.get("cycles") else None
-        return (f"sampled (`ˢ`): {row.get('sampled_fraction') or 0:.1%} of windows" +
+    if row.sampled:
+        spread = (row.cycles_high - row.cycles_low) / 2 / row.cycles if row.cycles else None
+        return (f"sampled (`ˢ`): {row.sampled_fraction or 0:.1%} of windows" +
                 (f", cycles +-{spread:.1%} (95%)" if spread is not None else "") + ", counts scaled from the sample")
-    return "whole, " + ("verified" if row.get("verified") else "not verified")
+    return "whole, " + ("verified" if row.verified else "not verified")
 
 
-def _absolute(row: dict | None, key: str) -> tuple[str, float | None]:
+def _absolute(row: ResultRow | None, key: str) -> tuple[str, float | None]:
     """A baseline row's count (`flops` or `mem`) as text and value; `~` where it is the heuristic's."""
-    if row is None or row.get("error"):
+    if row is None or row.error:
         return "not run" if row is None else "failed", None
-    if row.get("skipped"):
-        value = row.get("est_" + key)
+    if row.reason:
+        value = getattr(row, "est_" + key)
         return (f"~{value:,.0f}", value) if value else ("-", None)
-    value = row.get(key)
-    return (f"{value:,}" + ("ˢ" if row.get("mode") == "sampled" else ""), value) if value is not None else ("-", None)
+    value = getattr(row, key)
+    return (f"{value:,}" + ("ˢ" if row.sampled else ""), value) if value is not None else ("-", None)
 
 
-def counts_lines(rows: list[dict], suite) -> list[str]:
+def counts_lines(rows: list[ResultRow], suite) -> list[str]:
     """The Figure-14 tables: per case of `suite.published_counts`, each schedule's FLOPs and memory
     accesses over the baseline's, ours beside the published, how each row ran, and the baseline's
     own counts beside the published ones."""
-    by_key = {(r["model"], r["dataset"], r["schedule"]): r for r in rows if r.get("block") is None}
+    by_key = {(r.model, r.dataset, r.schedule): r for r in rows if r.block is None}
     out = []
     for (model, dataset), published in suite.published_counts.items():
         baseline, (pub_flops, pub_mem) = next(iter(published.items()))
@@ -249,7 +257,7 @@ def counts_lines(rows: list[dict], suite) -> list[str]:
 def counts_section(db, suite, figure: str | None, page: str | None) -> str:
     """The generated Figure-14 part of the page (`suite.published_counts`)."""
     rows = suite_rows(db, suite)
-    keys = {(r["model"], r["dataset"], r["schedule"]) for r in rows if r.get("block") is None}
+    keys = {(r.model, r.dataset, r.schedule) for r in rows if r.block is None}
     wanted = [(m, d, s) for (m, d), counts in suite.published_counts.items() for s in counts]
     ran = sum(1 for key in wanted if key in keys)
     text = ["## Figure 14: FLOPs and memory accesses", "",
@@ -257,7 +265,7 @@ def counts_section(db, suite, figure: str | None, page: str | None) -> str:
             f"configuration's simulator-counted FLOPs and memory accesses over unfused, ours beside the published "
             f"(the artifact's plotting defaults); {ran} of the {len(wanted)} rows it needs are in the database. "
             + COUNTING, ""] + counts_lines(rows, suite)
-    if any(r.get("mode") == "sampled" for r in rows if (r["model"], r["dataset"], r["schedule"]) in set(wanted)):
+    if any(r.sampled for r in rows if (r.model, r.dataset, r.schedule) in set(wanted)):
         text += ["`ˢ`: the ratio rests on a sampled row (its own or unfused's), whose FLOPs and memory accesses "
                  "are totals estimated from the sampled windows; the database keeps a 95% interval for its "
                  "cycles only.", ""]
@@ -280,7 +288,7 @@ def figure14_path(figure: str) -> str:
                         else f"{stem}-figure14{suffix}")
 
 
-def draw_figure14(rows: list[dict], suite, path: str) -> str:
+def draw_figure14(rows: list[ResultRow], suite, path: str) -> str:
     """The Figure-14 chart of a suite's study rows (`suite.published_counts`), written atomically."""
     with atomic_path(path, "--figure") as temp:
         figure14_chart(rows, temp, counts=suite.published_counts, labels=suite.labels,
@@ -288,15 +296,15 @@ def draw_figure14(rows: list[dict], suite, path: str) -> str:
     return path
 
 
-def in_figure_order(rows: list[dict], published: dict) -> list[dict]:
+def in_figure_order(rows: list[ResultRow], published: dict) -> list[ResultRow]:
     """Rows ordered as the published entries list their cases (the paper's order), others after."""
     order = {key: n for n, key in enumerate(published)}
     models = {key[0]: n for n, key in reversed(list(enumerate(published)))}
-    return sorted(rows, key=lambda r: (models.get(r["model"], len(order)),
-                                       order.get((r["model"], r["dataset"], r.get("block")), len(order))))
+    return sorted(rows, key=lambda r: (models.get(r.model, len(order)),
+                                       order.get((r.model, r.dataset, r.block), len(order))))
 
 
-def draw_figure(rows: list[dict], suite, path: str, labels: dict | None = None) -> str:
+def draw_figure(rows: list[ResultRow], suite, path: str, labels: dict | None = None) -> str:
     """The Figure-12 chart of a suite's study rows, written atomically to `path` (`labels`: the
     datasets' names, else the suite's)."""
     with atomic_path(path, "--figure") as temp:

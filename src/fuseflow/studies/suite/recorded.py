@@ -5,12 +5,12 @@ redraw the chart where the database is not at hand: speedups as the page rounds 
     >>> from .page import table_lines
     >>> from .spec import load_suite
     >>> suite = load_suite("figure12")
-    >>> rows = [{"model": "gcn", "dataset": "cora", "block": None, "schedule": s, "speedup": v, "cycles": c,
-    ...          "flops_ratio": 1.0, "wall": 1.0, "estimated_ratios": s == "full"}
+    >>> rows = [ResultRow(s, model="gcn", dataset="cora", speedup=v, cycles=c, flops_ratio=1.0, wall_seconds=1.0,
+    ...                   estimated_ratios=s == "full")
     ...         for s, v, c in (("unfused", 1.0, 100), ("partial", 1.6, 62), ("full", 0.3, 333))]
     >>> page = "<!-- suite figure12 begin -->\\n" + "\\n".join(table_lines(rows, suite.published, suite.labels))
     >>> back, labels = recorded_rows(page, suite)
-    >>> [(r["schedule"], r["speedup"], r["estimated_ratios"]) for r in back]
+    >>> [(r.schedule, r.speedup, r.estimated_ratios) for r in back]
     [('unfused', 1.0, False), ('partial', 1.6, False), ('full', 0.3, True)]
     >>> labels[("gcn", "cora")]
     'Cora'
@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from ...errors import UserError
+from ..row import ResultRow
 from .page import HEAD
 
 SCHEDULES = ("partial", "full")
@@ -43,14 +44,14 @@ def _key(suite, model_name: str, dataset_name: str) -> tuple[str, str, int | Non
 
 
 def _cell(text: str) -> dict | None:
-    """A speedup cell: `1.67x`, `~0.33x` (estimated), `failed`; None for `-` or `not run`."""
+    """A speedup cell's fields: `1.67x`, `~0.33x` (estimated), `failed`; None for `-` or `not run`."""
     if text == "failed":
-        return {"error": "failed (as the results page records)", "speedup": None, "estimated_ratios": False}
+        return {"status": "error", "error": "failed (as the results page records)"}
     found = re.fullmatch(r"(~?)([\d.]+)x", text)
     return {"speedup": float(found.group(2)), "estimated_ratios": bool(found.group(1))} if found else None
 
 
-def recorded_rows(page: str, suite) -> tuple[list[dict], dict]:
+def recorded_rows(page: str, suite) -> tuple[list[ResultRow], dict]:
     """(study rows, the page's labels {(model, dataset): name}) of the table between the page's
     `<!-- suite NAME begin -->` marker and its end."""
     begin = f"<!-- suite {suite.name} begin -->"
@@ -70,11 +71,10 @@ def recorded_rows(page: str, suite) -> tuple[list[dict], dict]:
         cells = dict(zip(HEAD, (c.strip() for c in line.strip().strip("|").split("|"))))
         model, dataset, block = _key(suite, cells["model"], cells["dataset"])
         labels[(model, dataset)] = re.sub(r" b\d+$", "", cells["dataset"])
-        base = {"model": model, "dataset": dataset, "block": block}
-        rows.append({**base, "schedule": "unfused", "speedup": 1.0,
-                     "estimated_ratios": cells["unfused cycles"].startswith("~")})
+        case = {"model": model, "dataset": dataset, "block": block}
+        rows.append(ResultRow("unfused", **case, speedup=1.0, estimated_ratios=cells["unfused cycles"].startswith("~")))
         for schedule in SCHEDULES:
             found = _cell(cells[schedule])
             if found is not None:
-                rows.append({**base, "schedule": schedule, **found})
+                rows.append(ResultRow(schedule, **case, **found))
     return rows, labels

@@ -10,8 +10,8 @@ run one at a time on one worker (`large_memory_lane`) and are guarded by the mem
 has free at each step, not by that worker's share.
 
     >>> row = run_suite_task(SuiteTask("gcn", "karate", "partial", engine="oracle").to_dict())
-    >>> row["status"], row["verified"], row["label"], row["cycles"] > 0
-    ('ok', 1, 'partial', True)
+    >>> row.status, row.verified, row.label, row.cycles > 0
+    ('ok', True, 'partial', True)
 """
 from __future__ import annotations
 
@@ -20,18 +20,19 @@ import gc
 import os
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import psutil
 
+from ...cluster import PROGRESS_TOPIC, dask_client, post_progress, worker_budget
 from ...errors import FuseflowError
 from ...fusion.estimate import CostModel
 from ...memory import Budget
 from ...models.registry import build
 from ...progress import SuiteProgress
-from ..cluster import PROGRESS_TOPIC, dask_client, post_progress, worker_budget
 from ..db import SweepDB
 from ..granularity import add_ratios, study_schedule
+from ..row import ResultRow
 from ..runner import _one_line, resolve_engine
 from .spec import Suite, SuiteTask
 
@@ -105,25 +106,6 @@ class _Reporter:
         pass
 
 
-def _fields(study: dict) -> dict:
-    """A study row as database columns."""
-    skipped = study.get("skipped")
-    row = {"status": "estimated" if skipped else "ok", "reason": skipped, "schedule_text": study["schedule_text"],
-           "kernels": study.get("kernels"), "cycles": study.get("cycles"), "flops": study.get("flops"),
-           "mem_reads": study.get("mem_reads"), "mem_writes": study.get("mem_writes"),
-           "model_cycles": study.get("model_cycles"), "max_occupancy": study.get("max_occupancy"),
-           "max_abs_error": study.get("max_abs_error"), "verified": int(study.get("verified") is True),
-           "est_cycles": study.get("est_cycles"), "est_flops": study.get("est_flops"),
-           "est_mem": study.get("est_mem"), "mode": "heuristic" if skipped else study.get("mode", "whole"),
-           "method": "the heuristic's estimate (last resort): " + skipped if skipped else study.get("method"),
-           "cycles_low": study.get("cycles_low", study.get("cycles")),
-           "cycles_high": study.get("cycles_high", study.get("cycles")),
-           "sampled_fraction": None if skipped else study.get("sampled_fraction") or 1.0}
-    if row["est_mem"] is not None:
-        row["est_bytes"] = row["est_mem"] * 4
-    return row
-
-
 def large_memory_budget() -> Budget:
     """The memory guard of a large-memory task: `LARGE_MEMORY_SHARE` of the machine's memory,
     its resident memory counted (a share of what is available at each check let such a task grow
@@ -135,31 +117,30 @@ def large_memory_budget() -> Budget:
     return Budget(int(psutil.virtual_memory().total * LARGE_MEMORY_SHARE))
 
 
-def run_suite_task(task: dict, max_memory: int | None = None, post=None) -> dict:
+def run_suite_task(task: dict, max_memory: int | None = None, post=None) -> ResultRow:
     """One task of a suite (a `SuiteTask` as a dict) as a database row; never raises: a failure
     becomes the row's error. Progress goes to `post`, else to the dask client if on a worker."""
     t = SuiteTask(**task)
-    row = {"program": t.key[0], "schedule": t.schedule, "data": t.data, "seed": t.seed, "label": t.schedule,
-           "program_name": t.model, "dataset": t.dataset, "block": t.block, "status": "error", "verified": 0,
-           "worker": f"{socket.gethostname()}:{os.getpid()}"}
+    row = replace(_lost_row(t), worker=f"{socket.gethostname()}:{os.getpid()}")
     start = time.perf_counter()
     budget = large_memory_budget() if t.large_memory and max_memory is None else worker_budget(max_memory)
     reporter = _Reporter(t.label(), post or post_progress, [])
     reporter.send(0.0, note="building and estimating")
     try:
-        row["engine"] = resolve_engine(t.engine)
+        row = replace(row, engine=resolve_engine(t.engine))
         case, model = _built(t, budget)
-        study = study_schedule(case, t.schedule, model, engine=row["engine"], max_tokens=t.max_tokens,
+        study = study_schedule(case, t.schedule, model, engine=row.engine, max_tokens=t.max_tokens,
                                budget=budget, watch=reporter)
-        row.update(_fields(study))
+        row = replace(study, program=row.program, data=row.data, seed=row.seed, label=row.label, model=row.model,
+                      dataset=row.dataset, block=row.block, engine=row.engine, worker=row.worker)
     except FuseflowError as err:
-        row["error"] = err.one_line()
+        row = replace(row, error=err.one_line())
     except MemoryError:
-        row["error"] = "ran out of memory (building, compiling or simulating the case)" + \
-            (f" within {budget!r}" if budget else "")
+        row = replace(row, error="ran out of memory (building, compiling or simulating the case)" +
+                      (f" within {budget!r}" if budget else ""))
     except Exception as err:  # noqa: BLE001 - a failed task is recorded and the suite goes on
-        row["error"] = _one_line(err)
-    row["wall_seconds"] = time.perf_counter() - start
+        row = replace(row, error=_one_line(err))
+    row = replace(row, wall_seconds=time.perf_counter() - start)
     reporter.post({"task": reporter.label, "end": True, "pid": os.getpid()})  # before its row reaches the client
     return row
 
@@ -198,7 +179,7 @@ def _on_dask(client, tasks: list[SuiteTask], max_memory, post):
         try:
             yield task, future.result()
         except Exception as err:  # noqa: BLE001 - the worker died (e.g. killed at its memory limit)
-            yield task, {**_lost_row(task), "error": "worker died: " + _one_line(err)}
+            yield task, replace(_lost_row(task), error="worker died: " + _one_line(err))
 
 
 def large_memory_lane(client) -> str:
@@ -229,10 +210,9 @@ def _large_memory_plugin(name: str):
     return plugin
 
 
-def _lost_row(task: SuiteTask) -> dict:
-    return {"program": task.key[0], "schedule": task.schedule, "data": task.data, "seed": task.seed,
-            "label": task.schedule, "program_name": task.model, "dataset": task.dataset, "block": task.block,
-            "status": "error", "verified": 0}
+def _lost_row(task: SuiteTask) -> ResultRow:
+    return ResultRow(task.schedule, "error", program=task.key[0], data=task.data, seed=task.seed, label=task.schedule,
+                     model=task.model, dataset=task.dataset, block=task.block)
 
 
 def run_suite(suite: Suite, db_path: str, executor: str = "dask", scheduler: str | None = None,
@@ -262,11 +242,11 @@ def run_suite(suite: Suite, db_path: str, executor: str = "dask", scheduler: str
             finished = _on_dask(client, todo, None, bar.event) if client else \
                 _serial(todo, max_memory, bar.event)
             for task, row in finished:
-                row["suite"] = suite.name
+                row = replace(row, suite=suite.name)
                 db.insert_for_session(row, session, time.perf_counter() - start)
-                summary.simulated += row["status"] == "ok"
-                summary.estimated += row["status"] == "estimated"
-                summary.failed += row["status"] == "error"
+                summary.simulated += row.status == "ok"
+                summary.estimated += row.status == "estimated"
+                summary.failed += row.status == "error"
                 bar.finished(task.label(), row)
     summary.seconds = time.perf_counter() - start
     return summary
@@ -281,75 +261,63 @@ class _no_client:
 
 
 # -- reading a suite back ------------------------------------------------------------------------
-def study_rows(rows: list[dict], baselines: dict | None = None) -> list[dict]:
-    """Database rows of a suite as a study's rows (schedule, cycles, mem, ...), with ratios to
-    the first row of their case (a group of one program, data point and seed, in the given
-    order), if that is the case's baseline (`baselines`: group key -> schedule; default: the
-    unfused row, or the first)."""
-    groups: dict[tuple, list[dict]] = {}
+def study_rows(rows: list[ResultRow], baselines: dict | None = None) -> list[ResultRow]:
+    """Database rows of a suite as a study's rows (named by their label, the reason or error
+    of a row estimated or failed filled in), with ratios to the first row of their case (a
+    group of one program, data point and seed, in the given order), if that is the case's
+    baseline (`baselines`: group key -> schedule; default: the unfused row, or the first)."""
+    groups: dict[tuple, list[ResultRow]] = {}
     for r in rows:
-        study = {"model": r["program_name"], "dataset": r["dataset"], "block": r.get("block"),
-                 "schedule": r["label"] or r["schedule"], "schedule_text": r.get("schedule_text"),
-                 "seed": r["seed"], "kernels": r["kernels"], "cycles": r["cycles"], "flops": r["flops"],
-                 "mem": None if r["mem_reads"] is None else r["mem_reads"] + r["mem_writes"],
-                 "max_occupancy": r.get("max_occupancy"), "verified": bool(r["verified"]),
-                 "wall": r["wall_seconds"], "est_cycles": r["est_cycles"], "est_flops": r["est_flops"],
-                 "est_mem": r.get("est_mem"), "status": r["status"]}
-        if r.get("model_cycles") is not None:
-            study["model_cycles"] = r["model_cycles"]
-        if r.get("mode") == "sampled":  # an estimate with its 95% interval (rows before schema 3: whole runs)
-            study.update(mode="sampled", method=r.get("method"), cycles_low=r["cycles_low"],
-                         cycles_high=r["cycles_high"], sampled_fraction=r.get("sampled_fraction"))
-        if r["status"] == "estimated":
-            study["skipped"] = r.get("reason") or "estimated"
-        if r["status"] == "error":
-            study["error"] = r.get("error") or "failed"
-        groups.setdefault((r["program"], r["data"], r["seed"]), []).append(study)
+        study = replace(r, schedule=r.label or r.schedule,
+                        reason=(r.reason or "estimated") if r.status == "estimated" else None,
+                        error=(r.error or "failed") if r.status == "error" else None)
+        groups.setdefault((r.program, r.data, r.seed), []).append(study)
     out = []
     for key, group in groups.items():
         if baselines is None:  # unfused first, if there
-            group.sort(key=lambda study: study["schedule"] != "unfused")
-        if baselines is None or group[0]["schedule"] == baselines.get(key):
-            add_ratios(group)
-            add_intervals(group)
+            group.sort(key=lambda study: study.schedule != "unfused")
+        if baselines is None or group[0].schedule == baselines.get(key):
+            group = add_intervals(add_ratios(group))
         else:  # the baseline has not run yet
-            for study in group:
-                study.update(speedup=None, flops_ratio=None, mem_ratio=None)
+            group = [replace(study, speedup=None, flops_ratio=None, mem_ratio=None) for study in group]
         out += group
     return out
 
 
-def _bounds(study: dict) -> tuple[float, float] | None:
+def _bounds(study: ResultRow) -> tuple[float, float] | None:
     """A simulated row's cycles interval (whole-model cycles where the case stands for more)."""
-    cycles = study.get("model_cycles") or study.get("cycles")
-    if not cycles or study.get("skipped") or study.get("error"):
+    cycles = study.best_cycles
+    if not cycles or study.reason or study.error:
         return None
-    if study.get("mode") != "sampled":
+    if not study.sampled:
         return float(cycles), float(cycles)
-    scale = cycles / study["cycles"]
-    return study["cycles_low"] * scale, study["cycles_high"] * scale
+    scale = cycles / study.cycles
+    return study.cycles_low * scale, study.cycles_high * scale
 
 
-def add_intervals(group: list[dict]) -> None:
-    """`speedup_low`/`speedup_high` on rows whose speedup over the group's first row rests on a
-    sampled row (its own, or the baseline's): the baseline's interval over the row's.
+def add_intervals(group: list[ResultRow]) -> list[ResultRow]:
+    """The rows with `speedup_low`/`speedup_high` where their speedup over the group's first row
+    rests on a sampled row (its own, or the baseline's): the baseline's interval over the row's.
 
-        >>> group = [{"cycles": 100, "speedup": 1.0},
-        ...          {"cycles": 50, "speedup": 2.0, "mode": "sampled", "cycles_low": 40, "cycles_high": 60}]
-        >>> add_intervals(group); round(group[1]["speedup_low"], 2), group[1]["speedup_high"]
+        >>> group = [ResultRow("a", cycles=100, speedup=1.0),
+        ...          ResultRow("b", cycles=50, speedup=2.0, mode="sampled", cycles_low=40, cycles_high=60)]
+        >>> row = add_intervals(group)[1]; round(row.speedup_low, 2), row.speedup_high
         (1.67, 2.5)
     """
     base = _bounds(group[0])
+    out = []
     for study in group:
         own = _bounds(study)
-        if base and own and study.get("speedup") and "sampled" in (group[0].get("mode"), study.get("mode")):
-            study["speedup_low"], study["speedup_high"] = base[0] / own[1], base[1] / own[0]
+        if base and own and study.speedup and (group[0].sampled or study.sampled):
+            study = replace(study, speedup_low=base[0] / own[1], speedup_high=base[1] / own[0])
+        out.append(study)
+    return out
 
 
-def suite_rows(db: SweepDB, suite: Suite) -> list[dict]:
+def suite_rows(db: SweepDB, suite: Suite) -> list[ResultRow]:
     """The suite's rows in the database, in the suite's task order (missing tasks left out), as
     `study_rows`."""
-    by_key = {(r["program"], r["schedule"], r["data"], r["seed"]): r for r in db.rows()}
+    by_key = {(r.program, r.schedule, r.data, r.seed): r for r in db.rows()}
     tasks = suite.tasks()
     baselines = {(t.key[0], t.data, t.seed): t.baseline for t in tasks}
     return study_rows([by_key[t.key] for t in tasks if t.key in by_key], baselines)

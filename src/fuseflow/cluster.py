@@ -20,8 +20,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ..errors import UserError
-from ..memory import Budget
+from .errors import UserError
+from .memory import Budget
 
 GUARD_SHARE = 0.9  # a task's memory guard: this much of its worker's memory limit (dask stops it at 95%)
 PROGRESS_TOPIC = "fuseflow-progress"  # workers' progress events (Worker.log_event), read by the client
