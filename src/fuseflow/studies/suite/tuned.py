@@ -178,8 +178,9 @@ def tuned_lines(rows: list[TunedRow], labels: dict, order: list[tuple] = ()) -> 
     budgets = sorted({r.budget for r in rows})
     lines = [f"Tuned ({len(tuned)} of {len(rows)} rows; `fuseflow tune` within "
              f"{'/'.join(f'{b:g}' for b in budgets)} s a row, lanes 1): the schedule found against the best "
-             f"preset (of the model's presets, simulated on the same footing by the tune); at least "
-             f"{GOAL:.2f}x on {len(improved)} of {len(tuned)} rows.", "",
+             f"preset (the suite's rows above, and the model's other presets simulated by the tune on the same "
+             f"footing); `found at`: the evaluation that found it (0: the best preset itself); at least "
+             f"{GOAL:.2f}x on {len(improved)} of {len(tuned)} rows (docs/tuning.md, \"Figure 12, tuned\").", "",
              "| model | dataset | best preset | its cycles | tuned cycles | speedup | evaluated | found at | "
              "wall (s) | tuned schedule |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
