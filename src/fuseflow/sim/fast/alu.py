@@ -21,20 +21,21 @@ from .core import (
     DONE,
     FAIL,
     FLOPS,
+    II,
     INF,
     NANV,
+    PORT,
     WAIT_OUT,
     NeedOracle,
     Runner,
-    absent,
+    T,
     closed,
-    enter,
     gated,
+    missing,
     opened,
-    out_at,
     out_closed,
+    out_opened,
     settle,
-    start,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
@@ -146,31 +147,37 @@ class AluOp(NamedTuple):
 @njit(cache=True)
 def _k_alu(nd, a_in, b_in, c_in, out, how):
     S = nd.S
+    ak, ad, a_s, acons = a_in.kind, a_in.data, a_in.sent, a_in.cons
     bk, bd, b_s, bcons = b_in.kind, b_in.data, b_in.sent, b_in.cons
     ck_, cd, c_s, ccons = c_in.kind, c_in.data, c_in.sent, c_in.cons
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     nin, op, has_scalar, scalar, spos, nanv = how
     nan = nanv[0]
-    ak, ad, a_s, acons, pa, ea, fa, al = enter(nd, a_in)
+    pa, ea, fa, al = opened(nd, a_in)
     pb, eb, fb, bl = pa, ea, fa, al
     pc, ec, fc, cl = pa, ea, fa, al
     if nin >= 2:
         pb, eb, fb, bl = opened(nd, b_in)
     if nin >= 3:
         pc, ec, fc, cl = opened(nd, c_in)
-    ok, od, ot, og, j, cap, d, base = out_at(nd, out)
-    t, ii, steps, status = start(S)
+    j, cap, d, base = out_opened(nd, out)
+    t, ii = S[T], S[II]
     flops = 0
+    steps = status = 0
     while True:
-        status = absent(S, 0, pa, ea, fa)
+        status = missing(pa, ea, fa)
         if status:
+            S[PORT] = 0
             break
         if nin >= 2:
-            status = absent(S, 1, pb, eb, fb)
+            status = missing(pb, eb, fb)
             if status:
+                S[PORT] = 1
                 break
         if nin >= 3:
-            status = absent(S, 2, pc, ec, fc)
+            status = missing(pc, ec, fc)
             if status:
+                S[PORT] = 2
                 break
         if j >= cap:
             status = WAIT_OUT

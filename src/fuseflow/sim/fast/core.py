@@ -207,35 +207,6 @@ def out_opened_lane(nd, g, i):
 
 
 @njit(inline="always")
-def enter(nd, p):
-    """Input port p (an `In`) as a step loop reads it: its arrays and its `opened` window.
-
-        ik, idat, isent, icons, pi, ei, fi, lat = enter(nd, p)
-    """
-    pos, end, final, lat = opened(nd, p)
-    return p.kind, p.data, p.sent, p.cons, pos, end, final, lat
-
-
-@njit(inline="always")
-def out_at(nd, o):
-    """Output port o (an `Out`) as a step loop writes it: its arrays and its `out_opened` room.
-
-        ok, od, ot, og, j, cap, d, base = out_at(nd, o)
-    """
-    j, cap, d, base = out_opened(nd, o)
-    return o.kind, o.data, o.sent, o.gate, j, cap, d, base
-
-
-@njit(inline="always")
-def start(S):
-    """Where a call starts: (the last step's time, II, steps so far 0, status 0).
-
-        t, ii, steps, status = start(S)
-    """
-    return S[T], S[II], 0, 0
-
-
-@njit(inline="always")
 def out_closed(nd, c, j):
     """Store channel c's fill position j (c: an output's `ch`)."""
     nd.CH[c, 1] = j
@@ -248,22 +219,6 @@ def missing(pos, end, final):
     if pos < end:
         return 0
     return FAIL if final else WAIT_IN
-
-
-@njit(inline="always")
-def absent(S, port, pos, end, final):
-    """`missing`, noting input number `port` in S[PORT] when it is: a step's inputs checked in
-    the order it reads them, `absent(S, 0, ...) or absent(S, 1, ...)`, note the first missing."""
-    status = missing(pos, end, final)
-    if status:
-        S[PORT] = port
-    return status
-
-
-@njit(inline="always")
-def full(j, cap):
-    """WAIT_OUT when an output filled up to `j` has no room (`room`'s cap), else 0."""
-    return WAIT_OUT if j >= cap else 0
 
 
 @njit(inline="always")

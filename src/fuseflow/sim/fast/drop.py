@@ -16,17 +16,19 @@ from .core import (
     DONE,
     FAIL,
     FREE,
+    II,
+    PORT,
     WAIT_OUT,
     NeedOracle,
     Runner,
-    absent,
+    T,
     closed,
-    enter,
     gated,
-    out_at,
+    missing,
+    opened,
     out_closed,
+    out_opened,
     settle,
-    start,
 )
 from .stream import DONE as D_TOK
 from .stream import STOP, VAL
@@ -38,14 +40,24 @@ _STARTED = FREE  # the current inner fiber emitted its outer coordinate
 def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
     """A step needs room only on the outputs it emits on."""
     S = nd.S
-    ko, do, o_s, ocons, po, eo, fo, ol = enter(nd, outer)
-    ki, di, i_s, icons, pi, ei, fi, il = enter(nd, inner)
-    ook, ood, oot, oog, jo, capo, do_, bo = out_at(nd, outer_o)
-    oik, oid, oit, oig, ji, capi, di_, bi = out_at(nd, inner_o)
-    t, ii, steps, status = start(S)
+    ko, do, o_s, ocons = outer.kind, outer.data, outer.sent, outer.cons
+    ki, di, i_s, icons = inner.kind, inner.data, inner.sent, inner.cons
+    ook, ood, oot, oog = outer_o.kind, outer_o.data, outer_o.sent, outer_o.gate
+    oik, oid, oit, oig = inner_o.kind, inner_o.data, inner_o.sent, inner_o.gate
+    po, eo, fo, ol = opened(nd, outer)
+    pi, ei, fi, il = opened(nd, inner)
+    jo, capo, do_, bo = out_opened(nd, outer_o)
+    ji, capi, di_, bi = out_opened(nd, inner_o)
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
-        status = absent(S, 1, pi, ei, fi) or absent(S, 0, po, eo, fo)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 1
+            break
+        status = missing(po, eo, fo)
+        if status:
+            S[PORT] = 0
             break
         ik = ki[pi]
         o = ko[po]

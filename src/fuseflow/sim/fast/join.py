@@ -24,12 +24,14 @@ from . import tiles
 from .core import (
     DONE,
     FAIL,
+    II,
     PORT,
     WAIT_OUT,
     Ins,
     NeedOracle,
     Outs,
     Runner,
+    T,
     gated,
     missing,
     opened_lane,
@@ -37,7 +39,6 @@ from .core import (
     out_opened,
     out_opened_lane,
     settle,
-    start,
     store,
 )
 from .stream import DONE as D_TOK
@@ -83,8 +84,10 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
         bounded |= dep[i + 1] != 0
     cap = min(cap, src.shape[1] + jo[0])
     adv = np.zeros(k, dtype=np.bool_)
-    t, ii, steps, status = start(S)
+    t, ii = S[T], S[II]
+    steps = 0
     ne = 0
+    status = 0
     while True:
         rt = 0
         n_done = 0

@@ -19,23 +19,23 @@ from .core import (
     DONE,
     FAIL,
     FREE,
+    II,
     PORT,
     WAIT_OUT,
     Ins,
     NeedOracle,
     Outs,
     Runner,
-    absent,
+    T,
     closed,
-    enter,
     gated,
     missing,
+    opened,
     opened_lane,
-    out_at,
     out_closed,
+    out_opened,
     out_opened_lane,
     settle,
-    start,
     step_time,
     store,
 )
@@ -50,9 +50,10 @@ def _k_copy(nd, x, outs, deal):
     """broadcast (deal False: every token to every output) and fork (deal True: elements
     round-robin, stops and D to every lane); outs: the k outputs (`Outs`)."""
     S = nd.S
+    xk, xd, xs, xc = x.kind, x.data, x.sent, x.cons
     ok, od, ot, og = outs.kind, outs.data, outs.sent, outs.gate
     k = len(ok)
-    xk, xd, xs, xc, pi, ei, fi, xl = enter(nd, x)
+    pi, ei, fi, xl = opened(nd, x)
     jo = np.empty(k, dtype=np.int64)
     cap = np.empty(k, dtype=np.int64)
     dep = np.empty(k, dtype=np.int64)
@@ -61,8 +62,9 @@ def _k_copy(nd, x, outs, deal):
     for o in range(k):
         jo[o], cap[o], dep[o], bas[o] = out_opened_lane(nd, outs, o)
         bounded |= dep[o] != 0
-    t, ii, steps, status = start(S)
+    t, ii = S[T], S[II]
     lane = S[_LANE]
+    steps = status = 0
     if not deal:  # broadcast: the times once (into xc), then every output copies the block
         n = ei - pi
         for o in range(k):
@@ -86,8 +88,9 @@ def _k_copy(nd, x, outs, deal):
         pi += n
         steps += n
     while status == 0:
-        status = absent(S, 0, pi, ei, fi)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 0
             break
         h = xk[pi]
         if deal and h == REPEAT:
@@ -140,6 +143,7 @@ def _k_join(nd, ins, out, how):
     by this call."""
     S = nd.S
     ik, idat, isent, icons, lat = ins.kind, ins.data, ins.sent, ins.cons, ins.lat
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     depth, src = how.depth, how.src
     lanes = len(ik)
     pos = np.empty(lanes, dtype=np.int64)
@@ -147,11 +151,13 @@ def _k_join(nd, ins, out, how):
     fin = np.empty(lanes, dtype=np.bool_)
     for q in range(lanes):
         pos[q], end[q], fin[q] = opened_lane(nd, ins, q)
-    ok, od, ot, og, j, cap, d, b = out_at(nd, out)
+    j, cap, d, b = out_opened(nd, out)
     cap = min(cap, j + src.shape[1])
     idx = S[_LANE]
-    t, ii, steps, status = start(S)
+    t, ii = S[T], S[II]
+    steps = 0
     ne = 0
+    status = 0
     while True:
         q = pos[idx]
         status = missing(q, end[idx], fin[idx])

@@ -19,6 +19,7 @@ from .core import (
     FAIL,
     FREE,
     II,
+    PORT,
     READS,
     STEPS,
     WAIT_OUT,
@@ -26,16 +27,14 @@ from .core import (
     NeedOracle,
     Runner,
     T,
-    absent,
     closed,
-    enter,
-    full,
     gated,
-    out_at,
+    missing,
+    opened,
     out_closed,
+    out_opened,
     settle,
     stall,
-    start,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL, _is_elem
@@ -44,7 +43,8 @@ from .stream import EMPTY, STOP, VAL, _is_elem
 @njit(cache=True)
 def _k_root(nd, out):
     S = nd.S
-    ok, od, ot, og, j, cap, d, b = out_at(nd, out)
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    j, cap, d, b = out_opened(nd, out)
     status = 0
     while True:
         if S[FREE] == 2:
@@ -101,18 +101,23 @@ def _window_range(S, level):
 def _k_scan(nd, ref, crd_o, ref_o, level):
     """The reference is consumed at the fiber's first step (its consume time S[_FIRST])."""
     S = nd.S
+    ik, idat, isent, icons = ref.kind, ref.data, ref.sent, ref.cons
+    ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
+    rk, rd, rt_, rg = ref_o.kind, ref_o.data, ref_o.sent, ref_o.gate
     compressed, dim, seg, crd, mem, stride, wlo, whi = level
-    ik, idat, isent, icons, pi, ei, fi, lat = enter(nd, ref)
-    ck, cd, ct, cg, jc, capc, dc, bc = out_at(nd, crd_o)
-    rk, rd, rt_, rg, jr, capr, dr, br = out_at(nd, ref_o)
+    pi, ei, fi, lat = opened(nd, ref)
+    jc, capc, dc, bc = out_opened(nd, crd_o)
+    jr, capr, dr, br = out_opened(nd, ref_o)
     nseg = seg.shape[0] - 1
-    t, ii, steps, status = start(S)
+    t, ii = S[T], S[II]
     reads = S[READS]
     words = S[WORDS]
+    steps = status = 0
     while True:
         if S[_FIB] == 0:  # the next reference
-            status = absent(S, 0, pi, ei, fi)
+            status = missing(pi, ei, fi)
             if status:
+                S[PORT] = 0
                 break
             k = ik[pi]
             if k == VAL:
@@ -243,14 +248,26 @@ class Locating(NamedTuple):
 @njit(cache=True)
 def _k_locate(nd, crd, ref, out, at):
     S = nd.S
+    ak, ad, a_s, acons = crd.kind, crd.data, crd.sent, crd.cons
+    bk, bd, b_s, bcons = ref.kind, ref.data, ref.sent, ref.cons
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     dim, stride = at
-    ak, ad, a_s, acons, pa, ea, fa, al = enter(nd, crd)
-    bk, bd, b_s, bcons, pb, eb, fb, bl = enter(nd, ref)
-    ok, od, ot, og, j, cap, d, b0 = out_at(nd, out)
-    t, ii, steps, status = start(S)
+    pa, ea, fa, al = opened(nd, crd)
+    pb, eb, fb, bl = opened(nd, ref)
+    j, cap, d, b0 = out_opened(nd, out)
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
-        status = absent(S, 0, pa, ea, fa) or absent(S, 1, pb, eb, fb) or full(j, cap)
+        status = missing(pa, ea, fa)
         if status:
+            S[PORT] = 0
+            break
+        status = missing(pb, eb, fb)
+        if status:
+            S[PORT] = 1
+            break
+        if j >= cap:
+            status = WAIT_OUT
             break
         a = ak[pa]
         b = bk[pb]
@@ -305,15 +322,22 @@ class Values(NamedTuple):
 def _k_array(nd, ref, out, v):
     """Value reads; with tiles `vals` are the stored tiles' numbers (the runner fills the tiles)."""
     S = nd.S
+    ik, idat, isent, icons = ref.kind, ref.data, ref.sent, ref.cons
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     vals, fill, mem, w = v
-    ik, idat, isent, icons, pi, ei, fi, lat = enter(nd, ref)
-    ok, od, ot, og, j, cap, d, b = out_at(nd, out)
+    pi, ei, fi, lat = opened(nd, ref)
+    j, cap, d, b = out_opened(nd, out)
     nv = vals.shape[0]
-    t, ii, steps, status = start(S)
+    t, ii = S[T], S[II]
     reads = S[READS]
+    steps = status = 0
     while True:
-        status = absent(S, 0, pi, ei, fi) or full(j, cap)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 0
+            break
+        if j >= cap:
+            status = WAIT_OUT
             break
         k = ik[pi]
         tn = gated(max(t + ii, max(isent[pi] + lat, 0)), og, j, d, b)

@@ -20,18 +20,20 @@ from .core import (
     FAIL,
     FLOPS,
     FREE,
+    II,
     NANV,
+    PORT,
     WAIT_OUT,
     NeedOracle,
     Runner,
-    absent,
+    T,
     closed,
-    enter,
     gated,
-    out_at,
+    missing,
+    opened,
     out_closed,
+    out_opened,
     settle,
-    start,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
@@ -80,16 +82,20 @@ def _k_reduce(nd, val, out, how):
     """F[0] holds the open fiber's accumulator; a step emits only on a stop or D."""
     S = nd.S
     F = nd.F
+    ik, idat, isent, icons = val.kind, val.data, val.sent, val.cons
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     red, nanv = how
     nan = nanv[0]
-    ik, idat, isent, icons, pi, ei, fi, lat = enter(nd, val)
-    ok, od, ot, og, j, cap, d, b = out_at(nd, out)
-    t, ii, steps, status = start(S)
+    pi, ei, fi, lat = opened(nd, val)
+    j, cap, d, b = out_opened(nd, out)
+    t, ii = S[T], S[II]
     acc = F[0]
     flops = 0
+    steps = status = 0
     while True:
-        status = absent(S, 0, pi, ei, fi)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 0
             break
         k = ik[pi]
         tn = max(t + ii, max(isent[pi] + lat, 0))

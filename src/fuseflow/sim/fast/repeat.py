@@ -14,17 +14,19 @@ from . import tiles
 from .core import (
     DONE,
     FAIL,
+    II,
+    PORT,
+    WAIT_OUT,
     NeedOracle,
     Runner,
-    absent,
+    T,
     closed,
-    enter,
-    full,
     gated,
-    out_at,
+    missing,
+    opened,
     out_closed,
+    out_opened,
     settle,
-    start,
 )
 from .stream import DONE as D_TOK
 from .stream import REPEAT, STOP, VAL, _is_elem
@@ -33,12 +35,19 @@ from .stream import REPEAT, STOP, VAL, _is_elem
 @njit(cache=True)
 def _k_repsig(nd, crd, out):
     S = nd.S
-    ik, idat, isent, icons, pi, ei, fi, lat = enter(nd, crd)
-    ok, od, ot, og, j, cap, d, b = out_at(nd, out)
-    t, ii, steps, status = start(S)
+    ik, idat, isent, icons = crd.kind, crd.data, crd.sent, crd.cons
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    pi, ei, fi, lat = opened(nd, crd)
+    j, cap, d, b = out_opened(nd, out)
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
-        status = absent(S, 0, pi, ei, fi) or full(j, cap)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 0
+            break
+        if j >= cap:
+            status = WAIT_OUT
             break
         k = ik[pi]
         if k == VAL or k == 2:  # an element (Val or N)
@@ -68,13 +77,25 @@ def _k_repsig(nd, crd, out):
 @njit(cache=True)
 def _k_repeat(nd, x, sig, out):
     S = nd.S
-    ik, idat, isent, icons, pi, ei, fi, il = enter(nd, x)
-    sk, sd, s_s, scons, ps, es, fs, sl = enter(nd, sig)
-    ok, od, ot, og, j, cap, d, b = out_at(nd, out)
-    t, ii, steps, status = start(S)
+    ik, idat, isent, icons = x.kind, x.data, x.sent, x.cons
+    sk, sd, s_s, scons = sig.kind, sig.data, sig.sent, sig.cons
+    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    pi, ei, fi, il = opened(nd, x)
+    ps, es, fs, sl = opened(nd, sig)
+    j, cap, d, b = out_opened(nd, out)
+    t, ii = S[T], S[II]
+    steps = status = 0
     while True:
-        status = absent(S, 1, ps, es, fs) or absent(S, 0, pi, ei, fi) or full(j, cap)
+        status = missing(ps, es, fs)
         if status:
+            S[PORT] = 1
+            break
+        status = missing(pi, ei, fi)
+        if status:
+            S[PORT] = 0
+            break
+        if j >= cap:
+            status = WAIT_OUT
             break
         s = sk[ps]
         h = ik[pi]

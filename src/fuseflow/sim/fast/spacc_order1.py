@@ -28,19 +28,21 @@ from .core import (
     FLOPS,
     FREE,
     GROW,
+    II,
     NANV,
     NEED,
+    PORT,
     SEAL,
     WAIT_OUT,
     YIELD,
-    absent,
+    T,
     closed,
-    enter,
     gated,
-    out_at,
+    missing,
+    opened,
     out_closed,
+    out_opened,
     settle,
-    start,
 )
 from .reduce import combine, identity
 from .spacc import Accumulator, log_event
@@ -113,21 +115,27 @@ def _drain1(mp, nt, m, at):
 @njit(cache=True)
 def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
     S = nd.S
+    ko, do, o_s, ocons = outer.kind, outer.data, outer.sent, outer.cons
+    ki, di, i_s, icons = inner.kind, inner.data, inner.sent, inner.cons
+    kv, dv, v_s, vcons = val.kind, val.data, val.sent, val.cons
+    ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
+    vk_, vd, vt, vg = val_o.kind, val_o.data, val_o.sent, val_o.gate
     red, nanv, tbl, present, touched, xk, xv, qk, qd, qx, log, ev = mp
     nan = nanv[0]
-    ko, do, o_s, ocons, po, eo, fo, ol = enter(nd, outer)
-    ki, di, i_s, icons, pi, ei, fi, il = enter(nd, inner)
-    kv, dv, v_s, vcons, pv, ev_, fv, vl = enter(nd, val)
-    ck, cd, ct, cg, jc, capc, dc, bc = out_at(nd, crd_o)
-    vk_, vd, vt, vg, jv, capv, dv_, bv = out_at(nd, val_o)
+    po, eo, fo, ol = opened(nd, outer)
+    pi, ei, fi, il = opened(nd, inner)
+    pv, ev_, fv, vl = opened(nd, val)
+    jc, capc, dc, bc = out_opened(nd, crd_o)
+    jv, capv, dv_, bv = out_opened(nd, val_o)
     nt = S[_NT]
     m = S[_M]
     qh = S[_QH]
     qn = S[_QN]
     ended = S[_ENDED]
     nev = S[_NEV]
-    t, ii, steps, status = start(S)
+    t, ii = S[T], S[II]
     flops = 0
+    steps = status = 0
     while True:
         # the step's input action: 0 none (input ended), 1 accumulate, 2 close an inner fiber,
         # 3 take an outer stop or D (queueing the fiber and the stop)
@@ -142,17 +150,20 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
                 status = DONE
                 break
         else:
-            status = absent(S, 0, po, eo, fo)
+            status = missing(po, eo, fo)
             if status:
+                S[PORT] = 0
                 break
             o = ko[po]
             rt = max(o_s[po] + ol, 0)
-            status = absent(S, 1, pi, ei, fi)
+            status = missing(pi, ei, fi)
             if status:
+                S[PORT] = 1
                 break
             rt = max(rt, i_s[pi] + il)
-            status = absent(S, 2, pv, ev_, fv)
+            status = missing(pv, ev_, fv)
             if status:
+                S[PORT] = 2
                 break
             rt = max(rt, v_s[pv] + vl)
             if o == VAL:

@@ -29,18 +29,20 @@ from .core import (
     FLOPS,
     FREE,
     GROW,
+    II,
     NANV,
     NEED,
+    PORT,
     WAIT_OUT,
     YIELD,
-    absent,
+    T,
     closed,
-    enter,
     gated,
-    out_at,
+    missing,
+    opened,
     out_closed,
+    out_opened,
     settle,
-    start,
 )
 from .reduce import combine, identity
 from .spacc import Accumulator, log_event
@@ -80,43 +82,55 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
     the dense table (mode 0: rows x S[_W] cells); the entries' hash table (mode 1: (mid, inner) ->
     entry, values in ex); eslot/erow/ew2 per entry; the drain order (`spacc_tables`)."""
     S = nd.S
+    ko, do, o_s, ocons = outer.kind, outer.data, outer.sent, outer.cons
+    km, dm, m_s, mcons = mid.kind, mid.data, mid.sent, mid.cons
+    ki, di, i_s, icons = inner.kind, inner.data, inner.sent, inner.cons
+    kv, dv, v_s, vcons = val.kind, val.data, val.sent, val.cons
+    mk_, md, mt, mg = mid_o.kind, mid_o.data, mid_o.sent, mid_o.gate
+    ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
+    vk_, vd, vt, vg = val_o.kind, val_o.data, val_o.sent, val_o.gate
     red, nanv, rows, rslot, rw1, dval, dpres, ents, eslot, erow, ew2, ex, drain, log, ev = mp
     (rk1, rk2, rv), (ek1, ek2, ev_tab), (d_w1, d_off, d_c, d_v) = rows, ents, drain
     nan = nanv[0]
     mode = S[_MODE]
     width = S[_W]
     cap = dpres.shape[0] // width
-    ko, do, o_s, ocons, po, eo, fo, ol = enter(nd, outer)
-    km, dm, m_s, mcons, pm, em, fm, ml = enter(nd, mid)
-    ki, di, i_s, icons, pi, ei, fi, il = enter(nd, inner)
-    kv, dv, v_s, vcons, pv, evv, fv, vl = enter(nd, val)
-    mk_, md, mt, mg, jm, capm, dm_, bm = out_at(nd, mid_o)
-    ck, cd, ct, cg, jc, capc, dc, bc = out_at(nd, crd_o)
-    vk_, vd, vt, vg, jv, capv, dv_, bv = out_at(nd, val_o)
+    po, eo, fo, ol = opened(nd, outer)
+    pm, em, fm, ml = opened(nd, mid)
+    pi, ei, fi, il = opened(nd, inner)
+    pv, evv, fv, vl = opened(nd, val)
+    jm, capm, dm_, bm = out_opened(nd, mid_o)
+    jc, capc, dc, bc = out_opened(nd, crd_o)
+    jv, capv, dv_, bv = out_opened(nd, val_o)
     nr = S[_NR]
     ne = S[_NE]
     nev = S[_NEV2]
-    t, ii, steps, status = start(S)
+    t, ii = S[T], S[II]
     flops = 0
+    steps = status = 0
     while True:
-        status = absent(S, 0, po, eo, fo)
+        status = missing(po, eo, fo)
         if status:
+            S[PORT] = 0
             break
         o = ko[po]
         rt = max(o_s[po] + ol, 0)
         if o == VAL:
-            status = absent(S, 1, pm, em, fm)
+            status = missing(pm, em, fm)
             if status:
+                S[PORT] = 1
                 break
             mk = km[pm]
             rt = max(rt, m_s[pm] + ml)
-            status = absent(S, 2, pi, ei, fi)
+            status = missing(pi, ei, fi)
             if status:
+                S[PORT] = 2
                 break
             ik = ki[pi]
             rt = max(rt, i_s[pi] + il)
-            status = absent(S, 3, pv, evv, fv)
+            status = missing(pv, evv, fv)
             if status:
+                S[PORT] = 3
                 break
             if mk == VAL:
                 if not (ik == VAL or (ik == STOP and di[pi] == 0)):
@@ -220,9 +234,17 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
             if nr > 0 and not (o == STOP and on == 0) and not S[_DRAIN2]:
                 status = FAIL
                 break
-            status = absent(S, 1, pm, em, fm) or absent(S, 2, pi, ei, fi) or \
-                absent(S, 3, pv, evv, fv)
+            status = missing(pm, em, fm)
             if status:
+                S[PORT] = 1
+                break
+            status = missing(pi, ei, fi)
+            if status:
+                S[PORT] = 2
+                break
+            status = missing(pv, evv, fv)
+            if status:
+                S[PORT] = 3
                 break
             rt = max(rt, m_s[pm] + ml)
             if not (km[pm] == o and (o == D_TOK or dm[pm] == on + 1)):

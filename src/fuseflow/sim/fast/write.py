@@ -22,17 +22,19 @@ from .core import (
     FAIL,
     FREE,
     GROW,
+    II,
     NEED,
+    PORT,
     WORDS,
     WRITES,
     NeedOracle,
     Runner,
-    absent,
+    T,
     closed,
-    enter,
+    missing,
+    opened,
     settle,
     stall,
-    start,
 )
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
@@ -54,16 +56,19 @@ class LevelBuffers(NamedTuple):
 @njit(cache=True)
 def _k_level_write(nd, inp, lv):
     S = nd.S
+    ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
     crd, seg, compressed, has_dim, dim, mem = lv
-    ik, idat, isent, icons, pi, ei, fi, lat = enter(nd, inp)
-    t, ii, steps, status = start(S)
+    pi, ei, fi, lat = opened(nd, inp)
+    t, ii = S[T], S[II]
     nc = S[_NC]
     ns = S[_NS]
     count = S[_COUNT]
     writes = S[WRITES]
+    steps = status = 0
     while True:
-        status = absent(S, 0, pi, ei, fi)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 0
             break
         if nc >= crd.shape[0] or ns >= seg.shape[0]:
             status = GROW
@@ -130,14 +135,17 @@ class ValueBuffer(NamedTuple):
 @njit(cache=True)
 def _k_value_write(nd, inp, buf):
     S = nd.S
+    ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
     vals, mem, w = buf
-    ik, idat, isent, icons, pi, ei, fi, lat = enter(nd, inp)
-    t, ii, steps, status = start(S)
+    pi, ei, fi, lat = opened(nd, inp)
+    t, ii = S[T], S[II]
     nv = S[_NC]
     words = S[WORDS]
+    steps = status = 0
     while True:
-        status = absent(S, 0, pi, ei, fi)
+        status = missing(pi, ei, fi)
         if status:
+            S[PORT] = 0
             break
         if nv >= vals.shape[0]:
             status = GROW
