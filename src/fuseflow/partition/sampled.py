@@ -164,6 +164,16 @@ def whole_kernels(compiled, loads: dict, plan: SamplePlan) -> list[WholeKernel]:
     return out
 
 
+def largest_whole(whole: list[WholeKernel], count: int = 3) -> str:
+    """The `count` largest of `whole_kernels`' kernels as a reason names them.
+
+        >>> largest_whole([WholeKernel(2, 16, 3e10), WholeKernel(4, 1, 5e9)])
+        'k2 (16 windows, 3e+10), k4 (1 windows, 5e+09)'
+    """
+    return ", ".join(f"k{w.index} ({w.windows} windows, {w.load:.2g})"
+                     for w in sorted(whole, key=lambda w: -w.load)[:count])
+
+
 def kernel_windows(setup: KernelSetup, plan: SamplePlan) -> list[Window]:
     """The windows a kernel is sampled from: `window_count` of them, all of one width but the
     last (which may be narrower: windows of unequal widths would add their difference to the

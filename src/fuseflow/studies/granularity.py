@@ -21,7 +21,7 @@ from ..fusion.search import NoValidOrder
 from ..memory import MemoryLimitError, release_freed
 from ..models.cycles import model_cycles
 from ..partition.run import simulate_partitioned
-from ..partition.sampled import LEAST_SAMPLED, SamplePlan, WholeKernel, whole_kernels
+from ..partition.sampled import LEAST_SAMPLED, SamplePlan, WholeKernel, largest_whole, whole_kernels
 from ..pipeline import simulate
 from ..progress import RunProgress, is_terminal, numba_notice
 from ..report.notebook import table_html
@@ -47,10 +47,8 @@ def _load(compiled, est) -> float:
 def _too_long(compiled, est, max_tokens: float) -> str:
     whole = kernels_run_whole(compiled, est, _error_plan(1.0))
     whole_load = sum(w.load for w in whole)
-    largest = ", ".join(f"k{w.index} ({w.windows} windows, {w.load:.2g})"
-                        for w in sorted(whole, key=lambda w: -w.load)[:3])
     why = (f"its kernels of fewer than {SAMPLE_FROM_WINDOWS} windows, which a sample runs whole, {whole_load:.2g} "
-           f"token events, over {SAMPLE_WHOLE_ALLOWANCE:g}x that (the largest {largest})"
+           f"token events, over {SAMPLE_WHOLE_ALLOWANCE:g}x that (the largest {largest_whole(whole)})"
            if whole_load > SAMPLE_WHOLE_ALLOWANCE * max_tokens else f"its least sample over {SAMPLE_ALLOWANCE:g}x that")
     return (f"estimated {_load(compiled, est):.2g} token events > {max_tokens:.2g} (--max-tokens), and {why}"
             + (f" (tiles of {compiled.schedule.block}x{compiled.schedule.block} counted element by element)"

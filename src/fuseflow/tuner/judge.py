@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import UserError
-from ..partition.sampled import MIN_WIDTH, SAMPLE_FROM, SamplePlan, whole_kernels
+from ..partition.sampled import MIN_WIDTH, SAMPLE_FROM, SamplePlan, largest_whole, whole_kernels
 
 RUNGS = (0.10, 0.05, 0.02)  # the target errors of the successive rungs, the last the answer's
 ETA = 3  # a rung's best 1/ETA go on to the next
@@ -83,18 +83,15 @@ class Sampling:
         """Why a candidate cannot be evaluated within reason (None: it can): sampled, its kernels
         too short to cut into windows enough, which a sample runs whole, would together pass
         `WHOLE_ALLOWANCE` times the sampling threshold."""
-        tile = (block or 1) ** 2
         if not self.sampled(load(costs, block)):
             return None
-        whole = whole_kernels(compiled, {k.index: k.tokens * tile for k in costs}, self.plan(0))
+        whole = whole_kernels(compiled, {k.index: load([k], block) for k in costs}, self.plan(0))
         run_whole = sum(w.load for w in whole)
         if run_whole <= WHOLE_ALLOWANCE * self.above:
             return None
-        largest = ", ".join(f"k{w.index} ({w.windows} windows, {w.load:.2g})"
-                            for w in sorted(whole, key=lambda w: -w.load)[:3])
         return (f"too large to evaluate: its kernels of fewer than {self.whole_below} windows, which a sample runs "
                 f"whole, hold {run_whole:.2g} token events, over {WHOLE_ALLOWANCE:g}x --sample-above "
-                f"{self.above:.2g} (the largest {largest})")
+                f"{self.above:.2g} (the largest {largest_whole(whole)})")
 
     def plan(self, rung: int) -> SamplePlan:
         return SamplePlan(error=self.rungs[rung], seed=self.seed, min_width=self.min_width,

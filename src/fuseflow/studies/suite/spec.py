@@ -73,6 +73,18 @@ PUBLISHED_KEYS = {"model": str, "dataset": str, "block": int, "label": str, "unf
                   "full": int}
 
 
+def data_key(dataset: str, block: int | None, tiled: bool, scale: float) -> str:
+    """The data point key of the results database: `dataset=cora`, `dataset=small2 block=16`,
+    `dataset=small2 block=16 scalar` (a blocked model's presets on scalar streams)."""
+    return f"dataset={dataset}" + (f" block={block}" if block else "") + ("" if tiled else " scalar") + \
+        (f" scale={scale:g}" if scale != 1.0 else "")
+
+
+def case_label(model: str, dataset: str, block: int | None, tiled: bool) -> str:
+    """A case row as progress lines name it: `gcn cora`, `gpt3-bigbird small2 b16 scalar`."""
+    return f"{model} {dataset}" + (f" b{block}" if block else "") + ("" if tiled else " scalar")
+
+
 @dataclass(frozen=True)
 class SuiteTask:
     """One schedule of one model on one dataset: a row of the suite."""
@@ -91,10 +103,8 @@ class SuiteTask:
 
     @property
     def data(self) -> str:
-        """The data point key of the results database: `dataset=cora`, `dataset=small2 block=16`,
-        `dataset=small2 block=16 scalar` (a blocked model's presets on scalar streams)."""
-        return f"dataset={self.dataset}" + (f" block={self.block}" if self.block else "") + \
-            ("" if self.tiled else " scalar") + (f" scale={self.scale:g}" if self.scale != 1.0 else "")
+        """The data point key of the results database (`data_key`)."""
+        return data_key(self.dataset, self.block, self.tiled, self.scale)
 
     @property
     def key(self) -> tuple:
@@ -107,8 +117,7 @@ class SuiteTask:
         return self.model, self.dataset, self.block, self.seed, self.scale, self.tiled
 
     def label(self) -> str:
-        return f"{self.model} {self.dataset}" + (f" b{self.block}" if self.block else "") + \
-            ("" if self.tiled else " scalar") + f" {self.schedule}"
+        return f"{case_label(self.model, self.dataset, self.block, self.tiled)} {self.schedule}"
 
     def to_dict(self) -> dict:
         return dict(model=self.model, dataset=self.dataset, schedule=self.schedule, seed=self.seed,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from ...models.resolve import ModelRef
 from .. import MAX_TOKENS
 from ..db import SweepDB
-from .spec import Suite
+from .spec import Suite, case_label, data_key
 
 TABLE = ("CREATE TABLE IF NOT EXISTS suite_tuned (program TEXT NOT NULL, data TEXT NOT NULL, "
          "seed INTEGER NOT NULL, budget REAL NOT NULL, suite TEXT, status TEXT NOT NULL, result TEXT, "
@@ -50,8 +50,7 @@ class TuneTask:
 
     @property
     def data(self) -> str:
-        return f"dataset={self.dataset}" + (f" block={self.block}" if self.block else "") + \
-            ("" if self.tiled else " scalar") + (f" scale={self.scale:g}" if self.scale != 1.0 else "")
+        return data_key(self.dataset, self.block, self.tiled, self.scale)
 
     @property
     def key(self) -> tuple:
@@ -59,8 +58,7 @@ class TuneTask:
         return ModelRef("model", self.model).key, self.data, self.seed
 
     def label(self) -> str:
-        return f"{self.model} {self.dataset}" + (f" b{self.block}" if self.block else "") + \
-            ("" if self.tiled else " scalar")
+        return case_label(self.model, self.dataset, self.block, self.tiled)
 
 
 def tune_tasks(suite: Suite) -> list[TuneTask]:
