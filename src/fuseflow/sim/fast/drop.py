@@ -49,6 +49,7 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
     jo, capo, do_, bo = out_opened(nd, outer_o)
     ji, capi, di_, bi = out_opened(nd, inner_o)
     t, ii = S[T], S[II]
+    started = S[_STARTED]
     steps = status = 0
     while True:
         status = missing(pi, ei, fi)
@@ -62,8 +63,8 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
         ik = ki[pi]
         o = ko[po]
         inner_s0 = ik == STOP and di[pi] == 0
-        emit_o = not inner_s0 and (ik != VAL or not S[_STARTED])
-        emit_i = not inner_s0 or S[_STARTED]
+        emit_o = not inner_s0 and (ik != VAL or not started)
+        emit_i = not inner_s0 or started
         if (emit_o and jo >= capo) or (emit_i and ji >= capi):
             status = WAIT_OUT
             break
@@ -76,12 +77,12 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
             if o != VAL:
                 status = FAIL
                 break
-            if not S[_STARTED]:
+            if not started:
                 ook[jo] = VAL
                 ood[jo] = do[po]
                 oot[jo] = tn
                 jo += 1
-                S[_STARTED] = 1
+                started = 1
             icons[pi] = tn
             oik[ji] = VAL
             oid[ji] = di[pi]
@@ -95,13 +96,13 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
             ocons[po] = tn
             icons[pi] = tn
             po += 1
-            if S[_STARTED]:
+            if started:
                 oik[ji] = STOP
                 oid[ji] = 0
                 oit[ji] = tn
                 ji += 1
             pi += 1
-            S[_STARTED] = 0
+            started = 0
         elif ik == STOP or ik == D_TOK:
             if not (o == ik and (ik == D_TOK or do[po] == di[pi] - 1)):
                 status = FAIL
@@ -126,6 +127,7 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
         if ik == D_TOK:
             status = DONE
             break
+    S[_STARTED] = started
     settle(S, t, steps)
     out_closed(nd, outer_o.ch, jo)
     out_closed(nd, inner_o.ch, ji)

@@ -99,7 +99,8 @@ def _window_range(S, level):
 
 @njit(cache=True)
 def _k_scan(nd, ref, crd_o, ref_o, level):
-    """The reference is consumed at the fiber's first step (its consume time S[_FIRST])."""
+    """The reference is consumed at the fiber's first step (its consume time S[_FIRST]). The scan
+    state lives in locals during the loop and in S between calls."""
     S = nd.S
     ik, idat, isent, icons = ref.kind, ref.data, ref.sent, ref.cons
     ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
@@ -109,12 +110,15 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
     jc, capc, dc, bc = out_opened(nd, crd_o)
     jr, capr, dr, br = out_opened(nd, ref_o)
     nseg = seg.shape[0] - 1
+    windows = wlo.shape[0]
+    hbm = mem[0] != 0
     t, ii = S[T], S[II]
     reads = S[READS]
     words = S[WORDS]
+    fib, p, pend, first, rt, base, emp, step = S[_FIB], S[_P], S[_PEND], S[_FIRST], S[_RT], S[_BASE], S[_EMP], S[_STRIDE]
     steps = status = 0
     while True:
-        if S[_FIB] == 0:  # the next reference
+        if fib == 0:  # the next reference
             status = missing(pi, ei, fi)
             if status:
                 S[PORT] = 0
@@ -127,24 +131,24 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
                         status = FAIL
                         break
                     reads += 2
-                    S[_P] = seg[r]
-                    S[_PEND] = seg[r + 1]
+                    p = seg[r]
+                    pend = seg[r + 1]
                 else:
-                    S[_BASE] = r * dim if stride == 0 else r
-                    S[_STRIDE] = 1 if stride == 0 else stride
-                    S[_P] = 0
-                    S[_PEND] = dim
-                S[_EMP] = 0
+                    base = r * dim if stride == 0 else r
+                    step = 1 if stride == 0 else stride
+                    p = 0
+                    pend = dim
+                emp = 0
             elif k == EMPTY:
-                S[_P] = 0
-                S[_PEND] = 0 if compressed else dim
-                S[_EMP] = 1
+                p = 0
+                pend = 0 if compressed else dim
+                emp = 1
             elif k == STOP or k == D_TOK:
                 if jc >= capc or jr >= capr:
                     status = WAIT_OUT
                     break
                 t = gated(gated(max(t + ii, max(isent[pi] + lat, 0)), cg, jc, dc, bc), rg, jr, dr, br)
-                if mem[0]:
+                if hbm:
                     t += stall(mem, words, 0, k == D_TOK)
                 lv = idat[pi] + 1 if k == STOP else 0
                 ck[jc] = k
@@ -165,25 +169,26 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
             else:
                 status = FAIL
                 break
-            S[_FIB] = 1
-            S[_FIRST] = -1
-            S[_RT] = max(isent[pi] + lat, 0)
-            if wlo.shape[0] and k == VAL:  # a partitioned run: the window's first range
-                S[_WIX], S[_FS], S[_FE] = 0, S[_P], S[_PEND]
+            fib = 1
+            first = -1
+            rt = max(isent[pi] + lat, 0)
+            if windows and k == VAL:  # a partitioned run: the window's first range
+                S[_WIX], S[_FS], S[_FE] = 0, p, pend
                 _window_range(S, level)
+                p, pend = S[_P], S[_PEND]
         if jc >= capc or jr >= capr:
             status = WAIT_OUT
             break
-        p = S[_P]
-        if p >= S[_PEND] and wlo.shape[0] and S[_EMP] == 0 and S[_WIX] + 1 < wlo.shape[0]:
+        if p >= pend and windows and emp == 0 and S[_WIX] + 1 < windows:
             S[_WIX] += 1  # the window's next range
             _window_range(S, level)
+            p, pend = S[_P], S[_PEND]
             continue
-        if p < S[_PEND]:  # a coordinate
+        if p < pend:  # a coordinate
             if compressed:
                 reads += 1
-                t = gated(gated(max(t + ii, S[_RT]), cg, jc, dc, bc), rg, jr, dr, br)
-                if mem[0]:
+                t = gated(gated(max(t + ii, rt), cg, jc, dc, bc), rg, jr, dr, br)
+                if hbm:
                     t += stall(mem, words, reads - words, False)
                     words = reads
                 ck[jc] = VAL
@@ -191,33 +196,33 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
                 rk[jr] = VAL
                 rd[jr] = p
             else:
-                t = gated(gated(max(t + ii, S[_RT]), cg, jc, dc, bc), rg, jr, dr, br)
+                t = gated(gated(max(t + ii, rt), cg, jc, dc, bc), rg, jr, dr, br)
                 ck[jc] = VAL
                 cd[jc] = p
-                if S[_EMP]:
+                if emp:
                     rk[jr] = EMPTY
                     rd[jr] = 0
                 else:
                     rk[jr] = VAL
-                    rd[jr] = S[_BASE] + p * S[_STRIDE]
-            S[_RT] = 0
-            if S[_FIRST] < 0:  # the fiber's first step consumes its reference
-                S[_FIRST] = t
+                    rd[jr] = base + p * step
+            rt = 0
+            if first < 0:  # the fiber's first step consumes its reference
+                first = t
                 icons[pi] = t
                 pi += 1
             ct[jc] = t
             rt_[jr] = t
             jc += 1
             jr += 1
-            S[_P] = p + 1
+            p += 1
             steps += 1
         else:  # the fiber's S0
-            t = gated(gated(max(t + ii, S[_RT]), cg, jc, dc, bc), rg, jr, dr, br)
-            if mem[0]:
+            t = gated(gated(max(t + ii, rt), cg, jc, dc, bc), rg, jr, dr, br)
+            if hbm:
                 t += stall(mem, words, reads - words, False)
                 words = reads
-            if S[_FIRST] < 0:
-                S[_FIRST] = t
+            if first < 0:
+                first = t
                 icons[pi] = t
                 pi += 1
             ck[jc] = STOP
@@ -228,8 +233,9 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
             rt_[jr] = t
             jc += 1
             jr += 1
-            S[_FIB] = 0
+            fib = 0
             steps += 1
+    S[_FIB], S[_P], S[_PEND], S[_FIRST], S[_RT], S[_BASE], S[_EMP], S[_STRIDE] = fib, p, pend, first, rt, base, emp, step
     settle(S, t, steps)
     S[READS] = reads
     S[WORDS] = words
@@ -328,6 +334,7 @@ def _k_array(nd, ref, out, v):
     pi, ei, fi, lat = opened(nd, ref)
     j, cap, d, b = out_opened(nd, out)
     nv = vals.shape[0]
+    hbm = mem[0] != 0
     t, ii = S[T], S[II]
     reads = S[READS]
     steps = status = 0
@@ -347,7 +354,7 @@ def _k_array(nd, ref, out, v):
                 status = FAIL
                 break
             reads += w
-            if mem[0]:
+            if hbm:
                 tn += stall(mem, reads - w, w, False)
             ok[j] = VAL
             od[j] = vals[r]
@@ -355,7 +362,7 @@ def _k_array(nd, ref, out, v):
             ok[j] = VAL
             od[j] = fill
         elif k == STOP or k == D_TOK:
-            if mem[0]:
+            if hbm:
                 tn += stall(mem, reads, 0, k == D_TOK)
             ok[j] = k
             od[j] = idat[pi]

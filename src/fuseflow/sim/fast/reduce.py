@@ -90,6 +90,7 @@ def _k_reduce(nd, val, out, how):
     j, cap, d, b = out_opened(nd, out)
     t, ii = S[T], S[II]
     acc = F[0]
+    fiber_open = S[_OPEN]
     flops = 0
     steps = status = 0
     while True:
@@ -107,7 +108,7 @@ def _k_reduce(nd, val, out, how):
         if k == VAL or k == EMPTY:
             x = float(idat[pi]) if k == VAL else 0.0
             acc = combine(red, acc, x, nan)
-            S[_OPEN] = 1
+            fiber_open = 1
             flops += 1
         elif k == STOP and idat[pi] == 0:
             ok[j] = VAL
@@ -115,9 +116,9 @@ def _k_reduce(nd, val, out, how):
             ot[j] = tn
             j += 1
             acc = identity(red)
-            S[_OPEN] = 0
+            fiber_open = 0
         elif k == STOP or k == D_TOK:
-            if S[_OPEN]:
+            if fiber_open:
                 status = FAIL
                 break
             ok[j] = k
@@ -135,6 +136,7 @@ def _k_reduce(nd, val, out, how):
             status = DONE
             break
     F[0] = acc
+    S[_OPEN] = fiber_open
     settle(S, t, steps)
     S[FLOPS] += flops
     out_closed(nd, out.ch, j)

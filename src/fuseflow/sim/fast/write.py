@@ -64,6 +64,7 @@ def _k_level_write(nd, inp, lv):
     ns = S[_NS]
     count = S[_COUNT]
     writes = S[WRITES]
+    hbm = mem[0] != 0
     steps = status = 0
     while True:
         status = missing(pi, ei, fi)
@@ -84,7 +85,7 @@ def _k_level_write(nd, inp, lv):
                 crd[nc] = x
                 nc += 1
                 writes += 1
-                if mem[0]:
+                if hbm:
                     tn += stall(mem, writes - 1, 1, False)
             elif x != count:
                 status = FAIL
@@ -95,7 +96,7 @@ def _k_level_write(nd, inp, lv):
                 seg[ns] = nc
                 ns += 1
                 writes += 1
-                if mem[0]:
+                if hbm:
                     tn += stall(mem, writes - 1, 1, False)
             elif count != dim:
                 status = FAIL
@@ -141,6 +142,7 @@ def _k_value_write(nd, inp, buf):
     t, ii = S[T], S[II]
     nv = S[_NC]
     words = S[WORDS]
+    hbm = mem[0] != 0
     steps = status = 0
     while True:
         status = missing(pi, ei, fi)
@@ -157,7 +159,7 @@ def _k_value_write(nd, inp, buf):
             vals[nv] = float(idat[pi]) if k == VAL else 0.0
             nv += 1
             words += w
-            if mem[0]:
+            if hbm:
                 tn += stall(mem, words - w, w, False)
         elif not (k == STOP or k == D_TOK):
             status = FAIL
