@@ -46,8 +46,9 @@ from .runners import RUNNERS
 from .stream import token_list
 
 DEFAULT_CHUNK = 1 << 18  # tokens a channel buffers before its producer waits
-FIRST_SIZE = 1 << 14  # a buffer's first size (cache-resident): it grows up to the chunk while its producer
-GROW_AFTER = 4  # waits, once the stream has carried GROW_AFTER times what the buffer holds (a long stream)
+FIRST_SIZE = 1 << 14  # a buffer's first size (cache-resident): it grows to the chunk in one step while its
+GROW_AFTER = 4  # producer waits, once the stream has carried GROW_AFTER times what the buffer holds (a long
+# stream): one copy of the window's tokens, where doubling copied them at every size on the way
 FIRST_TILES = 1 << 10  # ... and of a channel of tiles (a 64x64 tile is 32 KB)
 CHECK_EVERY = 16 << 20  # bytes allocated between two checks against the memory budget
 CHANNEL_BYTES = 1 << 30  # what the buffers of one kernel may take before their size is lowered
@@ -268,8 +269,9 @@ class Engine(BoundedDriver):
         return r.S.item(STEPS) != steps or status != moved_status
 
     def _room_made(self, r: Runner) -> bool:
-        """r waits for room: grow its full buffers that are below their chunk (or of a whole
-        stream) at once, or note that a compaction frees room; True if r may go on."""
+        """r waits for room: grow its full buffers that are below their chunk to the chunk (a
+        whole stream's to twice its size), or note that a compaction frees room; True if r may
+        go on."""
         CH = self.tables.CH.item
         for ch in r.out_ch:
             if CH(ch.index, COUNT) == ch.kind.shape[0]:
@@ -280,7 +282,7 @@ class Engine(BoundedDriver):
         growing = [ch for ch in full if self.whole or (ch.capacity < ch.limit and not ch.droppable()
                                                       and ch.produced >= GROW_AFTER * ch.capacity)]
         for ch in growing:
-            self._grow_channel(ch, r, 0 if self.whole else min(2 * ch.capacity, ch.limit))
+            self._grow_channel(ch, r, 0 if self.whole else ch.limit)
         return bool(growing) or any(ch.droppable() for ch in full)
 
     def _after(self, r: Runner, status: int, before_in, before_out) -> None:
