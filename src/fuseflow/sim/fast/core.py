@@ -281,7 +281,7 @@ def compiled_entry(dispatcher, args: tuple):
         True
     """
     try:
-        key = (dispatcher, tuple(compute_fingerprint(a) for a in args))
+        key = (dispatcher, *map(compute_fingerprint, args))
     except (TypeError, ValueError, NotImplementedError):  # a value numba's dispatcher types the slow way
         key = None
     found = _ENTRIES.get(key) if key is not None else None
@@ -413,8 +413,8 @@ class Runner:
 
     def in_records(self) -> list:
         """An `In` per input port, in `ins` order."""
-        return [In(ch.kind, ch.data, ch.sent, self.cons_of(ch, r), ch.index, r, ch.lat)
-                for ch, r in zip(self.in_ch, self.readers)]
+        return [In(ch.kind, ch.data, ch.sent, x.cons, ch.index, x.index, ch.lat)
+                for ch, x in zip(self.in_ch, self.reader_objects())]
 
     def out_records(self) -> list:
         """An `Out` per output port, in `outs` order."""
