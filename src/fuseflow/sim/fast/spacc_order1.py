@@ -50,6 +50,7 @@ from .stream import DONE as D_TOK
 from .stream import STOP, VAL, _is_elem
 
 TABLE_LIMIT = 1 << 22  # spacc keys 0..TABLE_LIMIT-1 accumulate in a dense table, others are sorted
+FIRST_KEYS = 1024  # the table's and the queue's first size
 _NT, _M, _QH, _QN, _ENDED, _NEV = range(FREE, FREE + 6)
 
 
@@ -268,11 +269,12 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
                 ocons[po] = t
                 po += 1
         if emits:
-            ck[jc] = qk[qh]
-            cd[jc] = qd[qh]
-            vk_[jv] = qk[qh]
-            vd[jv] = qx[qh] if qk[qh] == VAL else qd[qh]
-            if log and qk[qh] == VAL:
+            head, coord = qk[qh], qd[qh]
+            ck[jc] = head
+            cd[jc] = coord
+            vk_[jv] = head
+            vd[jv] = qx[qh] if head == VAL else coord
+            if log and head == VAL:
                 nev = log_event(ev, nev, 0, 0, jv, EMIT_SEALED)
             ct[jc] = t
             vt[jv] = t
@@ -303,14 +305,15 @@ class Spacc(Accumulator):
 
     def check(self):
         super().check()
-        self.tbl = np.empty(0, dtype=np.float64)
-        self.present = np.zeros(0, dtype=np.bool_)
-        self.touched = np.empty(256, dtype=np.int64)
+        # sized for fibers of up to FIRST_KEYS keys (36 KB): smaller ones never ask to GROW
+        self.tbl = np.empty(FIRST_KEYS, dtype=np.float64)
+        self.present = np.zeros(FIRST_KEYS, dtype=np.bool_)
+        self.touched = np.empty(FIRST_KEYS, dtype=np.int64)
         self.xk = np.empty(16, dtype=np.int64)
         self.xv = np.empty(16, dtype=np.float64)
-        self.qk = np.empty(256, dtype=np.int64)
-        self.qd = np.empty(256, dtype=np.int64)
-        self.qx = np.empty(256, dtype=np.float64)
+        self.qk = np.empty(FIRST_KEYS, dtype=np.int64)
+        self.qd = np.empty(FIRST_KEYS, dtype=np.int64)
+        self.qx = np.empty(FIRST_KEYS, dtype=np.float64)
         self._log(_NEV)
 
     def pending(self):
