@@ -11,7 +11,8 @@ compiles it (a second or two each; `progress.numba_notice` says so once) and num
 needs: it simulates GCN's presets on the karate graph (about 40 signatures). `--all` compiles the
 rest (scripts/setup.sh starts it in the background, at low priority): every built-in model under
 each of its presets on its smallest data and a sparse-sparse product under each dataflow order
-(one accumulator, none, the order-2 accumulator; fork/join lanes), then each tuple-taking
+(one accumulator, none, the order-2 accumulator; fork/join lanes), unbounded and on bounded
+channels (whose kernels take a gate: another signature), then each tuple-taking
 signature again for every length up to `MAX_ARITY`, the functions dealt over `--processes`
 processes (each function's signatures in one process, so no two compile it twice). Only one
 `--all` runs at a time, and one that finds a finished `--all` for the same sources ends at once.
@@ -42,6 +43,7 @@ from .models.registry import build
 from .pipeline import simulate
 from .sim import fast
 from .sim.fast.dispatchers import kernel_dispatchers, load_cached
+from .sim.hw import HwConfig
 
 MAX_ARITY = 16  # tuple lengths compiled ahead (GPT-3 wide's fused layer: a 13-output broadcast, a 12-way union)
 
@@ -75,6 +77,7 @@ PRODUCT_LEVELS = ("i : dense, k : compressed", "i : compressed, k : compressed")
 # accumulator), and rows dealt over two lanes (fork and join)
 PRODUCT_SCHEDULES = ("full layout=induced order=i,j,k", "full layout=induced order=i,k,j",
                      "full layout=induced order=j,i,k", "full layout=induced order=i,j,k par=i:2")
+BOUNDED = HwConfig(channel_depth=4)  # the products again on bounded channels (modelled FIFOs)
 
 
 @dataclass
@@ -104,8 +107,9 @@ def _simulate_cases(models=MODEL_CASES, products: bool = True) -> int:
         program = from_mlir(PRODUCT.format(levels=levels))
         data = random_inputs(program, density=0.1, seed=1)
         for schedule in PRODUCT_SCHEDULES:
-            simulate(program, schedule, data)
-            runs += 1
+            for hw in (None, BOUNDED):  # a bounded channel's kernels take its gate (`core.gated`)
+                simulate(program, schedule, data, hw=hw)
+                runs += 1
     return runs
 
 

@@ -46,7 +46,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 from numba._dispatcher import compute_fingerprint
+from numba.core import types
 from numba.core.typing.typeof import Purpose, typeof
+from numba.extending import overload
 
 from ..hw import MEMORY_KINDS, HwConfig
 from ..oracle.arith import NAN
@@ -105,12 +107,13 @@ class In(NamedTuple):
 
 class Out(NamedTuple):
     """An output port as a kernel writes it: the channel's window (kind, data, sent), its gate
-    (the one reader's consume times, `NO_GATE` when it is never bounded) and its row in the
-    tables (`out_opened`, `out_closed`)."""
+    (the one reader's consume times; None when the channel is not bounded, which compiles the
+    kernel without the bound's check: `gated`) and its row in the tables (`out_opened`,
+    `out_closed`)."""
     kind: np.ndarray
     data: np.ndarray
     sent: np.ndarray
-    gate: np.ndarray
+    gate: np.ndarray | None
     ch: int
 
 
@@ -144,7 +147,7 @@ class Outs(NamedTuple):
     @staticmethod
     def of(ports: list, data: bool = True) -> Outs:
         return Outs(tuple(o.kind for o in ports), tuple(o.data for o in ports) if data else None,
-                    tuple(o.sent for o in ports), tuple(o.gate for o in ports),
+                    tuple(o.sent for o in ports), tuple(NO_GATE if o.gate is None else o.gate for o in ports),
                     np.array([o.ch for o in ports], dtype=np.int64))
 
 
@@ -235,16 +238,39 @@ def settle(S, t, steps):
     S[STEPS] += steps
 
 
-@njit(inline="always")
-def gated(t, gate, j, d, base):
-    """`t`, or later if a step at `t` emitting window position j of a channel bounded to d
-    tokens must wait for the reader to consume the token d before it (`gate`: its consume
-    times, aligned with the window). Written as a `max`: returning the gate's value after a
+def _ungated(t, gate, j, d, base):
+    """`gated` of an output whose channel is not bounded (its gate None): t."""
+    return t
+
+
+def _gated_by(t, gate, j, d, base):
+    """`gated` of an output with a gate. Written as a `max`: returning the gate's value after a
     comparison made LLVM compile every emitting kernel's step loop about twice as slow, bounded or
     not (bench/sim_speed.py --against measures such a change)."""
     if d != 0 and base + j >= d:
         return max(t, gate[j - d])
     return t
+
+
+def _gate(t, gate, j, d, base):
+    """Typed by its overload: `_ungated` where the gate is None, else `_gated_by`."""
+
+
+@overload(_gate, inline="always")
+def _gate_for(t, gate, j, d, base):
+    return _ungated if isinstance(gate, types.NoneType) else _gated_by
+
+
+_ungated.kernel_source = _gated_by.kernel_source = _gate_for.kernel_source = True  # `kernel_cache`
+
+
+@njit(inline="always")
+def gated(t, gate, j, d, base):
+    """`t`, or later if a step at `t` emitting window position j of a channel bounded to d
+    tokens must wait for the reader to consume the token d before it (`gate`: its consume
+    times, aligned with the window). An output whose channel is not bounded has no gate (`Out`'s
+    gate None): its kernels are compiled without the check, as before bounded channels."""
+    return _gate(t, gate, j, d, base)
 
 
 @njit(cache=True)
@@ -401,10 +427,10 @@ class Runner:
         return self._reader_objects
 
     @staticmethod
-    def gate_of(ch) -> np.ndarray:
-        """Output channel `ch`'s gate: its one reader's consume times (a dummy when it has none or
-        several: such channels are never bounded)."""
-        return ch.readers[0].cons if len(ch.readers) == 1 else NO_GATE
+    def gate_of(ch) -> np.ndarray | None:
+        """Output channel `ch`'s gate: its one reader's consume times when the channel is bounded,
+        else None."""
+        return ch.readers[0].cons if ch.depth and len(ch.readers) == 1 else None
 
     def state(self):
         """The kernel's last argument: a NamedTuple of the runner's parameters and buffers (or the
@@ -418,7 +444,7 @@ class Runner:
 
     def out_records(self) -> list:
         """An `Out` per output port, in `outs` order."""
-        return [Out(ch.kind, ch.data, ch.sent, self.gate_of(ch) if self.backpressure else NO_GATE, ch.index)
+        return [Out(ch.kind, ch.data, ch.sent, self.gate_of(ch) if self.backpressure else None, ch.index)
                 for ch in self.out_ch]
 
     def port_args(self) -> tuple:

@@ -36,18 +36,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _numba_functions(module_name: str) -> list:
-    """The numba functions that module `module_name`'s globals name (its own and imported ones)."""
+    """The numba functions that module `module_name`'s globals name (its own and imported ones),
+    and the plain functions compiled into kernels through an overload (marked `kernel_source`)."""
     module = sys.modules.get(module_name)
-    return [] if module is None else [v for v in vars(module).values() if isinstance(v, Dispatcher)]
+    return [] if module is None else [v for v in vars(module).values()
+                                      if isinstance(v, Dispatcher) or getattr(v, "kernel_source", False)]
 
 
 _SOURCES: dict = {}  # (module, qualified name) -> the source of a numba function, read once
 
 
-def _source(fn: Dispatcher) -> str:
-    key = (fn.py_func.__module__, fn.py_func.__qualname__)
+def _source(fn) -> str:
+    fn = getattr(fn, "py_func", fn)
+    key = (fn.__module__, fn.__qualname__)
     if key not in _SOURCES:
-        _SOURCES[key] = inspect.getsource(fn.py_func)
+        _SOURCES[key] = inspect.getsource(fn)
     return _SOURCES[key]
 
 
@@ -63,10 +66,11 @@ def dependency_digest(module_name: str) -> bytes:
     seen, todo = {module_name}, [module_name]
     while todo:
         for fn in _numba_functions(todo.pop()):
-            name = fn.py_func.__module__
+            py_func = getattr(fn, "py_func", fn)
+            name = py_func.__module__
             if name == module_name:
                 continue
-            digest.update(f"{name}.{fn.py_func.__qualname__}".encode())
+            digest.update(f"{name}.{py_func.__qualname__}".encode())
             digest.update(_source(fn).encode())
             if name not in seen:
                 seen.add(name)

@@ -115,7 +115,8 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
     t, ii = S[T], S[II]
     reads = S[READS]
     words = S[WORDS]
-    fib, p, pend, first, rt, base, emp, step = S[_FIB], S[_P], S[_PEND], S[_FIRST], S[_RT], S[_BASE], S[_EMP], S[_STRIDE]
+    fib, p, pend, first = S[_FIB], S[_P], S[_PEND], S[_FIRST]
+    rt, base, emp, step = S[_RT], S[_BASE], S[_EMP], S[_STRIDE]
     steps = status = 0
     while True:
         if fib == 0:  # the next reference
@@ -235,7 +236,8 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
             jr += 1
             fib = 0
             steps += 1
-    S[_FIB], S[_P], S[_PEND], S[_FIRST], S[_RT], S[_BASE], S[_EMP], S[_STRIDE] = fib, p, pend, first, rt, base, emp, step
+    S[_FIB], S[_P], S[_PEND], S[_FIRST] = fib, p, pend, first
+    S[_RT], S[_BASE], S[_EMP], S[_STRIDE] = rt, base, emp, step
     settle(S, t, steps)
     S[READS] = reads
     S[WORDS] = words
