@@ -152,6 +152,10 @@ class RunProgress:
 _NOTICE_GIVEN = threading.Event()  # the numba notice is printed once per process
 
 
+NUMBA_NOTICE = ("fuseflow: compiling the simulator's kernels with numba (a kind not in its cache yet: once; "
+                "`python -m fuseflow.warmup` compiles the common ones ahead)")
+
+
 def numba_notice(out=None):
     """A context in which numba's first compilation prints a one-line notice on `out` (stderr),
     once per process."""
@@ -161,9 +165,7 @@ def numba_notice(out=None):
         def on_start(self, ev) -> None:
             if not _NOTICE_GIVEN.is_set():
                 _NOTICE_GIVEN.set()
-                tqdm.write("fuseflow: compiling the simulator's kernels with numba (a kind not in its cache "
-                           "yet: once; `python -m fuseflow.warmup` compiles the common ones ahead)",
-                           file=out if out is not None else sys.stderr)
+                tqdm.write(NUMBA_NOTICE, file=out if out is not None else sys.stderr)
 
         def on_end(self, ev) -> None:
             pass
