@@ -46,9 +46,10 @@ from .runners import RUNNERS
 from .stream import token_list
 
 DEFAULT_CHUNK = 1 << 18  # tokens a channel buffers before its producer waits
-FIRST_SIZE = 1 << 14  # a buffer's first size (cache-resident): it grows to the chunk in one step while its
-GROW_AFTER = 4  # producer waits, once the stream has carried GROW_AFTER times what the buffer holds (a long
-# stream): one copy of the window's tokens, where doubling copied them at every size on the way
+FIRST_SIZE = 1 << 16  # a buffer's first size (about 2 MB with its consume times): it grows to the chunk in
+GROW_AFTER = 4  # one step while its producer waits, once the stream has carried GROW_AFTER times what the
+# buffer holds (a long stream): one copy of the window's tokens, where doubling copied them at every size;
+# a stream of up to 64 K tokens passes in one kernel call (docs/log/performance-history.md, 2026-11-29)
 FIRST_TILES = 1 << 10  # ... and of a channel of tiles (a 64x64 tile is 32 KB)
 CHECK_EVERY = 16 << 20  # bytes allocated between two checks against the memory budget
 CHANNEL_BYTES = 1 << 30  # what the buffers of one kernel may take before their size is lowered
