@@ -15,7 +15,16 @@ import pytest
 from numba import types
 
 from fuseflow.sim.fast.kernel_cache import LockedCacheFile
-from fuseflow.warmup import MAX_ARITY, _cache_folder, _with_arity, kernel_dispatchers, warm_all
+from fuseflow.warmup import (
+    MAX_ARITY,
+    PRODUCT_LEVELS,
+    PRODUCT_SCHEDULES,
+    _cache_folder,
+    _simulate_cases,
+    _with_arity,
+    kernel_dispatchers,
+    warm_all,
+)
 
 STUDY = textwrap.dedent("""
     from fuseflow.cli import main
@@ -49,6 +58,13 @@ def test_first_study_after_warmup_compiles_nothing():
     assert run.returncode == 0, run.stderr
     assert "compiled 0" in run.stdout.splitlines()[-1], run.stdout + run.stderr
     assert "compiling the simulator's kernels" not in run.stderr
+
+
+@pytest.mark.slow
+def test_the_full_warmups_products_run_unbounded_and_bounded():
+    # the background `--all` runs them; a failure there would pass unseen (a bounded product
+    # with fork/join lanes deadlocks at depth 4: its kernels are compiled all the same)
+    assert _simulate_cases(models=(), products=True) == 2 * len(PRODUCT_LEVELS) * len(PRODUCT_SCHEDULES)
 
 
 def _save_many(folder: str, first: int) -> None:
