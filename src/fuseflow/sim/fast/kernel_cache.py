@@ -47,7 +47,7 @@ _SOURCES: dict = {}  # (module, qualified name) -> the source of a numba functio
 
 
 def _source(fn) -> str:
-    fn = getattr(fn, "py_func", fn)
+    """The source of `fn`, a plain function (a numba function's `py_func`)."""
     key = (fn.__module__, fn.__qualname__)
     if key not in _SOURCES:
         _SOURCES[key] = inspect.getsource(fn)
@@ -71,7 +71,7 @@ def dependency_digest(module_name: str) -> bytes:
             if name == module_name:
                 continue
             digest.update(f"{name}.{py_func.__qualname__}".encode())
-            digest.update(_source(fn).encode())
+            digest.update(_source(py_func).encode())
             if name not in seen:
                 seen.add(name)
                 todo.append(name)

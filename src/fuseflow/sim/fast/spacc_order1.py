@@ -335,7 +335,7 @@ class Spacc(Accumulator):
         S, e = self.S, self.engine
         need = int(S[NEED])
         if need > self.tbl.shape[0]:
-            size = min(max(need, 2 * self.tbl.shape[0], 1024), TABLE_LIMIT)
+            size = min(max(need, 2 * self.tbl.shape[0], FIRST_KEYS), TABLE_LIMIT)
             e.reserve(9 * (size - self.tbl.shape[0]), self)
             tbl = np.empty(size, dtype=np.float64)
             present = np.zeros(size, dtype=np.bool_)
