@@ -65,6 +65,17 @@ class Tables:
         self.RD = np.zeros((max(readers, 1), 13), dtype=np.int64)
 
 
+_EMPTY: dict = {}  # dtype -> a shared array of no items (`_empty`)
+
+
+def _empty(dtype) -> np.ndarray:
+    """A shared array of no `dtype` items (what a released channel holds)."""
+    dtype = np.dtype(dtype)
+    if dtype not in _EMPTY:
+        _EMPTY[dtype] = np.zeros(0, dtype=dtype)
+    return _EMPTY[dtype]
+
+
 class Reader:
     __slots__ = ("index", "cons", "node", "port", "queue", "synced", "unmerged")
 
@@ -226,19 +237,19 @@ class Channel:
                 r.cons[:n] = old_cons[:n]
             pool.give(old_cons)
 
-    def release(self) -> None:
-        """Give the buffers to the pool for the next run, and drop the tiles (the channel holds no
-        tokens after). The engine's runners and channels refer to each other: left to Python's
-        cycle collector, which rarely runs in a process making few objects, a run's buffers
-        outlived it (GPT-3 small2 b64's attention kernel: 5 MB of tiles a channel, 0.5 GB more
-        resident each second of window runs)."""
-        pool.give(self.kind, self.data, self.sent, *(r.cons for r in self.readers))
-        empty = np.zeros(0, dtype=np.int64)
-        self.kind, self.data, self.sent = empty.astype(np.int8), empty.astype(self.dtype), empty
+    def release(self) -> list[np.ndarray]:
+        """The run is over: the channel lets go of its buffers and returns them, for the engine to
+        give to the `pool` at once, and drops its tiles (it holds no tokens after). The engine's
+        runners and channels refer to each other: left to Python's cycle collector, which rarely
+        runs in a process making few objects, a run's buffers outlived it (GPT-3 small2 b64's
+        attention kernel: 5 MB of tiles a channel, 0.5 GB more resident each second of window runs)."""
+        buffers = [self.kind, self.data, self.sent, *(r.cons for r in self.readers)]
+        self.kind, self.data, self.sent = _empty(np.int8), _empty(self.dtype), _empty(np.int64)
         if self.tiles is not None:
             self.tiles = np.zeros((0,) + self.tile_shape)
         for r in self.readers:
-            r.cons = empty
+            r.cons = self.sent
+        return buffers
 
     def append(self, kind, data, sent, tiles=None) -> None:
         """Add tokens (for sources outside the kernels: `apply` inputs, oracle nodes)."""

@@ -382,8 +382,7 @@ class Engine(BoundedDriver):
             for r in self.runners:
                 r.invalidate()
                 r.release()
-            for ch in self.channels.values():
-                ch.release()
+            pool.give(*[buffer for ch in self.channels.values() for buffer in ch.release()])
 
     def events(self) -> int:
         """Token events so far: tokens produced on every stream."""

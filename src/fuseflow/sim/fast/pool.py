@@ -48,15 +48,16 @@ def take(n: int, dtype) -> np.ndarray:
 def give(*arrays: np.ndarray) -> None:
     """Hand arrays back (the caller no longer uses them); those beyond POOL_BYTES are freed."""
     global _bytes
-    for arr in arrays:
-        if arr.ndim != 1 or not arr.flags.owndata or arr.nbytes == 0:
-            continue
-        if POISON:
-            arr.view(np.uint8).fill(0xA5)
-        with _lock:
-            if _bytes + arr.nbytes <= POOL_BYTES:
+    if POISON:
+        for arr in arrays:
+            if arr.ndim == 1 and arr.flags.owndata:
+                arr.view(np.uint8).fill(0xA5)
+    with _lock:
+        for arr in arrays:
+            n = arr.nbytes
+            if n and arr.ndim == 1 and arr.flags.owndata and _bytes + n <= POOL_BYTES:
                 _free.setdefault((arr.dtype.str, arr.shape[0]), []).append(arr)
-                _bytes += arr.nbytes
+                _bytes += n
 
 
 def clear() -> None:
