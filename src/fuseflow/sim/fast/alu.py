@@ -16,27 +16,8 @@ from numba import njit
 
 from ...scalar_ops import OPS
 from ..oracle.alu import _alu_signature
-from . import tiles
-from .core import (
-    DONE,
-    FAIL,
-    FLOPS,
-    II,
-    INF,
-    NANV,
-    PORT,
-    WAIT_OUT,
-    NeedOracle,
-    Runner,
-    T,
-    closed,
-    gated,
-    missing,
-    opened,
-    out_closed,
-    out_opened,
-    settle,
-)
+from . import core, tiles
+from .core import NeedOracle, Runner
 from .stream import DONE as D_TOK
 from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
 
@@ -71,7 +52,7 @@ def _div(a, b, nan):
     if b == 0.0:
         if a != a or a == 0.0:
             return nan
-        return math.copysign(INF, a) * math.copysign(1.0, b)
+        return math.copysign(core.INF, a) * math.copysign(1.0, b)
     return a / b
 
 
@@ -153,34 +134,34 @@ def _k_alu(nd, a_in, b_in, c_in, out, how):
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     nin, op, has_scalar, scalar, spos, nanv = how
     nan = nanv[0]
-    pa, ea, fa, al = opened(nd, a_in)
+    pa, ea, fa, al = core.opened(nd, a_in)
     pb, eb, fb, bl = pa, ea, fa, al
     pc, ec, fc, cl = pa, ea, fa, al
     if nin >= 2:
-        pb, eb, fb, bl = opened(nd, b_in)
+        pb, eb, fb, bl = core.opened(nd, b_in)
     if nin >= 3:
-        pc, ec, fc, cl = opened(nd, c_in)
-    j, cap, d, base = out_opened(nd, out)
-    t, ii = S[T], S[II]
+        pc, ec, fc, cl = core.opened(nd, c_in)
+    j, cap, d, base = core.out_opened(nd, out)
+    t, ii = S[core.T], S[core.II]
     flops = 0
     steps = status = 0
     while True:
-        status = missing(pa, ea, fa)
+        status = core.missing(pa, ea, fa)
         if status:
-            S[PORT] = 0
+            S[core.PORT] = 0
             break
         if nin >= 2:
-            status = missing(pb, eb, fb)
+            status = core.missing(pb, eb, fb)
             if status:
-                S[PORT] = 1
+                S[core.PORT] = 1
                 break
         if nin >= 3:
-            status = missing(pc, ec, fc)
+            status = core.missing(pc, ec, fc)
             if status:
-                S[PORT] = 2
+                S[core.PORT] = 2
                 break
         if j >= cap:
-            status = WAIT_OUT
+            status = core.WAIT_OUT
             break
         rt = max(a_s[pa] + al, 0)
         a = ak[pa]
@@ -222,18 +203,18 @@ def _k_alu(nd, a_in, b_in, c_in, out, how):
             od[j] = scalar if a == EMPTY else float(ad[pa])
         else:
             if a == REPEAT:
-                status = FAIL
+                status = core.FAIL
                 break
             lv = ad[pa]
             if nin >= 2 and not (b == a and (a != STOP or bd[pb] == lv) and a != VAL):
-                status = FAIL
+                status = core.FAIL
                 break
             if nin >= 3 and not (c == a and (a != STOP or cd[pc] == lv) and a != VAL):
-                status = FAIL
+                status = core.FAIL
                 break
             ok[j] = a
             od[j] = lv if a == STOP else 0.0
-        t = gated(max(t + ii, rt), og, j, d, base)
+        t = core.gated(max(t + ii, rt), og, j, d, base)
         ot[j] = t
         j += 1
         acons[pa] = t
@@ -246,16 +227,16 @@ def _k_alu(nd, a_in, b_in, c_in, out, how):
             pc += 1
         steps += 1
         if a == D_TOK:
-            status = DONE
+            status = core.DONE
             break
-    settle(S, t, steps)
-    S[FLOPS] += flops
-    out_closed(nd, out.ch, j)
-    closed(nd, a_in, pa)
+    core.settle(S, t, steps)
+    S[core.FLOPS] += flops
+    core.out_closed(nd, out.ch, j)
+    core.closed(nd, a_in, pa)
     if nin >= 2:
-        closed(nd, b_in, pb)
+        core.closed(nd, b_in, pb)
     if nin >= 3:
-        closed(nd, c_in, pc)
+        core.closed(nd, c_in, pc)
     return status
 
 
@@ -290,7 +271,7 @@ class Alu(Runner):
     def state(self):
         has = self.scalar is not None
         return AluOp(len(self.in_ch), ALU_CODES[self.op], has, self.scalar if has else 0.0,
-                     int(self.pos) if has else 0, NANV)
+                     int(self.pos) if has else 0, core.NANV)
 
     def after(self, before_in, before_out):
         if self.tile is not None:

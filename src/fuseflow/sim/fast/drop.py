@@ -12,28 +12,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .core import (
-    DONE,
-    FAIL,
-    FREE,
-    II,
-    PORT,
-    WAIT_OUT,
-    NeedOracle,
-    Runner,
-    T,
-    closed,
-    gated,
-    missing,
-    opened,
-    out_closed,
-    out_opened,
-    settle,
-)
+from . import core
+from .core import NeedOracle, Runner
 from .stream import DONE as D_TOK
 from .stream import STOP, VAL
 
-_STARTED = FREE  # the current inner fiber emitted its outer coordinate
+_STARTED = core.FREE  # the current inner fiber emitted its outer coordinate
 
 
 @njit(cache=True)
@@ -44,21 +28,21 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
     ki, di, i_s, icons = inner.kind, inner.data, inner.sent, inner.cons
     ook, ood, oot, oog = outer_o.kind, outer_o.data, outer_o.sent, outer_o.gate
     oik, oid, oit, oig = inner_o.kind, inner_o.data, inner_o.sent, inner_o.gate
-    po, eo, fo, ol = opened(nd, outer)
-    pi, ei, fi, il = opened(nd, inner)
-    jo, capo, do_, bo = out_opened(nd, outer_o)
-    ji, capi, di_, bi = out_opened(nd, inner_o)
-    t, ii = S[T], S[II]
+    po, eo, fo, ol = core.opened(nd, outer)
+    pi, ei, fi, il = core.opened(nd, inner)
+    jo, capo, do_, bo = core.out_opened(nd, outer_o)
+    ji, capi, di_, bi = core.out_opened(nd, inner_o)
+    t, ii = S[core.T], S[core.II]
     started = S[_STARTED]
     steps = status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = core.missing(pi, ei, fi)
         if status:
-            S[PORT] = 1
+            S[core.PORT] = 1
             break
-        status = missing(po, eo, fo)
+        status = core.missing(po, eo, fo)
         if status:
-            S[PORT] = 0
+            S[core.PORT] = 0
             break
         ik = ki[pi]
         o = ko[po]
@@ -66,16 +50,16 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
         emit_o = not inner_s0 and (ik != VAL or not started)
         emit_i = not inner_s0 or started
         if (emit_o and jo >= capo) or (emit_i and ji >= capi):
-            status = WAIT_OUT
+            status = core.WAIT_OUT
             break
         tn = max(t + ii, max(i_s[pi] + il, o_s[po] + ol, 0))
         if emit_o:
-            tn = gated(tn, oog, jo, do_, bo)
+            tn = core.gated(tn, oog, jo, do_, bo)
         if emit_i:
-            tn = gated(tn, oig, ji, di_, bi)
+            tn = core.gated(tn, oig, ji, di_, bi)
         if ik == VAL:
             if o != VAL:
-                status = FAIL
+                status = core.FAIL
                 break
             if not started:
                 ook[jo] = VAL
@@ -91,7 +75,7 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
             pi += 1
         elif ik == STOP and di[pi] == 0:
             if o != VAL:
-                status = FAIL
+                status = core.FAIL
                 break
             ocons[po] = tn
             icons[pi] = tn
@@ -105,7 +89,7 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
             started = 0
         elif ik == STOP or ik == D_TOK:
             if not (o == ik and (ik == D_TOK or do[po] == di[pi] - 1)):
-                status = FAIL
+                status = core.FAIL
                 break
             ocons[po] = tn
             icons[pi] = tn
@@ -120,19 +104,19 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
             po += 1
             pi += 1
         else:
-            status = FAIL
+            status = core.FAIL
             break
         t = tn
         steps += 1
         if ik == D_TOK:
-            status = DONE
+            status = core.DONE
             break
     S[_STARTED] = started
-    settle(S, t, steps)
-    out_closed(nd, outer_o.ch, jo)
-    out_closed(nd, inner_o.ch, ji)
-    closed(nd, outer, po)
-    closed(nd, inner, pi)
+    core.settle(S, t, steps)
+    core.out_closed(nd, outer_o.ch, jo)
+    core.out_closed(nd, inner_o.ch, ji)
+    core.closed(nd, outer, po)
+    core.closed(nd, inner, pi)
     return status
 
 

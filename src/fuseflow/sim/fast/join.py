@@ -20,27 +20,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from . import tiles
-from .core import (
-    DONE,
-    FAIL,
-    II,
-    PORT,
-    WAIT_OUT,
-    Ins,
-    NeedOracle,
-    Outs,
-    Runner,
-    T,
-    gated,
-    missing,
-    opened_lane,
-    out_closed,
-    out_opened,
-    out_opened_lane,
-    settle,
-    store,
-)
+from . import core, tiles
+from .core import NeedOracle, Runner
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
 
@@ -72,19 +53,19 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
     pfin = np.empty(k, dtype=np.bool_)
     jo = np.empty(k + 1, dtype=np.int64)
     for i in range(k):
-        cpos[i], cend[i], cfin[i] = opened_lane(nd, crds, i)
-        ppos[i], pend[i], pfin[i] = opened_lane(nd, pays, i)
+        cpos[i], cend[i], cfin[i] = core.opened_lane(nd, crds, i)
+        ppos[i], pend[i], pfin[i] = core.opened_lane(nd, pays, i)
     dep = np.empty(k + 1, dtype=np.int64)
     bas = np.empty(k + 1, dtype=np.int64)
-    jo[0], cap, dep[0], bas[0] = out_opened(nd, crd_out)
+    jo[0], cap, dep[0], bas[0] = core.out_opened(nd, crd_out)
     bounded = dep[0] != 0
     for i in range(k):
-        jo[i + 1], free, dep[i + 1], bas[i + 1] = out_opened_lane(nd, pay_outs, i)
+        jo[i + 1], free, dep[i + 1], bas[i + 1] = core.out_opened_lane(nd, pay_outs, i)
         cap = min(cap, free - jo[i + 1] + jo[0])
         bounded |= dep[i + 1] != 0
     cap = min(cap, src.shape[1] + jo[0])
     adv = np.zeros(k, dtype=np.bool_)
-    t, ii = S[T], S[II]
+    t, ii = S[core.T], S[core.II]
     steps = 0
     ne = 0
     status = 0
@@ -99,9 +80,9 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
         v0 = 0
         for i in range(k):
             q = cpos[i]
-            w = missing(q, cend[i], cfin[i])
+            w = core.missing(q, cend[i], cfin[i])
             if w:
-                S[PORT] = 2 * i
+                S[core.PORT] = 2 * i
                 status = w
                 break
             h = ck[i][q]
@@ -114,7 +95,7 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
                 if n_stop == 0:
                     stop_lv = cd[i][q]
                 elif cd[i][q] != stop_lv:
-                    status = FAIL
+                    status = core.FAIL
                 n_stop += 1
             elif h == VAL:
                 x = cd[i][q]
@@ -128,12 +109,12 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
                         vall_eq = False
                 n_val += 1
             else:
-                status = FAIL
+                status = core.FAIL
                 break
         if status != 0:
             break
         if n_done > 0 and n_done < k:
-            status = FAIL
+            status = core.FAIL
             break
         emits = 0  # 0 nothing, 1 the heads' control token, 2 a coordinate
         for i in range(k):
@@ -161,9 +142,9 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
             if not adv[i]:
                 continue
             q = ppos[i]
-            status = missing(q, pend[i], pfin[i])
+            status = core.missing(q, pend[i], pfin[i])
             if status:
-                S[PORT] = 2 * i + 1
+                S[core.PORT] = 2 * i + 1
                 break
             h = ck[i][cpos[i]]
             p = pk[i][q]
@@ -172,7 +153,7 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
             else:
                 good = p == h
             if not good:
-                status = FAIL
+                status = core.FAIL
                 break
             x = ps[i][q] + plat[i]
             if x > rt:
@@ -180,13 +161,13 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
         if status != 0:
             break
         if emits != 0 and jo[0] >= cap:
-            status = WAIT_OUT
+            status = core.WAIT_OUT
             break
         t = max(t + ii, rt)
         if emits != 0 and bounded:
-            t = gated(t, og, jo[0], dep[0], bas[0])
+            t = core.gated(t, og, jo[0], dep[0], bas[0])
             for i in range(k):
-                t = gated(t, opg[i], jo[i + 1], dep[i + 1], bas[i + 1])
+                t = core.gated(t, opg[i], jo[i + 1], dep[i + 1], bas[i + 1])
         steps += 1
         if emits != 0:
             if emits == 1:
@@ -218,14 +199,14 @@ def _k_joiner(nd, crds, pays, crd_out, pay_outs, how):
                 pcons[i][ppos[i]] = t
                 ppos[i] += 1
         if n_done == k:
-            status = DONE
+            status = core.DONE
             break
-    settle(S, t, steps)
-    out_closed(nd, crd_out.ch, jo[0])
+    core.settle(S, t, steps)
+    core.out_closed(nd, crd_out.ch, jo[0])
     for i in range(k):
-        out_closed(nd, pay_outs.ch[i], jo[i + 1])
-        store(nd, crds.ch[i], crds.rd[i], cpos[i])
-        store(nd, pays.ch[i], pays.rd[i], ppos[i])
+        core.out_closed(nd, pay_outs.ch[i], jo[i + 1])
+        core.store(nd, crds.ch[i], crds.rd[i], cpos[i])
+        core.store(nd, pays.ch[i], pays.rd[i], ppos[i])
     return status
 
 
@@ -273,7 +254,7 @@ class Joiner(Runner):
 
     def port_args(self):
         ins, outs = self.in_records(), self.out_records()
-        return Ins.of(ins[0::2]), Ins.of(ins[1::2], data=False), outs[0], Outs.of(outs[1:], data=False)
+        return core.Ins.of(ins[0::2]), core.Ins.of(ins[1::2], data=False), outs[0], core.Outs.of(outs[1:], data=False)
 
     def state(self):
         cap = max(ch.capacity for ch in self.out_ch)

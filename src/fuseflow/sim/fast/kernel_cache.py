@@ -5,10 +5,11 @@ numba helpers it calls from other modules (`core.gated`, `stream._is_elem`, ...)
 of the global constants it reads (op codes taken from `scalar_ops`). Without more, a change to a
 helper in `core` would leave every warm cache running the kernels built with the old helper. For
 a function defined in `sim/fast`, the key here also holds, transitively, the source of every numba
-function that its module's globals name from another module, and the values of its module's
-numeric globals. Importing this module puts its locators ahead of numba's own (`fast/__init__`
-imports it before any kernel module); only names bound before a function is defined count, which
-holds for imports and the constants at the top of a module.
+function that its module's globals name from another module or hold in a module of `sim/fast` that
+they name (a kernel calls `core.gated`, compares with `core.DONE`), and the values of the numeric
+globals of its module and of those modules. Importing this module puts its locators ahead of
+numba's own (`fast/__init__` imports it before any kernel module); only names bound before a
+function is defined count, which holds for imports and the constants at the top of a module.
 
 numba's own save reads a function's index, picks the first free data file name, writes the index
 and then the data, unlocked: two processes compiling signatures of one function at once (the
@@ -27,6 +28,7 @@ import inspect
 import itertools
 import os
 import sys
+import types
 
 from numba.core import caching
 from numba.core.caching import CacheImpl, IndexDataCacheFile, InTreeCacheLocator, UserProvidedCacheLocator
@@ -35,12 +37,27 @@ from numba.core.dispatcher import Dispatcher
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _numba_functions(module_name: str) -> list:
+PACKAGE = __name__.rpartition(".")[0]
+
+
+def _dependencies(module_name: str) -> tuple[list, list]:
     """The numba functions that module `module_name`'s globals name (its own and imported ones),
-    and the plain functions compiled into kernels through an overload (marked `kernel_source`)."""
+    with the plain functions compiled into kernels through an overload (marked `kernel_source`),
+    and the names of the modules of this package that they name (`core`)."""
     module = sys.modules.get(module_name)
-    return [] if module is None else [v for v in vars(module).values()
-                                      if isinstance(v, Dispatcher) or getattr(v, "kernel_source", False)]
+    if module is None:
+        return [], []
+    found = vars(module).values()
+    return ([v for v in found if isinstance(v, Dispatcher) or getattr(v, "kernel_source", False)],
+            [v.__name__ for v in found if isinstance(v, types.ModuleType) and v.__name__.startswith(PACKAGE + ".")])
+
+
+def _numbers(module_name: str) -> bytes:
+    """Module `module_name`'s numeric globals (numba freezes them into what it compiles)."""
+    module = sys.modules.get(module_name)
+    numbers = [] if module is None else sorted(
+        (k, repr(v)) for k, v in vars(module).items() if isinstance(v, (bool, int, float)))
+    return repr(numbers).encode()
 
 
 _SOURCES: dict = {}  # (module, qualified name) -> the source of a numba function, read once
@@ -56,16 +73,19 @@ def _source(fn) -> str:
 
 def dependency_digest(module_name: str) -> bytes:
     """A digest of the sources of the numba functions reachable from module `module_name` through
-    globals, those of the module itself left out (numba hashes its file), and of the module's
-    numeric globals."""
+    globals, those of the module itself left out (numba hashes its file), and of the numeric globals
+    of the module and of the modules of this package that it names."""
     digest = hashlib.sha256()
-    module = sys.modules.get(module_name)
-    numbers = sorted((k, repr(v)) for k, v in vars(module).items() if isinstance(v, (bool, int, float))) \
-        if module is not None else []
-    digest.update(repr(numbers).encode())
+    digest.update(_numbers(module_name))
     seen, todo = {module_name}, [module_name]
     while todo:
-        for fn in _numba_functions(todo.pop()):
+        functions, modules = _dependencies(todo.pop())
+        for name in modules:
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+                digest.update(name.encode() + _numbers(name))
+        for fn in functions:
             py_func = getattr(fn, "py_func", fn)
             name = py_func.__module__
             if name == module_name:

@@ -14,35 +14,12 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from . import tiles
-from .core import (
-    DONE,
-    FAIL,
-    FREE,
-    II,
-    PORT,
-    WAIT_OUT,
-    Ins,
-    NeedOracle,
-    Outs,
-    Runner,
-    T,
-    closed,
-    gated,
-    missing,
-    opened,
-    opened_lane,
-    out_closed,
-    out_opened,
-    out_opened_lane,
-    settle,
-    step_time,
-    store,
-)
+from . import core, tiles
+from .core import NeedOracle, Runner
 from .stream import DONE as D_TOK
 from .stream import EMPTY, REPEAT, STOP, VAL, _is_elem
 
-_LANE = FREE  # fork: the lane of the next element; join: the lane read now
+_LANE = core.FREE  # fork: the lane of the next element; join: the lane read now
 
 
 @njit(cache=True)
@@ -53,16 +30,16 @@ def _k_copy(nd, x, outs, deal):
     xk, xd, xs, xc = x.kind, x.data, x.sent, x.cons
     ok, od, ot, og = outs.kind, outs.data, outs.sent, outs.gate
     k = len(ok)
-    pi, ei, fi, xl = opened(nd, x)
+    pi, ei, fi, xl = core.opened(nd, x)
     jo = np.empty(k, dtype=np.int64)
     cap = np.empty(k, dtype=np.int64)
     dep = np.empty(k, dtype=np.int64)
     bas = np.empty(k, dtype=np.int64)
     bounded = False
     for o in range(k):
-        jo[o], cap[o], dep[o], bas[o] = out_opened_lane(nd, outs, o)
+        jo[o], cap[o], dep[o], bas[o] = core.out_opened_lane(nd, outs, o)
         bounded |= dep[o] != 0
-    t, ii = S[T], S[II]
+    t, ii = S[core.T], S[core.II]
     lane = S[_LANE]
     steps = status = 0
     if not deal:  # broadcast: the times once (into xc), then every output copies the block
@@ -70,14 +47,14 @@ def _k_copy(nd, x, outs, deal):
         for o in range(k):
             n = min(n, cap[o] - jo[o])
         for q in range(pi, pi + n):
-            t = step_time(t, ii, xs[q] + xl)
+            t = core.step_time(t, ii, xs[q] + xl)
             if bounded:
                 for o in range(k):
-                    t = gated(t, og[o], jo[o] + q - pi, dep[o], bas[o])
+                    t = core.gated(t, og[o], jo[o] + q - pi, dep[o], bas[o])
             xc[q] = t
             if xk[q] == D_TOK:
                 n = q + 1 - pi
-                status = DONE
+                status = core.DONE
                 break
         for o in range(k):
             j = jo[o]
@@ -88,13 +65,13 @@ def _k_copy(nd, x, outs, deal):
         pi += n
         steps += n
     while status == 0:
-        status = missing(pi, ei, fi)
+        status = core.missing(pi, ei, fi)
         if status:
-            S[PORT] = 0
+            S[core.PORT] = 0
             break
         h = xk[pi]
         if deal and h == REPEAT:
-            status = FAIL
+            status = core.FAIL
             break
         one = deal and _is_elem(h)
         full = False
@@ -102,12 +79,12 @@ def _k_copy(nd, x, outs, deal):
             if (not one or o == lane) and jo[o] >= cap[o]:
                 full = True
         if full:
-            status = WAIT_OUT
+            status = core.WAIT_OUT
             break
-        t = step_time(t, ii, xs[pi] + xl)
+        t = core.step_time(t, ii, xs[pi] + xl)
         for o in range(k):
             if not one or o == lane:
-                t = gated(t, og[o], jo[o], dep[o], bas[o])
+                t = core.gated(t, og[o], jo[o], dep[o], bas[o])
         for o in range(k):
             if not one or o == lane:
                 ok[o][jo[o]] = h
@@ -120,13 +97,13 @@ def _k_copy(nd, x, outs, deal):
         pi += 1
         steps += 1
         if h == D_TOK:
-            status = DONE
+            status = core.DONE
             break
-    settle(S, t, steps)
+    core.settle(S, t, steps)
     S[_LANE] = lane
     for o in range(k):
-        out_closed(nd, outs.ch[o], jo[o])
-    closed(nd, x, pi)
+        core.out_closed(nd, outs.ch[o], jo[o])
+    core.closed(nd, x, pi)
     return status
 
 
@@ -150,31 +127,31 @@ def _k_join(nd, ins, out, how):
     end = np.empty(lanes, dtype=np.int64)
     fin = np.empty(lanes, dtype=np.bool_)
     for q in range(lanes):
-        pos[q], end[q], fin[q] = opened_lane(nd, ins, q)
-    j, cap, d, b = out_opened(nd, out)
+        pos[q], end[q], fin[q] = core.opened_lane(nd, ins, q)
+    j, cap, d, b = core.out_opened(nd, out)
     cap = min(cap, j + src.shape[1])
     idx = S[_LANE]
-    t, ii = S[T], S[II]
+    t, ii = S[core.T], S[core.II]
     steps = 0
     ne = 0
     status = 0
     while True:
         q = pos[idx]
-        status = missing(q, end[idx], fin[idx])
+        status = core.missing(q, end[idx], fin[idx])
         if status:
-            S[PORT] = idx
+            S[core.PORT] = idx
             break
         if j >= cap:
-            status = WAIT_OUT
+            status = core.WAIT_OUT
             break
         h = ik[idx][q]
         if h == REPEAT:
-            status = FAIL
+            status = core.FAIL
             break
         lv = int(idat[idx][q]) if h == STOP else 0
         rt = isent[idx][q] + lat[idx]
         if _is_elem(h) or (h == STOP and lv < depth):  # this lane's token
-            t = gated(step_time(t, ii, rt), og, j, d, b)
+            t = core.gated(core.step_time(t, ii, rt), og, j, d, b)
             icons[idx][q] = t
             pos[idx] = q + 1
             turn = depth == 0 or (h == STOP and lv == depth - 1)
@@ -182,17 +159,17 @@ def _k_join(nd, ins, out, how):
             turn = False
             for lane in range(lanes):
                 p = pos[lane]
-                status = missing(p, end[lane], fin[lane])
+                status = core.missing(p, end[lane], fin[lane])
                 if status:
-                    S[PORT] = lane
+                    S[core.PORT] = lane
                     break
                 if ik[lane][p] != h or (h == STOP and int(idat[lane][p]) != lv):
-                    status = FAIL
+                    status = core.FAIL
                     break
                 rt = max(rt, isent[lane][p] + lat[lane])
             if status != 0:
                 break
-            t = gated(step_time(t, ii, rt), og, j, d, b)
+            t = core.gated(core.step_time(t, ii, rt), og, j, d, b)
             for lane in range(lanes):
                 icons[lane][pos[lane]] = t
                 pos[lane] += 1
@@ -205,15 +182,15 @@ def _k_join(nd, ins, out, how):
         ne += 1
         steps += 1
         if h == D_TOK:
-            status = DONE
+            status = core.DONE
             break
         if turn:
             idx = (idx + 1) % lanes
-    settle(S, t, steps)
+    core.settle(S, t, steps)
     S[_LANE] = idx
-    out_closed(nd, out.ch, j)
+    core.out_closed(nd, out.ch, j)
     for q in range(lanes):
-        store(nd, ins.ch[q], ins.rd[q], pos[q])
+        core.store(nd, ins.ch[q], ins.rd[q], pos[q])
     return status
 
 
@@ -253,7 +230,7 @@ class Copy(Runner):
         return ["in"], ([f"out{self.S[_LANE]}"] if head[0] in (VAL, EMPTY) else list(self.outs))
 
     def port_args(self):
-        return (*self.in_records(), Outs.of(self.out_records()))
+        return (*self.in_records(), core.Outs.of(self.out_records()))
 
     def state(self):
         return self.deal
@@ -299,7 +276,7 @@ class Join(Runner):
         return list(self.ins), ["out"]
 
     def port_args(self):
-        return (Ins.of(self.in_records()), *self.out_records())
+        return (core.Ins.of(self.in_records()), *self.out_records())
 
     def state(self):
         capacity = self.out_ch[0].capacity

@@ -13,29 +13,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from . import tiles
-from .core import (
-    DONE,
-    FAIL,
-    FREE,
-    II,
-    PORT,
-    READS,
-    STEPS,
-    WAIT_OUT,
-    WORDS,
-    NeedOracle,
-    Runner,
-    T,
-    closed,
-    gated,
-    missing,
-    opened,
-    out_closed,
-    out_opened,
-    settle,
-    stall,
-)
+from . import core, tiles
+from .core import NeedOracle, Runner
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL, _is_elem
 
@@ -44,29 +23,29 @@ from .stream import EMPTY, STOP, VAL, _is_elem
 def _k_root(nd, out):
     S = nd.S
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
-    j, cap, d, b = out_opened(nd, out)
+    j, cap, d, b = core.out_opened(nd, out)
     status = 0
     while True:
-        if S[FREE] == 2:
-            status = DONE
+        if S[core.FREE] == 2:
+            status = core.DONE
             break
         if j >= cap:
-            status = WAIT_OUT
+            status = core.WAIT_OUT
             break
-        t = gated(max(S[T] + S[II], 0), og, j, d, b)
-        ok[j] = VAL if S[FREE] == 0 else D_TOK
+        t = core.gated(max(S[core.T] + S[core.II], 0), og, j, d, b)
+        ok[j] = VAL if S[core.FREE] == 0 else D_TOK
         od[j] = 0
         ot[j] = t
         j += 1
-        S[T] = t
-        S[STEPS] += 1
-        S[FREE] += 1
-    out_closed(nd, out.ch, j)
+        S[core.T] = t
+        S[core.STEPS] += 1
+        S[core.FREE] += 1
+    core.out_closed(nd, out.ch, j)
     return status
 
 
 # scan state (_WIX, _FS, _FE: the window range being scanned and the fiber's positions)
-_FIB, _P, _PEND, _FIRST, _RT, _BASE, _EMP, _STRIDE, _WIX, _FS, _FE = range(FREE, FREE + 11)
+_FIB, _P, _PEND, _FIRST, _RT, _BASE, _EMP, _STRIDE, _WIX, _FS, _FE = range(core.FREE, core.FREE + 11)
 
 
 class ScanLevel(NamedTuple):
@@ -106,30 +85,30 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
     ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
     rk, rd, rt_, rg = ref_o.kind, ref_o.data, ref_o.sent, ref_o.gate
     compressed, dim, seg, crd, mem, stride, wlo, whi = level
-    pi, ei, fi, lat = opened(nd, ref)
-    jc, capc, dc, bc = out_opened(nd, crd_o)
-    jr, capr, dr, br = out_opened(nd, ref_o)
+    pi, ei, fi, lat = core.opened(nd, ref)
+    jc, capc, dc, bc = core.out_opened(nd, crd_o)
+    jr, capr, dr, br = core.out_opened(nd, ref_o)
     nseg = seg.shape[0] - 1
     windows = wlo.shape[0]
     hbm = mem[0] != 0
-    t, ii = S[T], S[II]
-    reads = S[READS]
-    words = S[WORDS]
+    t, ii = S[core.T], S[core.II]
+    reads = S[core.READS]
+    words = S[core.WORDS]
     fib, p, pend, first = S[_FIB], S[_P], S[_PEND], S[_FIRST]
     rt, base, emp, step = S[_RT], S[_BASE], S[_EMP], S[_STRIDE]
     steps = status = 0
     while True:
         if fib == 0:  # the next reference
-            status = missing(pi, ei, fi)
+            status = core.missing(pi, ei, fi)
             if status:
-                S[PORT] = 0
+                S[core.PORT] = 0
                 break
             k = ik[pi]
             if k == VAL:
                 r = idat[pi]
                 if compressed:
                     if r < 0 or r >= nseg:
-                        status = FAIL
+                        status = core.FAIL
                         break
                     reads += 2
                     p = seg[r]
@@ -146,11 +125,11 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
                 emp = 1
             elif k == STOP or k == D_TOK:
                 if jc >= capc or jr >= capr:
-                    status = WAIT_OUT
+                    status = core.WAIT_OUT
                     break
-                t = gated(gated(max(t + ii, max(isent[pi] + lat, 0)), cg, jc, dc, bc), rg, jr, dr, br)
+                t = core.gated(core.gated(max(t + ii, max(isent[pi] + lat, 0)), cg, jc, dc, bc), rg, jr, dr, br)
                 if hbm:
-                    t += stall(mem, words, 0, k == D_TOK)
+                    t += core.stall(mem, words, 0, k == D_TOK)
                 lv = idat[pi] + 1 if k == STOP else 0
                 ck[jc] = k
                 rk[jr] = k
@@ -164,11 +143,11 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
                 pi += 1
                 steps += 1
                 if k == D_TOK:
-                    status = DONE
+                    status = core.DONE
                     break
                 continue
             else:
-                status = FAIL
+                status = core.FAIL
                 break
             fib = 1
             first = -1
@@ -178,7 +157,7 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
                 _window_range(S, level)
                 p, pend = S[_P], S[_PEND]
         if jc >= capc or jr >= capr:
-            status = WAIT_OUT
+            status = core.WAIT_OUT
             break
         if p >= pend and windows and emp == 0 and S[_WIX] + 1 < windows:
             S[_WIX] += 1  # the window's next range
@@ -188,16 +167,16 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
         if p < pend:  # a coordinate
             if compressed:
                 reads += 1
-                t = gated(gated(max(t + ii, rt), cg, jc, dc, bc), rg, jr, dr, br)
+                t = core.gated(core.gated(max(t + ii, rt), cg, jc, dc, bc), rg, jr, dr, br)
                 if hbm:
-                    t += stall(mem, words, reads - words, False)
+                    t += core.stall(mem, words, reads - words, False)
                     words = reads
                 ck[jc] = VAL
                 cd[jc] = crd[p]
                 rk[jr] = VAL
                 rd[jr] = p
             else:
-                t = gated(gated(max(t + ii, rt), cg, jc, dc, bc), rg, jr, dr, br)
+                t = core.gated(core.gated(max(t + ii, rt), cg, jc, dc, bc), rg, jr, dr, br)
                 ck[jc] = VAL
                 cd[jc] = p
                 if emp:
@@ -218,9 +197,9 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
             p += 1
             steps += 1
         else:  # the fiber's S0
-            t = gated(gated(max(t + ii, rt), cg, jc, dc, bc), rg, jr, dr, br)
+            t = core.gated(core.gated(max(t + ii, rt), cg, jc, dc, bc), rg, jr, dr, br)
             if hbm:
-                t += stall(mem, words, reads - words, False)
+                t += core.stall(mem, words, reads - words, False)
                 words = reads
             if first < 0:
                 first = t
@@ -238,12 +217,12 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
             steps += 1
     S[_FIB], S[_P], S[_PEND], S[_FIRST] = fib, p, pend, first
     S[_RT], S[_BASE], S[_EMP], S[_STRIDE] = rt, base, emp, step
-    settle(S, t, steps)
-    S[READS] = reads
-    S[WORDS] = words
-    out_closed(nd, crd_o.ch, jc)
-    out_closed(nd, ref_o.ch, jr)
-    closed(nd, ref, pi)
+    core.settle(S, t, steps)
+    S[core.READS] = reads
+    S[core.WORDS] = words
+    core.out_closed(nd, crd_o.ch, jc)
+    core.out_closed(nd, ref_o.ch, jr)
+    core.closed(nd, ref, pi)
     return status
 
 
@@ -260,30 +239,30 @@ def _k_locate(nd, crd, ref, out, at):
     bk, bd, b_s, bcons = ref.kind, ref.data, ref.sent, ref.cons
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     dim, stride = at
-    pa, ea, fa, al = opened(nd, crd)
-    pb, eb, fb, bl = opened(nd, ref)
-    j, cap, d, b0 = out_opened(nd, out)
-    t, ii = S[T], S[II]
+    pa, ea, fa, al = core.opened(nd, crd)
+    pb, eb, fb, bl = core.opened(nd, ref)
+    j, cap, d, b0 = core.out_opened(nd, out)
+    t, ii = S[core.T], S[core.II]
     steps = status = 0
     while True:
-        status = missing(pa, ea, fa)
+        status = core.missing(pa, ea, fa)
         if status:
-            S[PORT] = 0
+            S[core.PORT] = 0
             break
-        status = missing(pb, eb, fb)
+        status = core.missing(pb, eb, fb)
         if status:
-            S[PORT] = 1
+            S[core.PORT] = 1
             break
         if j >= cap:
-            status = WAIT_OUT
+            status = core.WAIT_OUT
             break
         a = ak[pa]
         b = bk[pb]
-        tn = gated(max(t + ii, max(a_s[pa] + al, b_s[pb] + bl, 0)), og, j, d, b0)
+        tn = core.gated(max(t + ii, max(a_s[pa] + al, b_s[pb] + bl, 0)), og, j, d, b0)
         if a == VAL and b == VAL:
             x = ad[pa]
             if x < 0 or x >= dim:
-                status = FAIL
+                status = core.FAIL
                 break
             ok[j] = VAL
             od[j] = bd[pb] * dim + x if stride == 0 else bd[pb] + x * stride
@@ -297,7 +276,7 @@ def _k_locate(nd, crd, ref, out, at):
             ok[j] = D_TOK
             od[j] = 0
         else:
-            status = FAIL
+            status = core.FAIL
             break
         t = tn
         ot[j] = t
@@ -308,12 +287,12 @@ def _k_locate(nd, crd, ref, out, at):
         pb += 1
         steps += 1
         if a == D_TOK:
-            status = DONE
+            status = core.DONE
             break
-    settle(S, t, steps)
-    out_closed(nd, out.ch, j)
-    closed(nd, crd, pa)
-    closed(nd, ref, pb)
+    core.settle(S, t, steps)
+    core.out_closed(nd, out.ch, j)
+    core.closed(nd, crd, pa)
+    core.closed(nd, ref, pb)
     return status
 
 
@@ -333,31 +312,31 @@ def _k_array(nd, ref, out, v):
     ik, idat, isent, icons = ref.kind, ref.data, ref.sent, ref.cons
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     vals, fill, mem, w = v
-    pi, ei, fi, lat = opened(nd, ref)
-    j, cap, d, b = out_opened(nd, out)
+    pi, ei, fi, lat = core.opened(nd, ref)
+    j, cap, d, b = core.out_opened(nd, out)
     nv = vals.shape[0]
     hbm = mem[0] != 0
-    t, ii = S[T], S[II]
-    reads = S[READS]
+    t, ii = S[core.T], S[core.II]
+    reads = S[core.READS]
     steps = status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = core.missing(pi, ei, fi)
         if status:
-            S[PORT] = 0
+            S[core.PORT] = 0
             break
         if j >= cap:
-            status = WAIT_OUT
+            status = core.WAIT_OUT
             break
         k = ik[pi]
-        tn = gated(max(t + ii, max(isent[pi] + lat, 0)), og, j, d, b)
+        tn = core.gated(max(t + ii, max(isent[pi] + lat, 0)), og, j, d, b)
         if k == VAL:
             r = idat[pi]
             if r < 0 or r >= nv:
-                status = FAIL
+                status = core.FAIL
                 break
             reads += w
             if hbm:
-                tn += stall(mem, reads - w, w, False)
+                tn += core.stall(mem, reads - w, w, False)
             ok[j] = VAL
             od[j] = vals[r]
         elif k == EMPTY:
@@ -365,11 +344,11 @@ def _k_array(nd, ref, out, v):
             od[j] = fill
         elif k == STOP or k == D_TOK:
             if hbm:
-                tn += stall(mem, reads, 0, k == D_TOK)
+                tn += core.stall(mem, reads, 0, k == D_TOK)
             ok[j] = k
             od[j] = idat[pi]
         else:
-            status = FAIL
+            status = core.FAIL
             break
         t = tn
         ot[j] = t
@@ -378,12 +357,12 @@ def _k_array(nd, ref, out, v):
         pi += 1
         steps += 1
         if k == D_TOK:
-            status = DONE
+            status = core.DONE
             break
-    settle(S, t, steps)
-    S[READS] = reads
-    out_closed(nd, out.ch, j)
-    closed(nd, ref, pi)
+    core.settle(S, t, steps)
+    S[core.READS] = reads
+    core.out_closed(nd, out.ch, j)
+    core.closed(nd, ref, pi)
     return status
 
 

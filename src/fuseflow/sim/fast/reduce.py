@@ -14,27 +14,8 @@ import numpy as np
 from numba import njit
 
 from ...scalar_ops import REDUCTIONS
-from . import tiles
-from .core import (
-    DONE,
-    FAIL,
-    FLOPS,
-    FREE,
-    II,
-    NANV,
-    PORT,
-    WAIT_OUT,
-    NeedOracle,
-    Runner,
-    T,
-    closed,
-    gated,
-    missing,
-    opened,
-    out_closed,
-    out_opened,
-    settle,
-)
+from . import core, tiles
+from .core import NeedOracle, Runner
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
 
@@ -64,13 +45,13 @@ def identity(red):
     return _IDENTITY_MIN
 
 
-_OPEN = FREE  # a fiber has elements so far
+_OPEN = core.FREE  # a fiber has elements so far
 
 
 class Reduction(NamedTuple):
-    """The state record of a reducer's kernel: the reduction's code and the oracle's NaN (`NANV`).
+    """The state record of a reducer's kernel: the reduction's code and the oracle's NaN (`core.NANV`).
 
-        >>> Reduction(red_code({"kind": "max"}), NANV).red == REDUCE_CODES["max"]
+        >>> Reduction(red_code({"kind": "max"}), core.NANV).red == REDUCE_CODES["max"]
         True
     """
     red: int
@@ -86,25 +67,25 @@ def _k_reduce(nd, val, out, how):
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
     red, nanv = how
     nan = nanv[0]
-    pi, ei, fi, lat = opened(nd, val)
-    j, cap, d, b = out_opened(nd, out)
-    t, ii = S[T], S[II]
+    pi, ei, fi, lat = core.opened(nd, val)
+    j, cap, d, b = core.out_opened(nd, out)
+    t, ii = S[core.T], S[core.II]
     acc = F[0]
     fiber_open = S[_OPEN]
     flops = 0
     steps = status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = core.missing(pi, ei, fi)
         if status:
-            S[PORT] = 0
+            S[core.PORT] = 0
             break
         k = ik[pi]
         tn = max(t + ii, max(isent[pi] + lat, 0))
         if k == STOP or k == D_TOK:
             if j >= cap:
-                status = WAIT_OUT
+                status = core.WAIT_OUT
                 break
-            tn = gated(tn, og, j, d, b)
+            tn = core.gated(tn, og, j, d, b)
         if k == VAL or k == EMPTY:
             x = float(idat[pi]) if k == VAL else 0.0
             acc = combine(red, acc, x, nan)
@@ -119,28 +100,28 @@ def _k_reduce(nd, val, out, how):
             fiber_open = 0
         elif k == STOP or k == D_TOK:
             if fiber_open:
-                status = FAIL
+                status = core.FAIL
                 break
             ok[j] = k
             od[j] = idat[pi] - 1 if k == STOP else 0.0
             ot[j] = tn
             j += 1
         else:
-            status = FAIL
+            status = core.FAIL
             break
         t = tn
         icons[pi] = t
         pi += 1
         steps += 1
         if k == D_TOK:
-            status = DONE
+            status = core.DONE
             break
     F[0] = acc
     S[_OPEN] = fiber_open
-    settle(S, t, steps)
-    S[FLOPS] += flops
-    out_closed(nd, out.ch, j)
-    closed(nd, val, pi)
+    core.settle(S, t, steps)
+    S[core.FLOPS] += flops
+    core.out_closed(nd, out.ch, j)
+    core.closed(nd, val, pi)
     return status
 
 
@@ -174,7 +155,7 @@ class Reduce(Reducer):
     ins, outs = ("val",), ("val",)
 
     def state(self):
-        return Reduction(self.red, NANV)
+        return Reduction(self.red, core.NANV)
 
     def pending(self):
         head = self.head("val")

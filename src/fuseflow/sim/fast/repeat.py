@@ -10,24 +10,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from . import tiles
-from .core import (
-    DONE,
-    FAIL,
-    II,
-    PORT,
-    WAIT_OUT,
-    NeedOracle,
-    Runner,
-    T,
-    closed,
-    gated,
-    missing,
-    opened,
-    out_closed,
-    out_opened,
-    settle,
-)
+from . import core, tiles
+from .core import NeedOracle, Runner
 from .stream import DONE as D_TOK
 from .stream import REPEAT, STOP, VAL, _is_elem
 
@@ -37,17 +21,17 @@ def _k_repsig(nd, crd, out):
     S = nd.S
     ik, idat, isent, icons = crd.kind, crd.data, crd.sent, crd.cons
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
-    pi, ei, fi, lat = opened(nd, crd)
-    j, cap, d, b = out_opened(nd, out)
-    t, ii = S[T], S[II]
+    pi, ei, fi, lat = core.opened(nd, crd)
+    j, cap, d, b = core.out_opened(nd, out)
+    t, ii = S[core.T], S[core.II]
     steps = status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = core.missing(pi, ei, fi)
         if status:
-            S[PORT] = 0
+            S[core.PORT] = 0
             break
         if j >= cap:
-            status = WAIT_OUT
+            status = core.WAIT_OUT
             break
         k = ik[pi]
         if k == VAL or k == 2:  # an element (Val or N)
@@ -57,20 +41,20 @@ def _k_repsig(nd, crd, out):
             ok[j] = k
             od[j] = int(idat[pi]) if k == STOP else 0
         else:
-            status = FAIL
+            status = core.FAIL
             break
-        t = gated(max(t + ii, max(isent[pi] + lat, 0)), og, j, d, b)
+        t = core.gated(max(t + ii, max(isent[pi] + lat, 0)), og, j, d, b)
         ot[j] = t
         j += 1
         icons[pi] = t
         pi += 1
         steps += 1
         if k == D_TOK:
-            status = DONE
+            status = core.DONE
             break
-    settle(S, t, steps)
-    out_closed(nd, out.ch, j)
-    closed(nd, crd, pi)
+    core.settle(S, t, steps)
+    core.out_closed(nd, out.ch, j)
+    core.closed(nd, crd, pi)
     return status
 
 
@@ -80,29 +64,29 @@ def _k_repeat(nd, x, sig, out):
     ik, idat, isent, icons = x.kind, x.data, x.sent, x.cons
     sk, sd, s_s, scons = sig.kind, sig.data, sig.sent, sig.cons
     ok, od, ot, og = out.kind, out.data, out.sent, out.gate
-    pi, ei, fi, il = opened(nd, x)
-    ps, es, fs, sl = opened(nd, sig)
-    j, cap, d, b = out_opened(nd, out)
-    t, ii = S[T], S[II]
+    pi, ei, fi, il = core.opened(nd, x)
+    ps, es, fs, sl = core.opened(nd, sig)
+    j, cap, d, b = core.out_opened(nd, out)
+    t, ii = S[core.T], S[core.II]
     steps = status = 0
     while True:
-        status = missing(ps, es, fs)
+        status = core.missing(ps, es, fs)
         if status:
-            S[PORT] = 1
+            S[core.PORT] = 1
             break
-        status = missing(pi, ei, fi)
+        status = core.missing(pi, ei, fi)
         if status:
-            S[PORT] = 0
+            S[core.PORT] = 0
             break
         if j >= cap:
-            status = WAIT_OUT
+            status = core.WAIT_OUT
             break
         s = sk[ps]
         h = ik[pi]
-        tn = gated(max(t + ii, max(s_s[ps] + sl, isent[pi] + il, 0)), og, j, d, b)
+        tn = core.gated(max(t + ii, max(s_s[ps] + sl, isent[pi] + il, 0)), og, j, d, b)
         if s == REPEAT:
             if not _is_elem(h):
-                status = FAIL
+                status = core.FAIL
                 break
             ok[j] = h
             od[j] = idat[pi]
@@ -110,10 +94,10 @@ def _k_repeat(nd, x, sig, out):
             lv = sd[ps]
             if lv == 0:
                 if not _is_elem(h):
-                    status = FAIL
+                    status = core.FAIL
                     break
             elif not (h == STOP and idat[pi] == lv - 1):
-                status = FAIL
+                status = core.FAIL
                 break
             icons[pi] = tn
             pi += 1
@@ -121,14 +105,14 @@ def _k_repeat(nd, x, sig, out):
             od[j] = lv
         elif s == D_TOK:
             if h != D_TOK:
-                status = FAIL
+                status = core.FAIL
                 break
             icons[pi] = tn
             pi += 1
             ok[j] = D_TOK
             od[j] = 0
         else:
-            status = FAIL
+            status = core.FAIL
             break
         t = tn
         ot[j] = t
@@ -137,12 +121,12 @@ def _k_repeat(nd, x, sig, out):
         ps += 1
         steps += 1
         if s == D_TOK:
-            status = DONE
+            status = core.DONE
             break
-    settle(S, t, steps)
-    out_closed(nd, out.ch, j)
-    closed(nd, x, pi)
-    closed(nd, sig, ps)
+    core.settle(S, t, steps)
+    core.out_closed(nd, out.ch, j)
+    core.closed(nd, x, pi)
+    core.closed(nd, sig, ps)
     return status
 
 

@@ -20,30 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .core import (
-    ACC,
-    DONE,
-    EMIT_SEALED,
-    FAIL,
-    FLOPS,
-    FREE,
-    GROW,
-    II,
-    NANV,
-    NEED,
-    PORT,
-    SEAL,
-    WAIT_OUT,
-    YIELD,
-    T,
-    closed,
-    gated,
-    missing,
-    opened,
-    out_closed,
-    out_opened,
-    settle,
-)
+from . import core
 from .reduce import combine, identity
 from .spacc import Accumulator, log_event
 from .stream import DONE as D_TOK
@@ -51,7 +28,7 @@ from .stream import STOP, VAL, _is_elem
 
 TABLE_LIMIT = 1 << 22  # spacc keys 0..TABLE_LIMIT-1 accumulate in a dense table, others are sorted
 FIRST_KEYS = 1024  # the table's and the queue's first size
-_NT, _M, _QH, _QN, _ENDED, _NEV = range(FREE, FREE + 6)
+_NT, _M, _QH, _QN, _ENDED, _NEV = range(core.FREE, core.FREE + 6)
 
 
 class Map1(NamedTuple):
@@ -123,18 +100,18 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
     vk_, vd, vt, vg = val_o.kind, val_o.data, val_o.sent, val_o.gate
     red, nanv, tbl, present, touched, xk, xv, qk, qd, qx, log, ev = mp
     nan = nanv[0]
-    po, eo, fo, ol = opened(nd, outer)
-    pi, ei, fi, il = opened(nd, inner)
-    pv, ev_, fv, vl = opened(nd, val)
-    jc, capc, dc, bc = out_opened(nd, crd_o)
-    jv, capv, dv_, bv = out_opened(nd, val_o)
+    po, eo, fo, ol = core.opened(nd, outer)
+    pi, ei, fi, il = core.opened(nd, inner)
+    pv, ev_, fv, vl = core.opened(nd, val)
+    jc, capc, dc, bc = core.out_opened(nd, crd_o)
+    jv, capv, dv_, bv = core.out_opened(nd, val_o)
     nt = S[_NT]
     m = S[_M]
     qh = S[_QH]
     qn = S[_QN]
     ended = S[_ENDED]
     nev = S[_NEV]
-    t, ii = S[T], S[II]
+    t, ii = S[core.T], S[core.II]
     flops = 0
     steps = status = 0
     while True:
@@ -148,80 +125,80 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
         inside = False
         if ended:
             if qh == qn:
-                status = DONE
+                status = core.DONE
                 break
         else:
-            status = missing(po, eo, fo)
+            status = core.missing(po, eo, fo)
             if status:
-                S[PORT] = 0
+                S[core.PORT] = 0
                 break
             o = ko[po]
             rt = max(o_s[po] + ol, 0)
-            status = missing(pi, ei, fi)
+            status = core.missing(pi, ei, fi)
             if status:
-                S[PORT] = 1
+                S[core.PORT] = 1
                 break
             rt = max(rt, i_s[pi] + il)
-            status = missing(pv, ev_, fv)
+            status = core.missing(pv, ev_, fv)
             if status:
-                S[PORT] = 2
+                S[core.PORT] = 2
                 break
             rt = max(rt, v_s[pv] + vl)
             if o == VAL:
                 ik = ki[pi]
                 if ik == VAL:
                     if not _is_elem(kv[pv]):
-                        status = FAIL
+                        status = core.FAIL
                         break
                     key = di[pi]
                     inside = 0 <= key < TABLE_LIMIT
                     if inside and key >= tbl.shape[0]:
-                        status = GROW
-                        S[NEED] = key + 1
+                        status = core.GROW
+                        S[core.NEED] = key + 1
                         break
                     if (inside and not present[key] and nt >= touched.shape[0]) or (not inside and m >= xk.shape[0]):
-                        status = GROW
-                        S[NEED] = 0
+                        status = core.GROW
+                        S[core.NEED] = 0
                         break
                     action = 1
                 elif ik == STOP and di[pi] == 0:
                     if not (kv[pv] == STOP and dv[pv] == 0):
-                        status = FAIL
+                        status = core.FAIL
                         break
                     action = 2
                 else:
-                    status = FAIL
+                    status = core.FAIL
                     break
             elif o == STOP or o == D_TOK:
                 on = do[po] if o == STOP else -1
                 if (nt + m) > 0 and not (o == STOP and on == 0):
-                    status = FAIL
+                    status = core.FAIL
                     break
                 if not (ki[pi] == o and (o == D_TOK or di[pi] == on + 1)):
-                    status = FAIL
+                    status = core.FAIL
                     break
                 if not (kv[pv] == o and (o == D_TOK or dv[pv] == on + 1)):
-                    status = FAIL
+                    status = core.FAIL
                     break
                 if qk.shape[0] < qn - qh + nt + m + 1:
-                    status = GROW
-                    S[NEED] = 0
+                    status = core.GROW
+                    S[core.NEED] = 0
                     break
                 action = 3
             else:
-                status = FAIL
+                status = core.FAIL
                 break
         emits = action == 3 or qh < qn
         if emits and (jc >= capc or jv >= capv):
-            status = WAIT_OUT
+            status = core.WAIT_OUT
             break
         if log and nev + 2 + (nt + m if action == 3 else 0) > ev.shape[1]:
-            status = YIELD if nev > 0 else GROW  # GROW: the log cannot hold one fiber's seals
-            S[NEED] = 0
+            status = core.YIELD if nev > 0 else core.GROW  # GROW: the log cannot hold one fiber's seals
+            S[core.NEED] = 0
             break
         t = max(t + ii, rt)
         if emits:
-            t = gated(gated(t, cg, jc, dc, bc), vg, jv, dv_, bv)
+            t = core.gated(core.gated(t, cg, jc, dc, bc), vg, jv, dv_, bv)
         if action == 1:
             x = float(dv[pv]) if kv[pv] == VAL else 0.0
             if inside:
@@ -237,7 +214,7 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
                 xv[m] = x
                 m += 1
             if log:
-                nev = log_event(ev, nev, 0, key, pv, ACC)
+                nev = log_event(ev, nev, 0, key, pv, core.ACC)
             flops += 1
         elif action == 3:
             if qh > 0:  # move what is still queued to the front
@@ -251,7 +228,7 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
                 qn = _drain1(mp, nt, m, qn)
                 if log:
                     for q in range(first, qn):
-                        nev = log_event(ev, nev, 0, qd[q], q, SEAL)
+                        nev = log_event(ev, nev, 0, qd[q], q, core.SEAL)
             nt = 0
             m = 0
             qk[qn] = o
@@ -275,7 +252,7 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
             vk_[jv] = head
             vd[jv] = qx[qh] if head == VAL else coord
             if log and head == VAL:
-                nev = log_event(ev, nev, 0, 0, jv, EMIT_SEALED)
+                nev = log_event(ev, nev, 0, 0, jv, core.EMIT_SEALED)
             ct[jc] = t
             vt[jv] = t
             jc += 1
@@ -288,13 +265,13 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
     S[_QN] = qn
     S[_ENDED] = ended
     S[_NEV] = nev
-    settle(S, t, steps)
-    S[FLOPS] += flops
-    out_closed(nd, crd_o.ch, jc)
-    out_closed(nd, val_o.ch, jv)
-    closed(nd, outer, po)
-    closed(nd, inner, pi)
-    closed(nd, val, pv)
+    core.settle(S, t, steps)
+    S[core.FLOPS] += flops
+    core.out_closed(nd, crd_o.ch, jc)
+    core.out_closed(nd, val_o.ch, jv)
+    core.closed(nd, outer, po)
+    core.closed(nd, inner, pi)
+    core.closed(nd, val, pv)
     return status
 
 
@@ -328,12 +305,12 @@ class Spacc(Accumulator):
         return list(self.ins), (list(self.outs) if queued or outer[0] != VAL else [])
 
     def state(self):
-        return Map1(self.red, NANV, self.tbl, self.present, self.touched, self.xk, self.xv, self.qk, self.qd, self.qx,
-                    self.logging, self.ev)
+        return Map1(self.red, core.NANV, self.tbl, self.present, self.touched, self.xk, self.xv, self.qk, self.qd,
+                    self.qx, self.logging, self.ev)
 
     def grow(self):
         S, e = self.S, self.engine
-        need = int(S[NEED])
+        need = int(S[core.NEED])
         if need > self.tbl.shape[0]:
             size = min(max(need, 2 * self.tbl.shape[0], FIRST_KEYS), TABLE_LIMIT)
             e.reserve(9 * (size - self.tbl.shape[0]), self)

@@ -20,37 +20,14 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from . import pool
-from .core import (
-    ACC,
-    DONE,
-    EMIT,
-    FAIL,
-    FLOPS,
-    FREE,
-    GROW,
-    II,
-    NANV,
-    NEED,
-    PORT,
-    WAIT_OUT,
-    YIELD,
-    T,
-    closed,
-    gated,
-    missing,
-    opened,
-    out_closed,
-    out_opened,
-    settle,
-)
+from . import core, pool
 from .reduce import combine, identity
 from .spacc import Accumulator, log_event
 from .spacc_tables import Drain, HashTable, clear, dense_fits, drain_order, rehash, relayout, slot, to_hash
 from .stream import DONE as D_TOK
 from .stream import STOP, VAL, _is_elem
 
-_NR, _NE, _CW1, _CROW, _DR, _DE, _DPH, _DNR, _NEV2, _DRAIN2, _MODE, _W = range(FREE, FREE + 12)
+_NR, _NE, _CW1, _CROW, _DR, _DE, _DPH, _DNR, _NEV2, _DRAIN2, _MODE, _W = range(core.FREE, core.FREE + 12)
 
 
 class Map2(NamedTuple):
@@ -95,66 +72,66 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
     mode = S[_MODE]
     width = S[_W]
     cap = dpres.shape[0] // width
-    po, eo, fo, ol = opened(nd, outer)
-    pm, em, fm, ml = opened(nd, mid)
-    pi, ei, fi, il = opened(nd, inner)
-    pv, evv, fv, vl = opened(nd, val)
-    jm, capm, dm_, bm = out_opened(nd, mid_o)
-    jc, capc, dc, bc = out_opened(nd, crd_o)
-    jv, capv, dv_, bv = out_opened(nd, val_o)
+    po, eo, fo, ol = core.opened(nd, outer)
+    pm, em, fm, ml = core.opened(nd, mid)
+    pi, ei, fi, il = core.opened(nd, inner)
+    pv, evv, fv, vl = core.opened(nd, val)
+    jm, capm, dm_, bm = core.out_opened(nd, mid_o)
+    jc, capc, dc, bc = core.out_opened(nd, crd_o)
+    jv, capv, dv_, bv = core.out_opened(nd, val_o)
     nr = S[_NR]
     ne = S[_NE]
     nev = S[_NEV2]
-    t, ii = S[T], S[II]
+    t, ii = S[core.T], S[core.II]
     flops = 0
     steps = status = 0
     while True:
-        status = missing(po, eo, fo)
+        status = core.missing(po, eo, fo)
         if status:
-            S[PORT] = 0
+            S[core.PORT] = 0
             break
         o = ko[po]
         rt = max(o_s[po] + ol, 0)
         if o == VAL:
-            status = missing(pm, em, fm)
+            status = core.missing(pm, em, fm)
             if status:
-                S[PORT] = 1
+                S[core.PORT] = 1
                 break
             mk = km[pm]
             rt = max(rt, m_s[pm] + ml)
-            status = missing(pi, ei, fi)
+            status = core.missing(pi, ei, fi)
             if status:
-                S[PORT] = 2
+                S[core.PORT] = 2
                 break
             ik = ki[pi]
             rt = max(rt, i_s[pi] + il)
-            status = missing(pv, evv, fv)
+            status = core.missing(pv, evv, fv)
             if status:
-                S[PORT] = 3
+                S[core.PORT] = 3
                 break
             if mk == VAL:
                 if not (ik == VAL or (ik == STOP and di[pi] == 0)):
-                    status = FAIL
+                    status = core.FAIL
                     break
                 vk = kv[pv]
                 rt = max(rt, v_s[pv] + vl)
                 if ik == VAL and not _is_elem(vk):
-                    status = FAIL
+                    status = core.FAIL
                     break
                 if ik == STOP and not (vk == STOP and dv[pv] == 0):
-                    status = FAIL
+                    status = core.FAIL
                     break
                 w1 = dm[pm]
                 if 2 * (nr + 1) > rv.shape[0] or nr >= rw1.shape[0] or ne >= ew2.shape[0] or \
                         (mode == 1 and 2 * (ne + 1) > ev_tab.shape[0]):
-                    status = GROW
+                    status = core.GROW
                     break
                 if mode == 0 and (nr >= cap or (ik == VAL and di[pi] >= width)):
-                    S[NEED] = di[pi] if ik == VAL else 0
-                    status = GROW
+                    S[core.NEED] = di[pi] if ik == VAL else 0
+                    status = core.GROW
                     break
                 if log and nev >= ev.shape[1]:
-                    status = YIELD
+                    status = core.YIELD
                     break
                 if S[_CROW] >= 0 and S[_CW1] == w1:
                     row = S[_CROW]
@@ -201,7 +178,7 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                             e = ev_tab[q]
                             ex[e] = combine(red, ex[e], x, nan)
                     if log:
-                        nev = log_event(ev, nev, w1, w2, pv, ACC)
+                        nev = log_event(ev, nev, w1, w2, pv, core.ACC)
                     flops += 1
                 else:  # the mid coordinate's fiber ends: its row exists even if empty
                     mcons[pm] = t
@@ -210,11 +187,11 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                 pv += 1
             elif mk == STOP and dm[pm] == 0:
                 if not (ik == STOP and di[pi] == 1):
-                    status = FAIL
+                    status = core.FAIL
                     break
                 rt = max(rt, v_s[pv] + vl)
                 if not (kv[pv] == STOP and dv[pv] == 1):
-                    status = FAIL
+                    status = core.FAIL
                     break
                 t = max(t + ii, rt)
                 icons[pi] = t
@@ -226,42 +203,42 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                 pm += 1
                 po += 1
             else:
-                status = FAIL
+                status = core.FAIL
                 break
             steps += 1
         elif o == STOP or o == D_TOK:
             on = do[po] if o == STOP else -1
             if nr > 0 and not (o == STOP and on == 0) and not S[_DRAIN2]:
-                status = FAIL
+                status = core.FAIL
                 break
-            status = missing(pm, em, fm)
+            status = core.missing(pm, em, fm)
             if status:
-                S[PORT] = 1
+                S[core.PORT] = 1
                 break
-            status = missing(pi, ei, fi)
+            status = core.missing(pi, ei, fi)
             if status:
-                S[PORT] = 2
+                S[core.PORT] = 2
                 break
-            status = missing(pv, evv, fv)
+            status = core.missing(pv, evv, fv)
             if status:
-                S[PORT] = 3
+                S[core.PORT] = 3
                 break
             rt = max(rt, m_s[pm] + ml)
             if not (km[pm] == o and (o == D_TOK or dm[pm] == on + 1)):
-                status = FAIL
+                status = core.FAIL
                 break
             rt = max(rt, i_s[pi] + il)
             if not (ki[pi] == o and (o == D_TOK or di[pi] == on + 2)):
-                status = FAIL
+                status = core.FAIL
                 break
             rt = max(rt, v_s[pv] + vl)
             if not (kv[pv] == o and (o == D_TOK or dv[pv] == on + 2)):
-                status = FAIL
+                status = core.FAIL
                 break
             if o == STOP and on == 0 and nr > 0 and not S[_DRAIN2]:
                 if d_w1.shape[0] < nr or d_off.shape[0] < nr + 1 or d_c.shape[0] < ne:
-                    S[NEED] = -1  # the drain order's arrays, sized once per drain
-                    status = GROW
+                    S[core.NEED] = -1  # the drain order's arrays, sized once per drain
+                    status = core.GROW
                     break
                 drain_order(mp, mode, width, nr, ne)
                 S[_DR] = 0
@@ -273,15 +250,15 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                 r = S[_DR]
                 ph = S[_DPH]
                 if (ph == 0 and jm >= capm) or jc >= capc or jv >= capv:
-                    status = WAIT_OUT
+                    status = core.WAIT_OUT
                     break
                 if log and nev >= ev.shape[1]:
-                    status = YIELD
+                    status = core.YIELD
                     break
                 t = max(t + ii, rt)
                 if ph == 0:
-                    t = gated(t, mg, jm, dm_, bm)
-                t = gated(gated(t, cg, jc, dc, bc), vg, jv, dv_, bv)
+                    t = core.gated(t, mg, jm, dm_, bm)
+                t = core.gated(core.gated(t, cg, jc, dc, bc), vg, jv, dv_, bv)
                 if ph == 0:
                     mk_[jm] = VAL
                     md[jm] = d_w1[r]
@@ -296,7 +273,7 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                     vk_[jv] = VAL
                     vd[jv] = d_v[e]
                     if log:
-                        nev = log_event(ev, nev, d_w1[r], d_c[e], jv, EMIT)
+                        nev = log_event(ev, nev, d_w1[r], d_c[e], jv, core.EMIT)
                     S[_DE] = e + 1
                 else:
                     ck[jc] = STOP
@@ -320,9 +297,9 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
                     S[_DRAIN2] = 0
                 continue
             if jm >= capm or jc >= capc or jv >= capv:
-                status = WAIT_OUT
+                status = core.WAIT_OUT
                 break
-            t = gated(gated(gated(max(t + ii, rt), mg, jm, dm_, bm), cg, jc, dc, bc), vg, jv, dv_, bv)
+            t = core.gated(core.gated(core.gated(max(t + ii, rt), mg, jm, dm_, bm), cg, jc, dc, bc), vg, jv, dv_, bv)
             steps += 1
             ocons[po] = t
             mcons[pm] = t
@@ -345,23 +322,23 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
             vt[jv] = t
             jv += 1
             if o == D_TOK:
-                status = DONE
+                status = core.DONE
                 break
         else:
-            status = FAIL
+            status = core.FAIL
             break
     S[_NR] = nr
     S[_NE] = ne
     S[_NEV2] = nev
-    settle(S, t, steps)
-    S[FLOPS] += flops
-    out_closed(nd, mid_o.ch, jm)
-    out_closed(nd, crd_o.ch, jc)
-    out_closed(nd, val_o.ch, jv)
-    closed(nd, outer, po)
-    closed(nd, mid, pm)
-    closed(nd, inner, pi)
-    closed(nd, val, pv)
+    core.settle(S, t, steps)
+    S[core.FLOPS] += flops
+    core.out_closed(nd, mid_o.ch, jm)
+    core.out_closed(nd, crd_o.ch, jc)
+    core.out_closed(nd, val_o.ch, jv)
+    core.closed(nd, outer, po)
+    core.closed(nd, mid, pm)
+    core.closed(nd, inner, pi)
+    core.closed(nd, val, pv)
     return status
 
 
@@ -407,7 +384,7 @@ class Spacc2(Accumulator):
         return list(self.ins), list(self.outs)
 
     def state(self):
-        return Map2(self.red, NANV, self.rows, self.rslot, self.rw1, self.dval, self.dpres, self.ents, self.eslot,
+        return Map2(self.red, core.NANV, self.rows, self.rslot, self.rw1, self.dval, self.dpres, self.ents, self.eslot,
                     self.erow, self.ew2, self.ex, self.drain, self.logging, self.ev)
 
     def _rehashed(self, table, slots):
@@ -422,7 +399,7 @@ class Spacc2(Accumulator):
         S, e = self.S, self.engine
         width, rows = int(S[_W]), self.dpres.shape[0] // int(S[_W])
         new_width, new_rows = width, rows
-        while new_width <= S[NEED]:  # at least twice as wide or as tall: a few re-layouts per run
+        while new_width <= S[core.NEED]:  # at least twice as wide or as tall: a few re-layouts per run
             new_width *= 2
         while new_rows <= nr:
             new_rows *= 2
@@ -455,13 +432,13 @@ class Spacc2(Accumulator):
             self.erow, self.ew2 = e.enlarge(self.erow, self), e.enlarge(self.ew2, self)
             if S[_MODE] == 1:  # per entry, the hash table's slot and value
                 self.eslot, self.ex = (e.enlarge(a, self, self.ew2.shape[0]) for a in (self.eslot, self.ex))
-        if S[NEED] == -1:  # a drain: its order's arrays
+        if S[core.NEED] == -1:  # a drain: its order's arrays
             e.reserve(16 * ne + 16 * nr, self)
             self.drain = Drain(np.empty(nr, dtype=np.int64), np.empty(nr + 1, dtype=np.int64),
                                np.empty(ne, dtype=np.int64), np.empty(ne, dtype=np.float64))
-        elif S[_MODE] == 0 and (nr >= self.dpres.shape[0] // S[_W] or S[NEED] >= S[_W]):
+        elif S[_MODE] == 0 and (nr >= self.dpres.shape[0] // S[_W] or S[core.NEED] >= S[_W]):
             self._grow_dense(nr, ne)
         if S[_MODE] == 1 and 2 * (ne + 1) > self.ents.v.shape[0]:
             self.ents = self._rehashed(self.ents, self.eslot)
-        S[NEED] = 0
+        S[core.NEED] = 0
         self.invalidate()

@@ -16,30 +16,12 @@ import numpy as np
 from numba import njit
 
 from ..storage import Level
-from . import pool, tiles
-from .core import (
-    DONE,
-    FAIL,
-    FREE,
-    GROW,
-    II,
-    NEED,
-    PORT,
-    WORDS,
-    WRITES,
-    NeedOracle,
-    Runner,
-    T,
-    closed,
-    missing,
-    opened,
-    settle,
-    stall,
-)
+from . import core, pool, tiles
+from .core import NeedOracle, Runner
 from .stream import DONE as D_TOK
 from .stream import EMPTY, STOP, VAL
 
-_NC, _NS, _COUNT = FREE, FREE + 1, FREE + 2  # crd entries, seg entries, elements of the open fiber
+_NC, _NS, _COUNT = core.FREE, core.FREE + 1, core.FREE + 2  # crd entries, seg entries, elements of the open fiber
 
 
 class LevelBuffers(NamedTuple):
@@ -58,21 +40,21 @@ def _k_level_write(nd, inp, lv):
     S = nd.S
     ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
     crd, seg, compressed, has_dim, dim, mem = lv
-    pi, ei, fi, lat = opened(nd, inp)
-    t, ii = S[T], S[II]
+    pi, ei, fi, lat = core.opened(nd, inp)
+    t, ii = S[core.T], S[core.II]
     nc = S[_NC]
     ns = S[_NS]
     count = S[_COUNT]
-    writes = S[WRITES]
+    writes = S[core.WRITES]
     hbm = mem[0] != 0
     steps = status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = core.missing(pi, ei, fi)
         if status:
-            S[PORT] = 0
+            S[core.PORT] = 0
             break
         if nc >= crd.shape[0] or ns >= seg.shape[0]:
-            status = GROW
+            status = core.GROW
             break
         k = ik[pi]
         tn = max(t + ii, max(isent[pi] + lat, 0))
@@ -80,15 +62,15 @@ def _k_level_write(nd, inp, lv):
             x = idat[pi]
             if compressed:
                 if (has_dim and not (0 <= x and x < dim)) or (count > 0 and x <= crd[nc - 1]):
-                    status = FAIL
+                    status = core.FAIL
                     break
                 crd[nc] = x
                 nc += 1
                 writes += 1
                 if hbm:
-                    tn += stall(mem, writes - 1, 1, False)
+                    tn += core.stall(mem, writes - 1, 1, False)
             elif x != count:
-                status = FAIL
+                status = core.FAIL
                 break
             count += 1
         elif k == STOP and idat[pi] == 0:
@@ -97,31 +79,31 @@ def _k_level_write(nd, inp, lv):
                 ns += 1
                 writes += 1
                 if hbm:
-                    tn += stall(mem, writes - 1, 1, False)
+                    tn += core.stall(mem, writes - 1, 1, False)
             elif count != dim:
-                status = FAIL
+                status = core.FAIL
                 break
             count = 0
         elif k == STOP or k == D_TOK:
             if count > 0:
-                status = FAIL
+                status = core.FAIL
                 break
         else:
-            status = FAIL
+            status = core.FAIL
             break
         t = tn
         icons[pi] = t
         pi += 1
         steps += 1
         if k == D_TOK:
-            status = DONE
+            status = core.DONE
             break
-    settle(S, t, steps)
+    core.settle(S, t, steps)
     S[_NC] = nc
     S[_NS] = ns
     S[_COUNT] = count
-    S[WRITES] = writes
-    closed(nd, inp, pi)
+    S[core.WRITES] = writes
+    core.closed(nd, inp, pi)
     return status
 
 
@@ -138,20 +120,20 @@ def _k_value_write(nd, inp, buf):
     S = nd.S
     ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
     vals, mem, w = buf
-    pi, ei, fi, lat = opened(nd, inp)
-    t, ii = S[T], S[II]
+    pi, ei, fi, lat = core.opened(nd, inp)
+    t, ii = S[core.T], S[core.II]
     nv = S[_NC]
-    words = S[WORDS]
+    words = S[core.WORDS]
     hbm = mem[0] != 0
     steps = status = 0
     while True:
-        status = missing(pi, ei, fi)
+        status = core.missing(pi, ei, fi)
         if status:
-            S[PORT] = 0
+            S[core.PORT] = 0
             break
         if nv >= vals.shape[0]:
-            status = GROW
-            S[NEED] = 0
+            status = core.GROW
+            S[core.NEED] = 0
             break
         k = ik[pi]
         tn = max(t + ii, max(isent[pi] + lat, 0))
@@ -160,22 +142,22 @@ def _k_value_write(nd, inp, buf):
             nv += 1
             words += w
             if hbm:
-                tn += stall(mem, words - w, w, False)
+                tn += core.stall(mem, words - w, w, False)
         elif not (k == STOP or k == D_TOK):
-            status = FAIL
+            status = core.FAIL
             break
         t = tn
         icons[pi] = t
         pi += 1
         steps += 1
         if k == D_TOK:
-            status = DONE
+            status = core.DONE
             break
-    settle(S, t, steps)
+    core.settle(S, t, steps)
     S[_NC] = nv
-    S[WORDS] = words
-    S[WRITES] = words
-    closed(nd, inp, pi)
+    S[core.WORDS] = words
+    S[core.WRITES] = words
+    core.closed(nd, inp, pi)
     return status
 
 
