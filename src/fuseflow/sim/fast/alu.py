@@ -116,7 +116,7 @@ def alu_op(op, x0, x1, x2, nan):
 class AluOp(NamedTuple):
     """The ALU's state record: how many inputs it has (the kernel's b and c repeat a where there
     are fewer), the op's code, the scalar operand if any (has_scalar, scalar, its position spos)
-    and the oracle's NaN (`NANV`)."""
+    and the oracle's NaN (`core.NANV`)."""
     nin: int
     op: int
     has_scalar: bool

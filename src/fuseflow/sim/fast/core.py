@@ -21,11 +21,15 @@ which it consumes each input token in the reader's `cons` array (aligned with th
 window); the engine hands those times to the reader's occupancy merge after the call.
 
 The step loop itself works on plain locals: the records' arrays, taken from them before the
-loop starts, and scalar helpers (`missing`; the step rule: a step happens at `step_time`, II
-after the previous one and no earlier than the heads it reads are visible, and one that emits
-also no earlier than `gated` allows). Reading a record's field inside the loop, or handing
-arrays to helpers there (inline or not), made kernels up to several times slower: `gated` is the
-one helper a loop hands an array to.
+loop starts (`inlet`, `outlet`), and scalar helpers (`missing`, `full`; the step rule: a step
+happens at `step_time`, II after the previous one and no earlier than the heads it reads are
+visible, and one that emits also no earlier than `gated` allows). Reading a record's field inside
+the loop, or handing arrays to helpers there (inline or not), made kernels up to several times
+slower: a loop hands arrays only to `gated` and to the one-store helpers `timed` and `stepped`
+(compiled as the store written out), and notes the input it waits on in S[PORT] itself (a helper
+that took S to do it made the ALU's and array's loops 20-40% slower). The same statements
+arranged otherwise can compile a few percent faster or slower: a kernel whose loop measured
+slower with a helper writes that part out (the ALU's, scan's, array's and reduce's).
 
 Bounded channels (back-pressure, `Runner.backpressure`): an `Out` also holds its reader's
 `cons` array (`gate`). Before a step a kernel checks room only on the outputs that step emits
@@ -216,12 +220,59 @@ def out_closed(nd, c, j):
 
 
 @njit(inline="always")
+def inlet(nd, p):
+    """Input port p's arrays, then its `opened`: (kind, data, sent, cons, position, end, final,
+    latency)."""
+    pos, end, final, lat = opened(nd, p)
+    return p.kind, p.data, p.sent, p.cons, pos, end, final, lat
+
+
+@njit(inline="always")
+def outlet(nd, o):
+    """Output port o's arrays, then its `out_opened`: (kind, data, sent, gate, fill position,
+    room, depth, window base)."""
+    j, cap, d, base = out_opened(nd, o)
+    return o.kind, o.data, o.sent, o.gate, j, cap, d, base
+
+
+@njit(inline="always")
+def resumed(S):
+    """Where a call starts: S[PORT], the input it waits on if it does, back to 0 (a kernel notes
+    any other when it finds that input `missing`), and (the last step's time, II, steps 0,
+    status 0)."""
+    S[PORT] = 0
+    return S[T], S[II], 0, 0
+
+
+@njit(inline="always")
 def missing(pos, end, final):
     """WAIT_IN when an input at `pos` (`window`) has no token yet, FAIL when it never will, else 0
-    (a kernel then notes the input in S[PORT])."""
+    (a kernel then notes the input in S[PORT] unless it is input 0: `resumed`)."""
     if pos < end:
         return 0
     return FAIL if final else WAIT_IN
+
+
+@njit(inline="always")
+def full(j, cap):
+    """WAIT_OUT when an output has no room at fill position j (`room`), else 0."""
+    return WAIT_OUT if j >= cap else 0
+
+
+@njit(inline="always")
+def timed(x, pos, t):
+    """x[pos] = t, and the next position: a step at t consumed token pos of an input (x: its
+    reader's `cons`) or emitted token pos of an output (x: its `sent`)."""
+    x[pos] = t
+    return pos + 1
+
+
+@njit(inline="always")
+def stepped(cons, pos, t, steps, last):
+    """The end of a step at t that consumed the input token at pos (D if `last`): (the next
+    position, the steps so far, DONE after D else 0: the status the step loop stops on)."""
+    cons[pos] = t
+    return pos + 1, steps + 1, DONE if last else 0
 
 
 @njit(inline="always")
@@ -236,6 +287,14 @@ def settle(S, t, steps):
     """Store the step time and count the steps of a call."""
     S[T] = t
     S[STEPS] += steps
+
+
+@njit(inline="always")
+def left(nd, t, steps, status, o, j):
+    """A call's end: `settle`, store output o's fill position j, and the status to return."""
+    settle(nd.S, t, steps)
+    out_closed(nd, o.ch, j)
+    return status
 
 
 def _ungated(t, gate, j, d, base):

@@ -24,17 +24,12 @@ _STARTED = core.FREE  # the current inner fiber emitted its outer coordinate
 def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
     """A step needs room only on the outputs it emits on."""
     S = nd.S
-    ko, do, o_s, ocons = outer.kind, outer.data, outer.sent, outer.cons
-    ki, di, i_s, icons = inner.kind, inner.data, inner.sent, inner.cons
-    ook, ood, oot, oog = outer_o.kind, outer_o.data, outer_o.sent, outer_o.gate
-    oik, oid, oit, oig = inner_o.kind, inner_o.data, inner_o.sent, inner_o.gate
-    po, eo, fo, ol = core.opened(nd, outer)
-    pi, ei, fi, il = core.opened(nd, inner)
-    jo, capo, do_, bo = core.out_opened(nd, outer_o)
-    ji, capi, di_, bi = core.out_opened(nd, inner_o)
-    t, ii = S[core.T], S[core.II]
+    ko, do, o_s, ocons, po, eo, fo, ol = core.inlet(nd, outer)
+    ki, di, i_s, icons, pi, ei, fi, il = core.inlet(nd, inner)
+    ook, ood, oot, oog, jo, capo, do_, bo = core.outlet(nd, outer_o)
+    oik, oid, oit, oig, ji, capi, di_, bi = core.outlet(nd, inner_o)
+    t, ii, steps, status = core.resumed(S)
     started = S[_STARTED]
-    steps = status = 0
     while True:
         status = core.missing(pi, ei, fi)
         if status:
@@ -42,7 +37,6 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
             break
         status = core.missing(po, eo, fo)
         if status:
-            S[core.PORT] = 0
             break
         ik = ki[pi]
         o = ko[po]
@@ -64,14 +58,12 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
             if not started:
                 ook[jo] = VAL
                 ood[jo] = do[po]
-                oot[jo] = tn
-                jo += 1
+                jo = core.timed(oot, jo, tn)
                 started = 1
             icons[pi] = tn
             oik[ji] = VAL
             oid[ji] = di[pi]
-            oit[ji] = tn
-            ji += 1
+            ji = core.timed(oit, ji, tn)
             pi += 1
         elif ik == STOP and di[pi] == 0:
             if o != VAL:
@@ -83,8 +75,7 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
             if started:
                 oik[ji] = STOP
                 oid[ji] = 0
-                oit[ji] = tn
-                ji += 1
+                ji = core.timed(oit, ji, tn)
             pi += 1
             started = 0
         elif ik == STOP or ik == D_TOK:
@@ -95,12 +86,10 @@ def _k_crd_drop(nd, outer, inner, outer_o, inner_o):
             icons[pi] = tn
             ook[jo] = o
             ood[jo] = do[po]
-            oot[jo] = tn
-            jo += 1
+            jo = core.timed(oot, jo, tn)
             oik[ji] = ik
             oid[ji] = di[pi]
-            oit[ji] = tn
-            ji += 1
+            ji = core.timed(oit, ji, tn)
             po += 1
             pi += 1
         else:

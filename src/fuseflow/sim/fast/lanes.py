@@ -27,10 +27,9 @@ def _k_copy(nd, x, outs, deal):
     """broadcast (deal False: every token to every output) and fork (deal True: elements
     round-robin, stops and D to every lane); outs: the k outputs (`Outs`)."""
     S = nd.S
-    xk, xd, xs, xc = x.kind, x.data, x.sent, x.cons
+    xk, xd, xs, xc, pi, ei, fi, xl = core.inlet(nd, x)
     ok, od, ot, og = outs.kind, outs.data, outs.sent, outs.gate
     k = len(ok)
-    pi, ei, fi, xl = core.opened(nd, x)
     jo = np.empty(k, dtype=np.int64)
     cap = np.empty(k, dtype=np.int64)
     dep = np.empty(k, dtype=np.int64)
@@ -39,9 +38,8 @@ def _k_copy(nd, x, outs, deal):
     for o in range(k):
         jo[o], cap[o], dep[o], bas[o] = core.out_opened_lane(nd, outs, o)
         bounded |= dep[o] != 0
-    t, ii = S[core.T], S[core.II]
+    t, ii, steps, status = core.resumed(S)
     lane = S[_LANE]
-    steps = status = 0
     if not deal:  # broadcast: the times once (into xc), then every output copies the block
         n = ei - pi
         for o in range(k):
@@ -67,7 +65,6 @@ def _k_copy(nd, x, outs, deal):
     while status == 0:
         status = core.missing(pi, ei, fi)
         if status:
-            S[core.PORT] = 0
             break
         h = xk[pi]
         if deal and h == REPEAT:
@@ -93,12 +90,7 @@ def _k_copy(nd, x, outs, deal):
                 jo[o] += 1
         if one:
             lane = (lane + 1) % k
-        xc[pi] = t
-        pi += 1
-        steps += 1
-        if h == D_TOK:
-            status = core.DONE
-            break
+        pi, steps, status = core.stepped(xc, pi, t, steps, h == D_TOK)
     core.settle(S, t, steps)
     S[_LANE] = lane
     for o in range(k):
@@ -120,7 +112,7 @@ def _k_join(nd, ins, out, how):
     by this call."""
     S = nd.S
     ik, idat, isent, icons, lat = ins.kind, ins.data, ins.sent, ins.cons, ins.lat
-    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    ok, od, ot, og, j, cap, d, b = core.outlet(nd, out)
     depth, src = how.depth, how.src
     lanes = len(ik)
     pos = np.empty(lanes, dtype=np.int64)
@@ -128,7 +120,6 @@ def _k_join(nd, ins, out, how):
     fin = np.empty(lanes, dtype=np.bool_)
     for q in range(lanes):
         pos[q], end[q], fin[q] = core.opened_lane(nd, ins, q)
-    j, cap, d, b = core.out_opened(nd, out)
     cap = min(cap, j + src.shape[1])
     idx = S[_LANE]
     t, ii = S[core.T], S[core.II]
@@ -175,8 +166,7 @@ def _k_join(nd, ins, out, how):
                 pos[lane] += 1
         ok[j] = h
         od[j] = idat[idx][q]
-        ot[j] = t
-        j += 1
+        j = core.timed(ot, j, t)
         src[0, ne] = idx
         src[1, ne] = q
         ne += 1
@@ -186,12 +176,10 @@ def _k_join(nd, ins, out, how):
             break
         if turn:
             idx = (idx + 1) % lanes
-    core.settle(S, t, steps)
     S[_LANE] = idx
-    core.out_closed(nd, out.ch, j)
     for q in range(lanes):
         core.store(nd, ins.ch[q], ins.rd[q], pos[q])
-    return status
+    return core.left(nd, t, steps, status, out, j)
 
 
 def _lane_count(runner: Runner) -> int:

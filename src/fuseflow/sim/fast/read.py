@@ -22,8 +22,7 @@ from .stream import EMPTY, STOP, VAL, _is_elem
 @njit(cache=True)
 def _k_root(nd, out):
     S = nd.S
-    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
-    j, cap, d, b = core.out_opened(nd, out)
+    ok, od, ot, og, j, cap, d, b = core.outlet(nd, out)
     status = 0
     while True:
         if S[core.FREE] == 2:
@@ -35,8 +34,7 @@ def _k_root(nd, out):
         t = core.gated(max(S[core.T] + S[core.II], 0), og, j, d, b)
         ok[j] = VAL if S[core.FREE] == 0 else D_TOK
         od[j] = 0
-        ot[j] = t
-        j += 1
+        j = core.timed(ot, j, t)
         S[core.T] = t
         S[core.STEPS] += 1
         S[core.FREE] += 1
@@ -135,12 +133,9 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
                 rk[jr] = k
                 cd[jc] = lv
                 rd[jr] = lv
-                ct[jc] = t
-                rt_[jr] = t
-                jc += 1
-                jr += 1
-                icons[pi] = t
-                pi += 1
+                jc = core.timed(ct, jc, t)
+                jr = core.timed(rt_, jr, t)
+                pi = core.timed(icons, pi, t)
                 steps += 1
                 if k == D_TOK:
                     status = core.DONE
@@ -188,12 +183,9 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
             rt = 0
             if first < 0:  # the fiber's first step consumes its reference
                 first = t
-                icons[pi] = t
-                pi += 1
-            ct[jc] = t
-            rt_[jr] = t
-            jc += 1
-            jr += 1
+                pi = core.timed(icons, pi, t)
+            jc = core.timed(ct, jc, t)
+            jr = core.timed(rt_, jr, t)
             p += 1
             steps += 1
         else:  # the fiber's S0
@@ -203,16 +195,13 @@ def _k_scan(nd, ref, crd_o, ref_o, level):
                 words = reads
             if first < 0:
                 first = t
-                icons[pi] = t
-                pi += 1
+                pi = core.timed(icons, pi, t)
             ck[jc] = STOP
             rk[jr] = STOP
             cd[jc] = 0
             rd[jr] = 0
-            ct[jc] = t
-            rt_[jr] = t
-            jc += 1
-            jr += 1
+            jc = core.timed(ct, jc, t)
+            jr = core.timed(rt_, jr, t)
             fib = 0
             steps += 1
     S[_FIB], S[_P], S[_PEND], S[_FIRST] = fib, p, pend, first
@@ -235,26 +224,21 @@ class Locating(NamedTuple):
 @njit(cache=True)
 def _k_locate(nd, crd, ref, out, at):
     S = nd.S
-    ak, ad, a_s, acons = crd.kind, crd.data, crd.sent, crd.cons
-    bk, bd, b_s, bcons = ref.kind, ref.data, ref.sent, ref.cons
-    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    ak, ad, a_s, acons, pa, ea, fa, al = core.inlet(nd, crd)
+    bk, bd, b_s, bcons, pb, eb, fb, bl = core.inlet(nd, ref)
+    ok, od, ot, og, j, cap, d, b0 = core.outlet(nd, out)
     dim, stride = at
-    pa, ea, fa, al = core.opened(nd, crd)
-    pb, eb, fb, bl = core.opened(nd, ref)
-    j, cap, d, b0 = core.out_opened(nd, out)
-    t, ii = S[core.T], S[core.II]
-    steps = status = 0
+    t, ii, steps, status = core.resumed(S)
     while True:
         status = core.missing(pa, ea, fa)
         if status:
-            S[core.PORT] = 0
             break
         status = core.missing(pb, eb, fb)
         if status:
             S[core.PORT] = 1
             break
-        if j >= cap:
-            status = core.WAIT_OUT
+        status = core.full(j, cap)
+        if status:
             break
         a = ak[pa]
         b = bk[pb]
@@ -279,21 +263,16 @@ def _k_locate(nd, crd, ref, out, at):
             status = core.FAIL
             break
         t = tn
-        ot[j] = t
-        j += 1
-        acons[pa] = t
-        bcons[pb] = t
-        pa += 1
-        pb += 1
+        j = core.timed(ot, j, t)
+        pa = core.timed(acons, pa, t)
+        pb = core.timed(bcons, pb, t)
         steps += 1
         if a == D_TOK:
             status = core.DONE
             break
-    core.settle(S, t, steps)
-    core.out_closed(nd, out.ch, j)
     core.closed(nd, crd, pa)
     core.closed(nd, ref, pb)
-    return status
+    return core.left(nd, t, steps, status, out, j)
 
 
 class Values(NamedTuple):
@@ -309,16 +288,14 @@ class Values(NamedTuple):
 def _k_array(nd, ref, out, v):
     """Value reads; with tiles `vals` are the stored tiles' numbers (the runner fills the tiles)."""
     S = nd.S
-    ik, idat, isent, icons = ref.kind, ref.data, ref.sent, ref.cons
-    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    ik, idat, isent, icons, pi, ei, fi, lat = core.inlet(nd, ref)
+    ok, od, ot, og, j, cap, d, b = core.outlet(nd, out)
     vals, fill, mem, w = v
-    pi, ei, fi, lat = core.opened(nd, ref)
-    j, cap, d, b = core.out_opened(nd, out)
     nv = vals.shape[0]
     hbm = mem[0] != 0
     t, ii = S[core.T], S[core.II]
-    reads = S[core.READS]
     steps = status = 0
+    reads = S[core.READS]
     while True:
         status = core.missing(pi, ei, fi)
         if status:
@@ -351,19 +328,15 @@ def _k_array(nd, ref, out, v):
             status = core.FAIL
             break
         t = tn
-        ot[j] = t
-        j += 1
-        icons[pi] = t
-        pi += 1
+        j = core.timed(ot, j, t)
+        pi = core.timed(icons, pi, t)
         steps += 1
         if k == D_TOK:
             status = core.DONE
             break
-    core.settle(S, t, steps)
     S[core.READS] = reads
-    core.out_closed(nd, out.ch, j)
     core.closed(nd, ref, pi)
-    return status
+    return core.left(nd, t, steps, status, out, j)
 
 
 class Root(Runner):

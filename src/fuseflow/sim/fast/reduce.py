@@ -63,21 +63,17 @@ def _k_reduce(nd, val, out, how):
     """F[0] holds the open fiber's accumulator; a step emits only on a stop or D."""
     S = nd.S
     F = nd.F
-    ik, idat, isent, icons = val.kind, val.data, val.sent, val.cons
-    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
+    ik, idat, isent, icons, pi, ei, fi, lat = core.inlet(nd, val)
+    ok, od, ot, og, j, cap, d, b = core.outlet(nd, out)
     red, nanv = how
     nan = nanv[0]
-    pi, ei, fi, lat = core.opened(nd, val)
-    j, cap, d, b = core.out_opened(nd, out)
-    t, ii = S[core.T], S[core.II]
+    t, ii, steps, status = core.resumed(S)
     acc = F[0]
     fiber_open = S[_OPEN]
     flops = 0
-    steps = status = 0
     while True:
         status = core.missing(pi, ei, fi)
         if status:
-            S[core.PORT] = 0
             break
         k = ik[pi]
         tn = max(t + ii, max(isent[pi] + lat, 0))
@@ -94,8 +90,7 @@ def _k_reduce(nd, val, out, how):
         elif k == STOP and idat[pi] == 0:
             ok[j] = VAL
             od[j] = acc
-            ot[j] = tn
-            j += 1
+            j = core.timed(ot, j, tn)
             acc = identity(red)
             fiber_open = 0
         elif k == STOP or k == D_TOK:
@@ -104,25 +99,21 @@ def _k_reduce(nd, val, out, how):
                 break
             ok[j] = k
             od[j] = idat[pi] - 1 if k == STOP else 0.0
-            ot[j] = tn
-            j += 1
+            j = core.timed(ot, j, tn)
         else:
             status = core.FAIL
             break
         t = tn
-        icons[pi] = t
-        pi += 1
+        pi = core.timed(icons, pi, t)
         steps += 1
         if k == D_TOK:
             status = core.DONE
             break
     F[0] = acc
     S[_OPEN] = fiber_open
-    core.settle(S, t, steps)
     S[core.FLOPS] += flops
-    core.out_closed(nd, out.ch, j)
     core.closed(nd, val, pi)
-    return status
+    return core.left(nd, t, steps, status, out, j)
 
 
 def red_code(params: dict) -> int:

@@ -19,19 +19,12 @@ from .stream import REPEAT, STOP, VAL, _is_elem
 @njit(cache=True)
 def _k_repsig(nd, crd, out):
     S = nd.S
-    ik, idat, isent, icons = crd.kind, crd.data, crd.sent, crd.cons
-    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
-    pi, ei, fi, lat = core.opened(nd, crd)
-    j, cap, d, b = core.out_opened(nd, out)
-    t, ii = S[core.T], S[core.II]
-    steps = status = 0
-    while True:
-        status = core.missing(pi, ei, fi)
+    ik, idat, isent, icons, pi, ei, fi, lat = core.inlet(nd, crd)
+    ok, od, ot, og, j, cap, d, b = core.outlet(nd, out)
+    t, ii, steps, status = core.resumed(S)
+    while status == 0:
+        status = core.missing(pi, ei, fi) or core.full(j, cap)
         if status:
-            S[core.PORT] = 0
-            break
-        if j >= cap:
-            status = core.WAIT_OUT
             break
         k = ik[pi]
         if k == VAL or k == 2:  # an element (Val or N)
@@ -44,42 +37,26 @@ def _k_repsig(nd, crd, out):
             status = core.FAIL
             break
         t = core.gated(max(t + ii, max(isent[pi] + lat, 0)), og, j, d, b)
-        ot[j] = t
-        j += 1
-        icons[pi] = t
-        pi += 1
-        steps += 1
-        if k == D_TOK:
-            status = core.DONE
-            break
-    core.settle(S, t, steps)
-    core.out_closed(nd, out.ch, j)
+        j = core.timed(ot, j, t)
+        pi, steps, status = core.stepped(icons, pi, t, steps, k == D_TOK)
     core.closed(nd, crd, pi)
-    return status
+    return core.left(nd, t, steps, status, out, j)
 
 
 @njit(cache=True)
 def _k_repeat(nd, x, sig, out):
     S = nd.S
-    ik, idat, isent, icons = x.kind, x.data, x.sent, x.cons
-    sk, sd, s_s, scons = sig.kind, sig.data, sig.sent, sig.cons
-    ok, od, ot, og = out.kind, out.data, out.sent, out.gate
-    pi, ei, fi, il = core.opened(nd, x)
-    ps, es, fs, sl = core.opened(nd, sig)
-    j, cap, d, b = core.out_opened(nd, out)
-    t, ii = S[core.T], S[core.II]
-    steps = status = 0
-    while True:
+    ik, idat, isent, icons, pi, ei, fi, il = core.inlet(nd, x)
+    sk, sd, s_s, scons, ps, es, fs, sl = core.inlet(nd, sig)
+    ok, od, ot, og, j, cap, d, b = core.outlet(nd, out)
+    t, ii, steps, status = core.resumed(S)
+    while status == 0:
         status = core.missing(ps, es, fs)
         if status:
             S[core.PORT] = 1
             break
-        status = core.missing(pi, ei, fi)
+        status = core.missing(pi, ei, fi) or core.full(j, cap)
         if status:
-            S[core.PORT] = 0
-            break
-        if j >= cap:
-            status = core.WAIT_OUT
             break
         s = sk[ps]
         h = ik[pi]
@@ -99,35 +76,25 @@ def _k_repeat(nd, x, sig, out):
             elif not (h == STOP and idat[pi] == lv - 1):
                 status = core.FAIL
                 break
-            icons[pi] = tn
-            pi += 1
+            pi = core.timed(icons, pi, tn)
             ok[j] = STOP
             od[j] = lv
         elif s == D_TOK:
             if h != D_TOK:
                 status = core.FAIL
                 break
-            icons[pi] = tn
-            pi += 1
+            pi = core.timed(icons, pi, tn)
             ok[j] = D_TOK
             od[j] = 0
         else:
             status = core.FAIL
             break
         t = tn
-        ot[j] = t
-        j += 1
-        scons[ps] = t
-        ps += 1
-        steps += 1
-        if s == D_TOK:
-            status = core.DONE
-            break
-    core.settle(S, t, steps)
-    core.out_closed(nd, out.ch, j)
+        j = core.timed(ot, j, t)
+        ps, steps, status = core.stepped(scons, ps, t, steps, s == D_TOK)
     core.closed(nd, x, pi)
     core.closed(nd, sig, ps)
-    return status
+    return core.left(nd, t, steps, status, out, j)
 
 
 class Repsig(Runner):

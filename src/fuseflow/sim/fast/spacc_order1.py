@@ -93,27 +93,21 @@ def _drain1(mp, nt, m, at):
 @njit(cache=True)
 def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
     S = nd.S
-    ko, do, o_s, ocons = outer.kind, outer.data, outer.sent, outer.cons
-    ki, di, i_s, icons = inner.kind, inner.data, inner.sent, inner.cons
-    kv, dv, v_s, vcons = val.kind, val.data, val.sent, val.cons
-    ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
-    vk_, vd, vt, vg = val_o.kind, val_o.data, val_o.sent, val_o.gate
+    ko, do, o_s, ocons, po, eo, fo, ol = core.inlet(nd, outer)
+    ki, di, i_s, icons, pi, ei, fi, il = core.inlet(nd, inner)
+    kv, dv, v_s, vcons, pv, ev_, fv, vl = core.inlet(nd, val)
+    ck, cd, ct, cg, jc, capc, dc, bc = core.outlet(nd, crd_o)
+    vk_, vd, vt, vg, jv, capv, dv_, bv = core.outlet(nd, val_o)
     red, nanv, tbl, present, touched, xk, xv, qk, qd, qx, log, ev = mp
     nan = nanv[0]
-    po, eo, fo, ol = core.opened(nd, outer)
-    pi, ei, fi, il = core.opened(nd, inner)
-    pv, ev_, fv, vl = core.opened(nd, val)
-    jc, capc, dc, bc = core.out_opened(nd, crd_o)
-    jv, capv, dv_, bv = core.out_opened(nd, val_o)
     nt = S[_NT]
     m = S[_M]
     qh = S[_QH]
     qn = S[_QN]
     ended = S[_ENDED]
     nev = S[_NEV]
-    t, ii = S[core.T], S[core.II]
+    t, ii, steps, status = core.resumed(S)
     flops = 0
-    steps = status = 0
     while True:
         # the step's input action: 0 none (input ended), 1 accumulate, 2 close an inner fiber,
         # 3 take an outer stop or D (queueing the fiber and the stop)
@@ -130,7 +124,6 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
         else:
             status = core.missing(po, eo, fo)
             if status:
-                S[core.PORT] = 0
                 break
             o = ko[po]
             rt = max(o_s[po] + ol, 0)
@@ -238,13 +231,10 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
             if o == D_TOK:
                 ended = 1
         if action != 0:  # every input action takes the inner and value heads, all but 1 the outer
-            icons[pi] = t
-            vcons[pv] = t
-            pi += 1
-            pv += 1
+            pi = core.timed(icons, pi, t)
+            pv = core.timed(vcons, pv, t)
             if action != 1:
-                ocons[po] = t
-                po += 1
+                po = core.timed(ocons, po, t)
         if emits:
             head, coord = qk[qh], qd[qh]
             ck[jc] = head
@@ -253,10 +243,8 @@ def _k_spacc(nd, outer, inner, val, crd_o, val_o, mp):
             vd[jv] = qx[qh] if head == VAL else coord
             if log and head == VAL:
                 nev = log_event(ev, nev, 0, 0, jv, core.EMIT_SEALED)
-            ct[jc] = t
-            vt[jv] = t
-            jc += 1
-            jv += 1
+            jc = core.timed(ct, jc, t)
+            jv = core.timed(vt, jv, t)
             qh += 1
         steps += 1
     S[_NT] = nt

@@ -38,20 +38,17 @@ class LevelBuffers(NamedTuple):
 @njit(cache=True)
 def _k_level_write(nd, inp, lv):
     S = nd.S
-    ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
+    ik, idat, isent, icons, pi, ei, fi, lat = core.inlet(nd, inp)
     crd, seg, compressed, has_dim, dim, mem = lv
-    pi, ei, fi, lat = core.opened(nd, inp)
-    t, ii = S[core.T], S[core.II]
+    t, ii, steps, status = core.resumed(S)
     nc = S[_NC]
     ns = S[_NS]
     count = S[_COUNT]
     writes = S[core.WRITES]
     hbm = mem[0] != 0
-    steps = status = 0
     while True:
         status = core.missing(pi, ei, fi)
         if status:
-            S[core.PORT] = 0
             break
         if nc >= crd.shape[0] or ns >= seg.shape[0]:
             status = core.GROW
@@ -92,11 +89,8 @@ def _k_level_write(nd, inp, lv):
             status = core.FAIL
             break
         t = tn
-        icons[pi] = t
-        pi += 1
-        steps += 1
-        if k == D_TOK:
-            status = core.DONE
+        pi, steps, status = core.stepped(icons, pi, t, steps, k == D_TOK)
+        if status:
             break
     core.settle(S, t, steps)
     S[_NC] = nc
@@ -118,18 +112,15 @@ class ValueBuffer(NamedTuple):
 @njit(cache=True)
 def _k_value_write(nd, inp, buf):
     S = nd.S
-    ik, idat, isent, icons = inp.kind, inp.data, inp.sent, inp.cons
+    ik, idat, isent, icons, pi, ei, fi, lat = core.inlet(nd, inp)
     vals, mem, w = buf
-    pi, ei, fi, lat = core.opened(nd, inp)
-    t, ii = S[core.T], S[core.II]
+    t, ii, steps, status = core.resumed(S)
     nv = S[_NC]
     words = S[core.WORDS]
     hbm = mem[0] != 0
-    steps = status = 0
-    while True:
+    while status == 0:
         status = core.missing(pi, ei, fi)
         if status:
-            S[core.PORT] = 0
             break
         if nv >= vals.shape[0]:
             status = core.GROW
@@ -147,12 +138,7 @@ def _k_value_write(nd, inp, buf):
             status = core.FAIL
             break
         t = tn
-        icons[pi] = t
-        pi += 1
-        steps += 1
-        if k == D_TOK:
-            status = core.DONE
-            break
+        pi, steps, status = core.stepped(icons, pi, t, steps, k == D_TOK)
     core.settle(S, t, steps)
     S[_NC] = nv
     S[core.WORDS] = words
