@@ -29,7 +29,8 @@ slower: a loop hands arrays only to `gated` and to the one-store helpers `timed`
 (compiled as the store written out), and notes the input it waits on in S[PORT] itself (a helper
 that took S to do it made the ALU's and array's loops 20-40% slower). The same statements
 arranged otherwise can compile a few percent faster or slower: a kernel whose loop measured
-slower with a helper writes that part out (the ALU's, scan's, array's and reduce's).
+slower with a helper writes that part out (the ALU's, scan's, the order-2 accumulator's, array's
+and reduce's).
 
 Bounded channels (back-pressure, `Runner.backpressure`): an `Out` also holds its reader's
 `cons` array (`gate`). Before a step a kernel checks room only on the outputs that step emits

@@ -59,27 +59,36 @@ def _k_spacc2(nd, outer, mid, inner, val, mid_o, crd_o, val_o, mp):
     the dense table (mode 0: rows x S[_W] cells); the entries' hash table (mode 1: (mid, inner) ->
     entry, values in ex); eslot/erow/ew2 per entry; the drain order (`spacc_tables`)."""
     S = nd.S
-    ko, do, o_s, ocons, po, eo, fo, ol = core.inlet(nd, outer)
-    km, dm, m_s, mcons, pm, em, fm, ml = core.inlet(nd, mid)
-    ki, di, i_s, icons, pi, ei, fi, il = core.inlet(nd, inner)
-    kv, dv, v_s, vcons, pv, evv, fv, vl = core.inlet(nd, val)
-    mk_, md, mt, mg, jm, capm, dm_, bm = core.outlet(nd, mid_o)
-    ck, cd, ct, cg, jc, capc, dc, bc = core.outlet(nd, crd_o)
-    vk_, vd, vt, vg, jv, capv, dv_, bv = core.outlet(nd, val_o)
+    ko, do, o_s, ocons = outer.kind, outer.data, outer.sent, outer.cons
+    km, dm, m_s, mcons = mid.kind, mid.data, mid.sent, mid.cons
+    ki, di, i_s, icons = inner.kind, inner.data, inner.sent, inner.cons
+    kv, dv, v_s, vcons = val.kind, val.data, val.sent, val.cons
+    mk_, md, mt, mg = mid_o.kind, mid_o.data, mid_o.sent, mid_o.gate
+    ck, cd, ct, cg = crd_o.kind, crd_o.data, crd_o.sent, crd_o.gate
+    vk_, vd, vt, vg = val_o.kind, val_o.data, val_o.sent, val_o.gate
     red, nanv, rows, rslot, rw1, dval, dpres, ents, eslot, erow, ew2, ex, drain, log, ev = mp
     (rk1, rk2, rv), (ek1, ek2, ev_tab), (d_w1, d_off, d_c, d_v) = rows, ents, drain
     nan = nanv[0]
     mode = S[_MODE]
     width = S[_W]
     cap = dpres.shape[0] // width
+    po, eo, fo, ol = core.opened(nd, outer)
+    pm, em, fm, ml = core.opened(nd, mid)
+    pi, ei, fi, il = core.opened(nd, inner)
+    pv, evv, fv, vl = core.opened(nd, val)
+    jm, capm, dm_, bm = core.out_opened(nd, mid_o)
+    jc, capc, dc, bc = core.out_opened(nd, crd_o)
+    jv, capv, dv_, bv = core.out_opened(nd, val_o)
     nr = S[_NR]
     ne = S[_NE]
     nev = S[_NEV2]
-    t, ii, steps, status = core.resumed(S)
+    t, ii = S[core.T], S[core.II]
     flops = 0
+    steps = status = 0
     while True:
         status = core.missing(po, eo, fo)
         if status:
+            S[core.PORT] = 0
             break
         o = ko[po]
         rt = max(o_s[po] + ol, 0)
