@@ -29,13 +29,13 @@ final, depth, reader)` per channel (depth 0: unbounded); `RD[r]` per reader: its
 
     >>> tables = Tables(1, 1)
     >>> ch = Channel(tables, 0, np.int64, capacity=4)
-    >>> r = ch.add_reader(0)
+    >>> x = ch.add_reader(0)
     >>> ch.append([0, 0, 1], [5, 6, 0], [0, 1, 2])  # sent at times 0, 1, 2
-    >>> tables.RD[r, 0] = 2                         # the reader consumed two, at times 2 and 3
-    >>> ch.readers[0].cons[:2] = [2, 3]
-    >>> int(sync(tables.CH, tables.RD, 0, r, 0, ch.sent, ch.readers[0].cons, False, ch.readers[0].queue))
+    >>> tables.RD[x.index, 0] = 2                   # the reader consumed two, at times 2 and 3
+    >>> x.cons[:2] = [2, 3]
+    >>> int(sync(tables.CH, tables.RD, 0, x.index, 0, ch.sent, x.cons, False, x.queue))
     -1
-    >>> tables.RD[r, :4].tolist()  # cursor, sends merged, consumes merged, most waiting so far
+    >>> tables.RD[x.index, :4].tolist()  # cursor, sends merged, consumes merged, most waiting so far
     [2, 3, 1, 2]
     >>> ch.compact(), int(tables.CH[0, 0]), int(tables.CH[0, 1])
     (2, 2, 1)
@@ -52,7 +52,7 @@ BASE, COUNT, FINAL, DEPTH, READER = 0, 1, 2, 3, 4
 # RD columns: cursor, merge state, then the queue: first byte, bytes used, times queued, the first
 # time, the last one, the run being read (difference, times left) and the run being written
 CURSOR, MK, MJ, BEST, QHEAD, QUSED, QN, QFIRST, QLAST, QHD, QHC, QTD, QTC = range(13)
-QUEUE_BYTES = 256  # each reader's queue starts this size and doubles when full
+QUEUE_BYTES = 4096  # a reader's queue starts this size and doubles when full (SpGEMM's needs 4 KB)
 PROBE_AFTER = 16  # sends merged one by one after a stretch that was not regular
 SKIP = 8  # sends before the next consume are skipped together when there are more than this
 
@@ -174,9 +174,11 @@ class Channel:
         tile = 8 * int(np.prod(self.tile_shape)) if self.tile_shape is not None else 0
         return 1 + self.dtype.itemsize + 8 + 8 * max(len(self.readers), 1) + tile
 
-    def add_reader(self, index: int, node: int = -1, port: str = "") -> int:
-        self.readers.append(Reader(index, self.capacity, node, port))
-        return index
+    def add_reader(self, index: int, node: int = -1, port: str = "") -> Reader:
+        """A reader, number `index` (its row of RD), of node `node`'s input `port`."""
+        reader = Reader(index, self.capacity, node, port)
+        self.readers.append(reader)
+        return reader
 
     def droppable(self) -> int:
         """Tokens at the front that every reader consumed and whose sends are merged."""

@@ -412,6 +412,7 @@ class Runner:
         self.in_ch: list = []
         self.out_ch: list = []
         self.readers: list[int] = []
+        self._reader_objects: list = []  # the `channel.Reader` of each input (`attach_inputs`)
         self._args = None
         self._entry = None  # the kernel's compiled function for `_args` (`compiled_entry`)
         self.done = False
@@ -460,9 +461,10 @@ class Runner:
             self.cache[key] = hit
         return hit[1]
 
-    def attach_inputs(self, in_ch: list, readers: list[int]) -> None:
-        """The channels of the input ports (in `ins` order) and this node's reader numbers."""
-        self.in_ch, self.readers = in_ch, readers
+    def attach_inputs(self, in_ch: list, readers: list) -> None:
+        """The channels of the input ports (in `ins` order) and this node's `channel.Reader` of
+        each (`readers` holds their numbers)."""
+        self.in_ch, self.readers, self._reader_objects = in_ch, [x.index for x in readers], readers
         self.check_bound()
 
     def attach_outputs(self, out_ch: list) -> None:
@@ -480,10 +482,7 @@ class Runner:
         return next(x.cons for x in ch.readers if x.index == reader)
 
     def reader_objects(self) -> list:
-        """The `channel.Reader` of each input (looked up once)."""
-        if getattr(self, "_reader_objects", None) is None:
-            self._reader_objects = [next(x for x in ch.readers if x.index == r)
-                                    for ch, r in zip(self.in_ch, self.readers)]
+        """The `channel.Reader` of each input."""
         return self._reader_objects
 
     @staticmethod

@@ -41,7 +41,7 @@ from . import pool
 from .bounded_driver import BoundedDriver, Overflow
 from .by_oracle import OracleRunner
 from .channel import BASE, BEST, COUNT, CURSOR, FINAL, Channel, Tables, sync
-from .core import DONE, FAIL, GROW, STEPS, WAIT_IN, WAIT_OUT, YIELD, NeedOracle, Runner, T, compiled_entry
+from .core import DONE, FAIL, GROW, PORT, STEPS, WAIT_IN, WAIT_OUT, YIELD, NeedOracle, Runner, T, compiled_entry
 from .runners import RUNNERS
 from .stream import token_list
 
@@ -92,6 +92,17 @@ def buffer_bytes(graph: SamGraph, chunk: int | None = None) -> int:
     return sum(size * (17 + 8 * max(readers.get(s, 0), 1)) for s in streams)
 
 
+_OUTPUTS: dict = {}  # (kind, arity) -> how many output streams a node has (`_outputs`)
+
+
+def _outputs(kind: str, arity: int) -> int:
+    """How many output streams a node of primitive `kind` with `arity` has (counted once)."""
+    key = (kind, arity)
+    if key not in _OUTPUTS:
+        _OUTPUTS[key] = len(PRIMITIVES[kind].ports(arity)[1])
+    return _OUTPUTS[key]
+
+
 class Engine(BoundedDriver):
     """One run of a graph. `chunk`: tokens per channel buffer (None: a default that fits the
     memory budget; an int, or a callable (stream) -> int for per-channel sizes in tests; WHOLE
@@ -114,7 +125,7 @@ class Engine(BoundedDriver):
         nodes = graph.nodes
         sources = sources or {}
         readers = sum(len(n.inputs) for n in nodes)
-        streams = len(sources) + sum(len(PRIMITIVES[n.kind].ports(n.arity)[1]) for n in nodes if n.kind in PRIMITIVES)
+        streams = len(sources) + sum(_outputs(n.kind, n.arity) for n in nodes if n.kind in PRIMITIVES)
         self.tables = Tables(streams, readers)
         fixed = chunk_for(streams, None if callable(chunk) else chunk)
         size = chunk if callable(chunk) else (lambda stream: fixed)
@@ -168,10 +179,8 @@ class Engine(BoundedDriver):
                 in_ch, readers = [], []
                 for port in runner.ins:
                     ch = self.channels[node.inputs[port]]
-                    r = self._next_reader()
-                    ch.add_reader(r, node.id, port)
                     in_ch.append(ch)
-                    readers.append(r)
+                    readers.append(ch.add_reader(self._next_reader(), node.id, port))
                 runner.attach_inputs(in_ch, readers)
                 return runner
             except NeedOracle:
@@ -262,7 +271,7 @@ class Engine(BoundedDriver):
         elif status == FAIL or r.failed:
             raise KernelFailed(r)
         elif status == WAIT_IN:
-            r.waiting = r.S.item(7)
+            r.waiting = r.S.item(PORT)  # the input its kernel waits on
             r.wait_row = c = r.in_rows[r.waiting][0]
             r.seen = CH(c, BASE) + CH(c, COUNT)
         elif status == WAIT_OUT:
@@ -442,6 +451,7 @@ class Source(Runner):
         self.id, self.kind, self.params, self.node = stream.node, "source", {}, None
         self.arr, self.next, self.engine, self.tile = arr, 0, engine, None
         self.in_ch, self.readers, self.out_ch, self.ins, self.outs = [], [], [ch], (), ("out",)
+        self._reader_objects = []
         self.S = np.zeros(16, dtype=np.int64)
         self.done, self.status, self.failed = False, 0, False
         self.waiting, self.seen, self.rooms = 0, 0, 0
