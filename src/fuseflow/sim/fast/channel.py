@@ -42,6 +42,8 @@ final, depth, reader)` per channel (depth 0: unbounded); `RD[r]` per reader: its
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -65,15 +67,10 @@ class Tables:
         self.RD = np.zeros((max(readers, 1), 13), dtype=np.int64)
 
 
-_EMPTY: dict = {}  # dtype -> a shared array of no items (`_empty`)
-
-
+@functools.lru_cache(maxsize=None)
 def _empty(dtype) -> np.ndarray:
     """A shared array of no `dtype` items (what a released channel holds)."""
-    dtype = np.dtype(dtype)
-    if dtype not in _EMPTY:
-        _EMPTY[dtype] = np.zeros(0, dtype=dtype)
-    return _EMPTY[dtype]
+    return np.zeros(0, dtype=dtype)
 
 
 class Reader:
@@ -250,7 +247,7 @@ class Channel:
         if self.tiles is not None:
             self.tiles = np.zeros((0,) + self.tile_shape)
         for r in self.readers:
-            r.cons = self.sent
+            r.cons = _empty(np.int64)
         return buffers
 
     def append(self, kind, data, sent, tiles=None) -> None:

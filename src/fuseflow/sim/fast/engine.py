@@ -27,6 +27,7 @@ node instead of letting the operating system kill the process.
 """
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -92,15 +93,10 @@ def buffer_bytes(graph: SamGraph, chunk: int | None = None) -> int:
     return sum(size * (17 + 8 * max(readers.get(s, 0), 1)) for s in streams)
 
 
-_OUTPUTS: dict = {}  # (kind, arity) -> how many output streams a node has (`_outputs`)
-
-
+@functools.lru_cache(maxsize=None)
 def _outputs(kind: str, arity: int) -> int:
     """How many output streams a node of primitive `kind` with `arity` has (counted once)."""
-    key = (kind, arity)
-    if key not in _OUTPUTS:
-        _OUTPUTS[key] = len(PRIMITIVES[kind].ports(arity)[1])
-    return _OUTPUTS[key]
+    return len(PRIMITIVES[kind].ports(arity)[1])
 
 
 class Engine(BoundedDriver):
